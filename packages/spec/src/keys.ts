@@ -1,0 +1,46 @@
+/**
+ * Every annotation and label key kubeplus-isolation reads or writes.
+ * One place, so the operator, the webhook, the chart tests and the e2e suite
+ * can never disagree on a spelling.
+ */
+
+/** On an instance custom resource: the node placement a tenant's Pods must get (JSON). */
+export const NODE_ISOLATION_ANNOTATION = 'kubeplus.io/node-isolation';
+
+/** On a tenant Namespace: makes the webhook's namespaceSelector match. Value is always "true". */
+export const NODE_ISOLATION_ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
+export const NODE_ISOLATION_ENABLED_VALUE = 'true';
+
+/** On a tenant Namespace: the validated, canonical NodeIsolationSpec the webhook applies. */
+export const NODE_ISOLATION_RESOLVED_ANNOTATION = 'kubeplus.io/node-isolation-resolved';
+
+/** On an instance custom resource: the minimum sandbox runtime for Agent Sandbox objects (JSON). */
+export const SANDBOX_ISOLATION_ANNOTATION = 'kubeplus.io/sandbox-isolation';
+
+/** Standard recommended label marking every object the operator owns. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'kubeplus-isolation';
+
+/**
+ * Owner labels on operator-owned objects (cluster-scoped ones cannot carry an ownerReference
+ * to a namespaced instance). Values are label-safe forms of the instance's identity
+ * (see `labelValue` in names.ts); the exact identity is in OWNER_ANNOTATION.
+ */
+export const OWNER_NAME_LABEL = 'kubeplus.io/owner-name';
+export const OWNER_NAMESPACE_LABEL = 'kubeplus.io/owner-namespace';
+export const OWNER_UID_LABEL = 'kubeplus.io/owner-uid';
+/** `group/Kind/namespace/name` of the owning instance, exact and unbounded. */
+export const OWNER_ANNOTATION = 'kubeplus.io/owner';
+
+/** On a Namespace the operator created for an instance: which instance it belongs to. */
+export const NAMESPACE_CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
+
+/** Finalizer the operator puts on instances carrying either annotation. */
+export const FINALIZER = 'isolation.kubeplus.io/cleanup';
+
+/** KubePlus's own marker on the CustomResourceDefinitions it registers. */
+export const KUBEPLUS_CRD_LABEL = 'registered-by';
+export const KUBEPLUS_CRD_LABEL_VALUE = 'kubeplus';
+
+/** Name of the webhooks[] entry in the MutatingWebhookConfiguration (from the design document). */
+export const NODE_ISOLATION_WEBHOOK_NAME = 'node-isolation.kubeplus.io';
