@@ -34,11 +34,14 @@ export function boundedName(prefix: string, base: string, suffix = '', max = DNS
   if (plain.length <= max && isDns1123Subdomain(plain)) return plain;
   const hash = shortHash(base);
   const room = max - prefix.length - suffix.length - HASH_LEN - 1;
+  if (room < 0) throw new RangeError(`boundedName: "${prefix}" and "${suffix}" leave no room within ${max} characters`);
+  // The fallback keeps only [a-z0-9-]: dots could form empty subdomain labels ("a..b", "a.-b").
   const cleaned = trimToAlnumEnd(
     base
       .toLowerCase()
-      .replace(/[^a-z0-9.-]/g, '-')
-      .slice(0, Math.max(0, room)),
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+/, '')
+      .slice(0, room),
   );
   return cleaned === '' ? `${prefix}${hash}${suffix}` : `${prefix}${cleaned}-${hash}${suffix}`;
 }
