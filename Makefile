@@ -28,8 +28,9 @@ build: install ## Compile every TypeScript project (tsc -b)
 	tsc -b tsconfig.json
 
 .PHONY: lint
-lint: install ## Typecheck and lint (tsc + Biome)
+lint: install ## Typecheck sources and tests, then lint (tsc + Biome)
 	tsc -b tsconfig.json
+	tsc -p tsconfig.test.json
 	biome check .
 
 .PHONY: test-unit
