@@ -1,0 +1,49 @@
+/**
+ * One admission decision: the hot path. Pod CREATE → namespace's mandate (cache read) →
+ * patch → response. Never rejects a Pod and never throws: whatever goes wrong, the answer is
+ * `allowed: true` without a patch, with the reason recorded (fail open, as the webhook's
+ * `failurePolicy: Ignore` would do anyway — but visibly).
+ */
+import type { Operation } from 'fast-json-patch';
+import type { Resolution } from '../cache/resolver.js';
+import { buildNodeIsolationPatch, patchProblem } from './patch.js';
+import type { AdmissionResult, FailOpenReason } from './reasons.js';
+import { type AdmissionRequest, type AdmissionReviewResponse, buildReviewResponse, isPodCreate } from './review.js';
+
+export interface AdmissionOutcome {
+  result: AdmissionResult;
+  review: AdmissionReviewResponse;
+  patch: Operation[];
+  /** Set when result is failopen or error. */
+  reason?: FailOpenReason;
+  detail?: string;
+}
+
+export type ResolveNamespace = (namespace: string) => Promise<Resolution>;
+
+/** Shown to whoever created the Pod (kubectl prints it); kept short, no internals. */
+export function failOpenWarning(reason: FailOpenReason): string {
+  return `kubeplus node isolation was not applied (${reason}): this Pod may be scheduled outside its dedicated nodes`;
+}
+
+function failOpen(uid: string, result: 'failopen' | 'error', reason: FailOpenReason, detail: string): AdmissionOutcome {
+  return { result, reason, detail, patch: [], review: buildReviewResponse(uid, [], [failOpenWarning(reason)]) };
+}
+
+export async function admit(req: AdmissionRequest, resolve: ResolveNamespace): Promise<AdmissionOutcome> {
+  if (!isPodCreate(req)) return { result: 'skipped', patch: [], review: buildReviewResponse(req.uid) };
+  try {
+    if (req.namespace === undefined) throw new Error('Pod CREATE without request.namespace');
+    const resolution = await resolve(req.namespace);
+    if (!resolution.ok) return failOpen(req.uid, 'failopen', resolution.reason, resolution.detail);
+    const patch = buildNodeIsolationPatch(req.object, resolution.spec);
+    // A patch the API server cannot apply would make it reject the Pod (patch errors are not
+    // covered by failurePolicy: Ignore). Check it against the fields it touches first.
+    const problem = patchProblem(req.object, patch);
+    if (problem !== undefined) throw new Error(`generated patch does not apply: ${problem}`);
+    if (patch.length === 0) return { result: 'unchanged', patch, review: buildReviewResponse(req.uid) };
+    return { result: 'patched', patch, review: buildReviewResponse(req.uid, patch) };
+  } catch (e) {
+    return failOpen(req.uid, 'error', 'internal_error', e instanceof Error ? e.message : String(e));
+  }
+}

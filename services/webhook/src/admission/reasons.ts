@@ -1,0 +1,44 @@
+/**
+ * Every bounded label value the webhook's metrics use, in one place: a metric is
+ * pre-initialized with each (so rates start at zero) and nothing else can appear.
+ */
+
+/** What happened to one admission request. */
+export const ADMISSION_RESULTS = ['patched', 'unchanged', 'failopen', 'error', 'skipped'] as const;
+export type AdmissionResult = (typeof ADMISSION_RESULTS)[number];
+
+/** Why a Pod was admitted without the isolation it should have had. */
+export const FAIL_OPEN_REASONS = [
+  'annotation_missing',
+  'annotation_invalid',
+  'namespace_not_found',
+  'namespace_not_labeled',
+  'lookup_timeout',
+  'lookup_failed',
+  'internal_error',
+] as const;
+export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
+
+/** Outcome of a live GET of a namespace missing from the cache. */
+export const LIVE_LOOKUP_RESULTS = ['found', 'not_found', 'not_labeled', 'timeout', 'error'] as const;
+export type LiveLookupResult = (typeof LIVE_LOOKUP_RESULTS)[number];
+
+/** Why a request to /mutate/pods was answered with a 4xx instead of an AdmissionReview. */
+export const BAD_REQUEST_REASONS = [
+  'missing_body',
+  'invalid_json',
+  'unsupported_media_type',
+  'unsupported_encoding',
+  'body_too_large',
+  'aborted',
+  'not_an_object',
+  'invalid_api_version',
+  'invalid_kind',
+  'missing_request',
+  'invalid_uid',
+  'invalid_operation',
+  'invalid_request_kind',
+  'missing_object',
+  'missing_namespace',
+] as const;
+export type BadRequestReason = (typeof BAD_REQUEST_REASONS)[number];

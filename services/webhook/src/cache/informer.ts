@@ -1,0 +1,244 @@
+/**
+ * One Namespace informer (list + watch of the isolated namespaces only) feeding the cache,
+ * and the state readiness depends on:
+ *
+ * - synced: the initial list has been applied and a watch has connected once. Until then the
+ *   cache may be empty, and a replica that took traffic would fail open on every Pod.
+ * - stale: since when no watch is connected (watch ended, list/watch error). A gap of a
+ *   moment happens at every routine reconnect; a long one means this replica misses updates.
+ *
+ * client-node's ListWatch reconnects by itself after a clean close, a client-side timeout or
+ * 410 Gone, but gives up on any other error: then this watcher restarts it with capped
+ * exponential backoff and jitter. It resumes from the last resourceVersion (or relists).
+ */
+import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_ENABLED_VALUE } from '@kubeplus-isolation/spec';
+import { CoreV1Api, type KubeConfig, ListWatch, type V1Namespace, Watch } from '@kubernetes/client-node';
+import type { LogSink } from '../log.js';
+import { abortOptions } from './kube-api.js';
+import type { NamespaceLike } from './namespace-cache.js';
+
+/** Only namespaces the operator labeled: the informer never holds the rest of the cluster. */
+export const ISOLATED_NAMESPACES_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=${NODE_ISOLATION_ENABLED_VALUE}`;
+const NAMESPACES_PATH = '/api/v1/namespaces';
+/** Bound on the informer's (re)list; a hung list would otherwise hold the informer unsynced forever. */
+const LIST_TIMEOUT_MS = 60_000;
+
+/** What the watcher needs of an informer: client-node's `Informer<V1Namespace>` fits. */
+export interface InformerLike<T> {
+  on(verb: 'add' | 'update' | 'delete', cb: (obj: T) => void): void;
+  on(verb: 'error', cb: (err?: unknown) => void): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Connection events of the informer's watch requests. */
+export interface WatchHooks {
+  /** A watch request got its 200 response: events flow from now on. */
+  connected(): void;
+  /** A watch request ended, cleanly or not. */
+  closed(err?: unknown): void;
+}
+
+/** Where namespace events go (the NamespaceCache). */
+export interface NamespaceSink {
+  upsert(ns: NamespaceLike): void;
+  remove(ns: NamespaceLike): void;
+}
+
+/** A client-node Watch that reports when each watch request connects and when it ends. */
+class ObservedWatch extends Watch {
+  readonly #hooks: WatchHooks;
+
+  constructor(kc: KubeConfig, hooks: WatchHooks) {
+    super(kc);
+    this.#hooks = hooks;
+  }
+
+  override async watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    let ended = false;
+    const controller = await super.watch(path, queryParams, callback, (err: unknown) => {
+      ended = true;
+      this.#hooks.closed(err);
+      done(err);
+    });
+    // super.watch resolves once the response arrived; `done` already ran if it was an error.
+    if (!ended) this.#hooks.connected();
+    return controller;
+  }
+}
+
+/** The real informer: list + watch of labeled namespaces, list bounded by LIST_TIMEOUT_MS. */
+export function createNamespaceInformer(kc: KubeConfig, hooks: WatchHooks): InformerLike<V1Namespace> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const list = () =>
+    core.listNamespace(
+      { labelSelector: ISOLATED_NAMESPACES_SELECTOR },
+      abortOptions(AbortSignal.timeout(LIST_TIMEOUT_MS)),
+    );
+  return new ListWatch<V1Namespace>(
+    NAMESPACES_PATH,
+    new ObservedWatch(kc, hooks),
+    list,
+    false,
+    ISOLATED_NAMESPACES_SELECTOR,
+  );
+}
+
+/** Capped exponential backoff with "equal jitter": a delay in [ceiling/2, ceiling]. `random` in [0, 1). */
+export function backoffDelayMs(attempt: number, initialMs: number, maxMs: number, random: number): number {
+  const ceiling = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
+  return Math.round(ceiling / 2 + (ceiling / 2) * random);
+}
+
+export interface InformerStatus {
+  synced: boolean;
+  /** Whether a watch request is connected right now. */
+  connected: boolean;
+  /** Milliseconds since the watch was last connected, or undefined while connected (or before the first sync). */
+  staleForMs: number | undefined;
+  lastError: string | undefined;
+}
+
+export type Readiness = { ready: true } | { ready: false; reason: string };
+
+export interface WatcherOptions {
+  /** A disconnected watch makes the replica unready once it has been down this long. */
+  maxStalenessMs: number;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+  logger?: LogSink;
+  onError?: () => void;
+  now?: () => number;
+  random?: () => number;
+}
+
+function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (typeof e === 'object' && e !== null) return JSON.stringify(e).slice(0, 300);
+  return String(e);
+}
+
+export class NamespaceWatcher {
+  readonly #informer: InformerLike<NamespaceLike>;
+  readonly #opts: Required<Omit<WatcherOptions, 'logger' | 'onError'>> & Pick<WatcherOptions, 'logger' | 'onError'>;
+  #started = false;
+  #stopped = false;
+  #synced = false;
+  #connected = false;
+  #disconnectedSince: number | undefined;
+  #lastError: string | undefined;
+  #attempt = 0;
+  #restartTimer: NodeJS.Timeout | undefined;
+
+  /** `makeInformer` receives the hooks its watch must call (see createNamespaceInformer). */
+  constructor(
+    makeInformer: (hooks: WatchHooks) => InformerLike<NamespaceLike>,
+    sink: NamespaceSink,
+    opts: WatcherOptions,
+  ) {
+    this.#opts = {
+      backoffInitialMs: 1_000,
+      backoffMaxMs: 30_000,
+      now: Date.now,
+      random: Math.random,
+      ...opts,
+    };
+    this.#informer = makeInformer({ connected: () => this.#onConnected(), closed: () => this.#onClosed() });
+    this.#informer.on('add', (ns) => sink.upsert(ns));
+    this.#informer.on('update', (ns) => sink.upsert(ns));
+    this.#informer.on('delete', (ns) => sink.remove(ns));
+    this.#informer.on('error', (err) => this.#onError(err));
+  }
+
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    void this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#restartTimer !== undefined) clearTimeout(this.#restartTimer);
+    this.#restartTimer = undefined;
+    await this.#informer.stop();
+  }
+
+  status(): InformerStatus {
+    return {
+      synced: this.#synced,
+      connected: this.#connected,
+      staleForMs:
+        this.#synced && this.#disconnectedSince !== undefined ? this.#opts.now() - this.#disconnectedSince : undefined,
+      lastError: this.#lastError,
+    };
+  }
+
+  readiness(): Readiness {
+    const s = this.status();
+    if (!s.synced) {
+      return { ready: false, reason: 'namespace informer has not completed its initial list and watch' };
+    }
+    if (s.staleForMs !== undefined && s.staleForMs > this.#opts.maxStalenessMs) {
+      return {
+        ready: false,
+        reason: `namespace watch disconnected for ${Math.round(s.staleForMs / 1000)}s (limit ${Math.round(this.#opts.maxStalenessMs / 1000)}s); last error: ${s.lastError ?? 'none'}`,
+      };
+    }
+    return { ready: true };
+  }
+
+  async #run(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      await this.#informer.start();
+    } catch (e) {
+      // Thrown before any request was made (credentials, kubeconfig): same treatment as a watch error.
+      this.#onError(e);
+    }
+  }
+
+  #onConnected(): void {
+    this.#connected = true;
+    this.#disconnectedSince = undefined;
+    this.#attempt = 0;
+    if (!this.#synced) {
+      this.#synced = true;
+      this.#opts.logger?.info('namespace informer synced');
+    }
+  }
+
+  #onClosed(): void {
+    this.#connected = false;
+    this.#disconnectedSince ??= this.#opts.now();
+  }
+
+  #onError(err: unknown): void {
+    this.#connected = false;
+    this.#disconnectedSince ??= this.#opts.now();
+    this.#lastError = errorText(err);
+    this.#opts.onError?.();
+    if (this.#stopped || this.#restartTimer !== undefined) return;
+    const delayMs = backoffDelayMs(
+      this.#attempt,
+      this.#opts.backoffInitialMs,
+      this.#opts.backoffMaxMs,
+      this.#opts.random(),
+    );
+    this.#attempt += 1;
+    this.#opts.logger?.warn('namespace list/watch failed; restarting it', {
+      error: this.#lastError,
+      retryInMs: delayMs,
+      attempt: this.#attempt,
+    });
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
+      void this.#run();
+    }, delayMs);
+    this.#restartTimer.unref();
+  }
+}
