@@ -1,8 +1,10 @@
 /** Test doubles shared by the controller-runtime tests: a hand-driven clock, an in-memory Lease, an informer source. */
+import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../src/controller/clock.js';
 import type { InformerSource } from '../../src/controller/informers.js';
 import type { LeaderElectionRecord, LeaseLock, ObservedLease } from '../../src/controller/leader-election.js';
+import { createLogger, type Logger, type LogLevel } from '../../src/controller/log.js';
 
 /** Lets every pending promise continuation run (a macrotask turn drains the microtask queue). */
 export async function flush(): Promise<void> {
@@ -228,4 +230,24 @@ export function obj(name: string, namespace?: string, resourceVersion = '1'): Ku
 /** A promise with its resolve/reject functions exposed. */
 export function deferred<T = void>(): PromiseWithResolvers<T> {
   return Promise.withResolvers<T>();
+}
+
+/** A JSON logger whose lines are kept for assertions (read them after `await flush()`). */
+export function captureLogger(level: LogLevel = 'debug'): { logger: Logger; lines(): Array<Record<string, unknown>> } {
+  const raw: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      raw.push(chunk.toString());
+      callback();
+    },
+  });
+  return {
+    logger: createLogger({ level, stream }),
+    lines: () =>
+      raw
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
