@@ -27,6 +27,7 @@ export type LiveLookupResult = (typeof LIVE_LOOKUP_RESULTS)[number];
 export const BAD_REQUEST_REASONS = [
   'missing_body',
   'invalid_json',
+  'invalid_body',
   'unsupported_media_type',
   'unsupported_encoding',
   'body_too_large',

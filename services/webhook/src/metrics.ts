@@ -1,0 +1,176 @@
+/**
+ * Prometheus metrics, in a registry of their own. Every label takes values from a fixed set
+ * (see admission/reasons.ts): nothing is labeled by namespace, Pod or error text.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  ADMISSION_RESULTS,
+  type AdmissionResult,
+  BAD_REQUEST_REASONS,
+  type BadRequestReason,
+  FAIL_OPEN_REASONS,
+  type FailOpenReason,
+  LIVE_LOOKUP_RESULTS,
+  type LiveLookupResult,
+} from './admission/reasons.js';
+import type { InformerStatus } from './cache/informer.js';
+import { ENTRY_STATES, type EntryState } from './cache/namespace-cache.js';
+
+const PREFIX = 'kubeplus_webhook_';
+
+/** From 100 µs (a cache hit) to 1 s (a live GET at its timeout). */
+export const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+export type TlsReloadResult = 'success' | 'failure';
+
+export interface MetricSources {
+  cacheCounts?: () => Record<EntryState, number>;
+  informerStatus?: () => InformerStatus;
+}
+
+export interface WebhookMetrics {
+  registry: Registry;
+  admissions: Counter<'result'>;
+  failOpen: Counter<'reason'>;
+  admissionDuration: Histogram<'result'>;
+  liveLookups: Counter<'result'>;
+  badRequests: Counter<'reason'>;
+  informerErrors: Counter;
+  tlsReloads: Counter<'result'>;
+  tlsCertificateExpiry: Gauge;
+}
+
+export interface MetricsOptions {
+  /** Process metrics (CPU, memory, event loop lag, GC); off only in tests that create many registries. */
+  defaultMetrics?: boolean;
+  sources?: MetricSources;
+}
+
+function zero<L extends string>(c: Counter<L>, label: L, values: readonly string[]): void {
+  for (const v of values) c.inc({ [label]: v } as Partial<Record<L, string>>, 0);
+}
+
+export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
+  const registry = new Registry();
+  const sources = opts.sources ?? {};
+  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+
+  const admissions = new Counter({
+    name: `${PREFIX}admissions_total`,
+    help: 'Admission requests answered, by result: patched, unchanged (already compliant), failopen (allowed without isolation), error (internal error, allowed without isolation), skipped (not a Pod CREATE).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  zero(admissions, 'result', ADMISSION_RESULTS);
+
+  const failOpen = new Counter({
+    name: `${PREFIX}failopen_total`,
+    help: 'Pod CREATEs admitted without the isolation their namespace should mandate, by reason (internal_error included).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  zero(failOpen, 'reason', FAIL_OPEN_REASONS);
+
+  const admissionDuration = new Histogram({
+    name: `${PREFIX}admission_duration_seconds`,
+    help: 'Time from receiving a /mutate/pods request to sending its AdmissionReview response, by result.',
+    labelNames: ['result'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  for (const result of ADMISSION_RESULTS) admissionDuration.zero({ result });
+
+  const liveLookups = new Counter({
+    name: `${PREFIX}live_lookups_total`,
+    help: 'Live GETs of a namespace missing from the informer cache, by result.',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  zero(liveLookups, 'result', LIVE_LOOKUP_RESULTS);
+
+  const badRequests = new Counter({
+    name: `${PREFIX}bad_requests_total`,
+    help: 'Requests to /mutate/pods rejected with a 4xx before admission, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  zero(badRequests, 'reason', BAD_REQUEST_REASONS);
+
+  new Gauge({
+    name: `${PREFIX}namespace_cache_entries`,
+    help: 'Isolated namespaces in the cache, by state: valid, annotation_missing, annotation_invalid.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const counts = sources.cacheCounts?.();
+      for (const state of ENTRY_STATES) this.set({ state }, counts?.[state] ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: `${PREFIX}informer_synced`,
+    help: '1 once the namespace informer has listed and started watching, else 0.',
+    registers: [registry],
+    collect() {
+      this.set(sources.informerStatus?.().synced ? 1 : 0);
+    },
+  });
+
+  new Gauge({
+    name: `${PREFIX}informer_watch_connected`,
+    help: '1 while a namespace watch request is connected, else 0.',
+    registers: [registry],
+    collect() {
+      this.set(sources.informerStatus?.().connected ? 1 : 0);
+    },
+  });
+
+  const informerErrors = new Counter({
+    name: `${PREFIX}informer_errors_total`,
+    help: 'Namespace list/watch failures after which the informer was restarted with backoff.',
+    registers: [registry],
+  });
+
+  const tlsReloads = new Counter({
+    name: `${PREFIX}tls_reloads_total`,
+    help: 'Serving certificate reloads after the files changed, by result (failure keeps the previous certificate).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  zero(tlsReloads, 'result', ['success', 'failure']);
+
+  const tlsCertificateExpiry = new Gauge({
+    name: `${PREFIX}tls_certificate_expiry_timestamp_seconds`,
+    help: 'Expiry (notAfter, Unix seconds) of the serving certificate in use.',
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    admissions,
+    failOpen,
+    admissionDuration,
+    liveLookups,
+    badRequests,
+    informerErrors,
+    tlsReloads,
+    tlsCertificateExpiry,
+  };
+}
+
+export function recordAdmission(m: WebhookMetrics, result: AdmissionResult, seconds: number): void {
+  m.admissions.inc({ result });
+  m.admissionDuration.observe({ result }, seconds);
+}
+
+export function recordFailOpen(m: WebhookMetrics, reason: FailOpenReason): void {
+  m.failOpen.inc({ reason });
+}
+
+export function recordLiveLookup(m: WebhookMetrics, result: LiveLookupResult): void {
+  m.liveLookups.inc({ result });
+}
+
+export function recordBadRequest(m: WebhookMetrics, reason: BadRequestReason): void {
+  m.badRequests.inc({ reason });
+}

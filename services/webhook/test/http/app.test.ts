@@ -1,0 +1,368 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import type { Readiness } from '../../src/cache/informer.js';
+import { NamespaceCache, type NamespaceLike } from '../../src/cache/namespace-cache.js';
+import { IsolationResolver } from '../../src/cache/resolver.js';
+import { createMetricsApp, createWebhookApp } from '../../src/http/app.js';
+import { createMetrics } from '../../src/metrics.js';
+import { captureLogger } from '../helpers/capture-logger.js';
+import { decodePatch, namespace, pod, review, TEAM_A, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
+import { metricValue } from '../helpers/metrics.js';
+
+const UID = '705ab4f5-6393-11e8-b7cc-42010a800002';
+
+/** Sends a Buffer body byte for byte (superagent would JSON-encode it for a JSON content type). */
+const asIs = ((body: Buffer) => body) as unknown as (body: unknown) => string;
+
+interface SetupOptions {
+  namespaces?: NamespaceLike[];
+  /** Answers live GETs on a cache miss; default: not found. */
+  live?: (name: string) => Promise<NamespaceLike | undefined>;
+  readiness?: () => Readiness;
+  shuttingDown?: () => boolean;
+  maxBodyBytes?: number;
+  resolve?: (ns: string) => Promise<never>;
+}
+
+function setup(o: SetupOptions = {}) {
+  const cache = new NamespaceCache();
+  for (const ns of o.namespaces ?? [namespace('team-a', { annotation: TEAM_A_ANNOTATION })]) cache.upsert(ns);
+  const metrics = createMetrics({ defaultMetrics: false, sources: { cacheCounts: () => cache.counts() } });
+  const reads: string[] = [];
+  const resolver = new IsolationResolver(
+    cache,
+    {
+      read: (name) => {
+        reads.push(name);
+        return (o.live ?? (async () => undefined))(name);
+      },
+    },
+    { liveLookupTimeoutMs: 50, onLiveLookup: (result) => metrics.liveLookups.inc({ result }) },
+  );
+  const { logger, lines } = captureLogger();
+  const app = createWebhookApp({
+    resolve: o.resolve ?? ((ns) => resolver.resolve(ns)),
+    readiness: o.readiness ?? (() => ({ ready: true })),
+    metrics,
+    logger,
+    maxBodyBytes: o.maxBodyBytes ?? 4 * 1024 * 1024,
+    ...(o.shuttingDown && { isShuttingDown: o.shuttingDown }),
+  });
+  const count = (name: string, labels: Record<string, string> = {}) => metricValue(metrics.registry, name, labels);
+  return { app, metrics, lines, reads, count };
+}
+
+function post(app: ReturnType<typeof setup>['app'], body: unknown) {
+  return request(app)
+    .post('/mutate/pods?timeout=10s')
+    .set('Content-Type', 'application/json')
+    .send(JSON.stringify(body));
+}
+
+describe('POST /mutate/pods', () => {
+  it('patches a Pod CREATE in an isolated namespace (happy path)', async () => {
+    const { app, count } = setup();
+    const res = await post(app, review());
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/application\/json/);
+    expect(res.body.apiVersion).toBe('admission.k8s.io/v1');
+    expect(res.body.kind).toBe('AdmissionReview');
+    expect(res.body.response).toMatchObject({ uid: UID, allowed: true, patchType: 'JSONPatch' });
+    expect(decodePatch(res.body.response.patch)).toEqual(
+      expect.arrayContaining([
+        { op: 'add', path: '/spec/nodeSelector', value: TEAM_A.nodeSelector },
+        { op: 'add', path: '/spec/tolerations', value: TEAM_A.tolerations },
+      ]),
+    );
+    expect(await count('kubeplus_webhook_admissions_total', { result: 'patched' })).toBe(1);
+    expect(await count('kubeplus_webhook_admission_duration_seconds_count', { result: 'patched' })).toBe(1);
+  });
+
+  it('answers a compliant Pod without patchType (unchanged)', async () => {
+    const { app, count } = setup();
+    const compliant = pod({ nodeSelector: TEAM_A.nodeSelector, tolerations: TEAM_A.tolerations });
+    const res = await post(app, review({ object: compliant }));
+    expect(res.status).toBe(200);
+    expect(res.body.response).toEqual({ uid: UID, allowed: true });
+    expect(await count('kubeplus_webhook_admissions_total', { result: 'unchanged' })).toBe(1);
+  });
+
+  it('answers a dryRun request exactly like any other', async () => {
+    const { app } = setup();
+    const dry = await post(app, review({ dryRun: true }));
+    const real = await post(app, review());
+    expect(dry.status).toBe(200);
+    expect(dry.body).toEqual(real.body);
+    expect(dry.body.response.patchType).toBe('JSONPatch');
+  });
+
+  it.each([
+    ['a Pod UPDATE', { operation: 'UPDATE' }],
+    ['a Pod DELETE', { operation: 'DELETE', object: null }],
+    ['pods/binding', { subResource: 'binding' }],
+    [
+      'a Deployment CREATE',
+      {
+        kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+        resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+      },
+    ],
+  ])('allows %s unchanged and counts it as skipped', async (_name, overrides) => {
+    const { app, count, reads } = setup({ namespaces: [] });
+    const res = await post(app, review(overrides));
+    expect(res.status).toBe(200);
+    expect(res.body.response).toEqual({ uid: UID, allowed: true });
+    expect(await count('kubeplus_webhook_admissions_total', { result: 'skipped' })).toBe(1);
+    expect(reads).toEqual([]);
+  });
+
+  it('logs uid, namespace, pod and result of an admission, never the Pod body', async () => {
+    const { app, lines } = setup();
+    await post(app, review({ object: pod({ containers: [{ name: 'app', image: 'secret-registry/app:1' }] }) }));
+    const line = lines().find((l) => l.message === 'pod admitted with node isolation');
+    expect(line).toMatchObject({ uid: UID, namespace: 'team-a', pod: 'web-0', result: 'patched', level: 'info' });
+    expect(JSON.stringify(lines())).not.toContain('secret-registry');
+  });
+
+  describe('fail open, visibly', () => {
+    it.each([
+      ['annotation_missing', namespace('team-a')],
+      ['annotation_invalid', namespace('team-a', { annotation: '{"nodeSelector": {"pool": 7}}' })],
+    ])('%s → allowed, no patch, warning log, counted', async (reason, ns) => {
+      const { app, count, lines } = setup({ namespaces: [ns] });
+      const res = await post(app, review());
+      expect(res.status).toBe(200);
+      expect(res.body.response.allowed).toBe(true);
+      expect(res.body.response.patch).toBeUndefined();
+      expect(res.body.response.warnings[0]).toContain(reason);
+      expect(await count('kubeplus_webhook_failopen_total', { reason })).toBe(1);
+      expect(await count('kubeplus_webhook_admissions_total', { result: 'failopen' })).toBe(1);
+      expect(lines().find((l) => l.level === 'warn')).toMatchObject({ uid: UID, namespace: 'team-a', reason });
+    });
+
+    it('namespace_not_found after a live GET on a cache miss', async () => {
+      const { app, count, reads } = setup({ namespaces: [] });
+      const res = await post(app, review());
+      expect(res.body.response).toMatchObject({ allowed: true });
+      expect(res.body.response.patch).toBeUndefined();
+      expect(reads).toEqual(['team-a']);
+      expect(await count('kubeplus_webhook_failopen_total', { reason: 'namespace_not_found' })).toBe(1);
+      expect(await count('kubeplus_webhook_live_lookups_total', { result: 'not_found' })).toBe(1);
+    });
+
+    it('a cache miss answered by the live GET is patched, and later requests hit the cache', async () => {
+      const { app, count, reads } = setup({
+        namespaces: [],
+        live: async (name) => namespace(name, { annotation: TEAM_A_ANNOTATION }),
+      });
+      expect((await post(app, review())).body.response.patchType).toBe('JSONPatch');
+      expect((await post(app, review())).body.response.patchType).toBe('JSONPatch');
+      expect(reads).toEqual(['team-a']);
+      expect(await count('kubeplus_webhook_live_lookups_total', { result: 'found' })).toBe(1);
+    });
+
+    it('lookup_timeout when the live GET hangs', async () => {
+      const { app, count } = setup({ namespaces: [], live: () => new Promise(() => undefined) });
+      const res = await post(app, review());
+      expect(res.status).toBe(200);
+      expect(res.body.response.allowed).toBe(true);
+      expect(await count('kubeplus_webhook_failopen_total', { reason: 'lookup_timeout' })).toBe(1);
+      expect(await count('kubeplus_webhook_live_lookups_total', { result: 'timeout' })).toBe(1);
+    });
+
+    it('an internal error still answers allowed:true without a patch, counted as error', async () => {
+      const { app, count, lines } = setup({
+        resolve: async () => {
+          throw new Error('cache corrupted');
+        },
+      });
+      const res = await post(app, review());
+      expect(res.status).toBe(200);
+      expect(res.body.response).toMatchObject({ uid: UID, allowed: true });
+      expect(res.body.response.patch).toBeUndefined();
+      expect(await count('kubeplus_webhook_admissions_total', { result: 'error' })).toBe(1);
+      expect(await count('kubeplus_webhook_failopen_total', { reason: 'internal_error' })).toBe(1);
+      expect(lines().find((l) => l.level === 'error')).toMatchObject({ detail: 'cache corrupted' });
+    });
+  });
+
+  describe('bad input: a clear 4xx JSON answer, counted, never a crash', () => {
+    const cases: Array<[string, (t: request.Test) => request.Test, number, string]> = [
+      ['non-JSON body', (t) => t.set('Content-Type', 'application/json').send('{"apiVersion": '), 400, 'invalid_json'],
+      [
+        'a JSON string, not an object',
+        (t) => t.set('Content-Type', 'application/json').send('"review"'),
+        400,
+        'invalid_json',
+      ],
+      ['wrong content type', (t) => t.set('Content-Type', 'text/plain').send('hello'), 415, 'unsupported_media_type'],
+      ['no body at all', (t) => t, 400, 'missing_body'],
+      [
+        'unsupported content encoding',
+        (t) => t.set('Content-Type', 'application/json').set('Content-Encoding', 'compress').send('{}'),
+        415,
+        'unsupported_encoding',
+      ],
+      [
+        'corrupt gzip body',
+        (t) => t.set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').send('{"not":"gzip"}'),
+        400,
+        'invalid_body',
+      ],
+      [
+        'wrong apiVersion',
+        (t) => t.set('Content-Type', 'application/json').send({ ...review(), apiVersion: 'admission.k8s.io/v1beta1' }),
+        400,
+        'invalid_api_version',
+      ],
+      [
+        'wrong kind',
+        (t) => t.set('Content-Type', 'application/json').send({ ...review(), kind: 'Pod' }),
+        400,
+        'invalid_kind',
+      ],
+      [
+        'missing request',
+        (t) =>
+          t
+            .set('Content-Type', 'application/json')
+            .send({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }),
+        400,
+        'missing_request',
+      ],
+      ['missing uid', (t) => t.set('Content-Type', 'application/json').send(review({ uid: '' })), 400, 'invalid_uid'],
+      [
+        'missing object on CREATE',
+        (t) => t.set('Content-Type', 'application/json').send(review({ object: undefined })),
+        400,
+        'missing_object',
+      ],
+    ];
+
+    it.each(cases)('%s → %i %s', async (_name, build, status, reason) => {
+      const { app, count } = setup();
+      const res = await build(request(app).post('/mutate/pods'));
+      expect(res.status).toBe(status);
+      expect(res.headers['content-type']).toMatch(/application\/json/);
+      expect(res.body.error).toBe(reason);
+      expect(typeof res.body.message).toBe('string');
+      expect(res.body.message.length).toBeGreaterThan(10);
+      expect(await count('kubeplus_webhook_bad_requests_total', { reason })).toBe(1);
+      expect(await count('kubeplus_webhook_admissions_total', { result: 'patched' })).toBe(0);
+    });
+
+    it('a body over the limit → 413 naming the limit', async () => {
+      const { app, count } = setup({ maxBodyBytes: 4096 });
+      const big = review({ object: pod({ containers: [{ name: 'a', image: 'x'.repeat(5000) }] }) });
+      const res = await post(app, big);
+      expect(res.status).toBe(413);
+      expect(res.body).toMatchObject({ error: 'body_too_large', message: expect.stringContaining('4096') });
+      expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'body_too_large' })).toBe(1);
+    });
+
+    it('a gzip body within the limit is accepted', async () => {
+      const { app } = setup();
+      const res = await request(app)
+        .post('/mutate/pods')
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', 'gzip')
+        .serialize(asIs)
+        .send(gzipSync(JSON.stringify(review())));
+      expect(res.status).toBe(200);
+      expect(res.body.response.patchType).toBe('JSONPatch');
+    });
+
+    it('the limit applies to the decompressed size of a gzip body', async () => {
+      const { app } = setup({ maxBodyBytes: 4096 });
+      const big = review({ object: pod({ containers: [{ name: 'a', image: 'x'.repeat(50_000) }] }) });
+      const zipped = gzipSync(JSON.stringify(big));
+      expect(zipped.length).toBeLessThan(4096);
+      const res = await request(app)
+        .post('/mutate/pods')
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', 'gzip')
+        .serialize(asIs)
+        .send(zipped);
+      expect(res.status).toBe(413);
+    });
+
+    it('keeps serving after bad requests', async () => {
+      const { app } = setup();
+      await request(app).post('/mutate/pods').set('Content-Type', 'application/json').send('{{{');
+      const ok = await post(app, review());
+      expect(ok.status).toBe(200);
+      expect(ok.body.response.allowed).toBe(true);
+    });
+
+    it('GET /mutate/pods → 405 with Allow: POST', async () => {
+      const { app } = setup();
+      const res = await request(app).get('/mutate/pods');
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('POST');
+    });
+
+    it('an unknown path → 404 JSON', async () => {
+      const { app } = setup();
+      const res = await request(app).post('/mutate');
+      expect(res.status).toBe(404);
+      expect(res.body.error).toBe('not_found');
+    });
+  });
+});
+
+describe('probes', () => {
+  it('/healthz answers 200 while the process serves', async () => {
+    const { app } = setup({ readiness: () => ({ ready: false, reason: 'x' }) });
+    const res = await request(app).get('/healthz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok' });
+  });
+
+  it('/readyz is 503 with the reason until the informer has synced, 200 after', async () => {
+    let readiness: Readiness = { ready: false, reason: 'namespace informer has not completed its initial list' };
+    const { app } = setup({ readiness: () => readiness });
+    const before = await request(app).get('/readyz');
+    expect(before.status).toBe(503);
+    expect(before.body).toEqual({ status: 'not ready', reason: expect.stringContaining('initial list') });
+    readiness = { ready: true };
+    const after = await request(app).get('/readyz');
+    expect(after.status).toBe(200);
+    expect(after.body).toEqual({ status: 'ready' });
+  });
+
+  it('/readyz fails while shutting down, and responses then close their connection', async () => {
+    let stopping = false;
+    const { app } = setup({ shuttingDown: () => stopping });
+    expect((await request(app).get('/readyz')).status).toBe(200);
+    stopping = true;
+    const res = await request(app).get('/readyz');
+    expect(res.status).toBe(503);
+    expect(res.body.reason).toBe('shutting down');
+    expect(res.headers.connection).toBe('close');
+    // Admission requests are still answered while draining.
+    expect((await post(app, review())).body.response.allowed).toBe(true);
+  });
+});
+
+describe('GET /metrics', () => {
+  it('serves the registry in Prometheus text format, with every series pre-initialized and no namespace label', async () => {
+    const { metrics } = setup({ namespaces: [namespace('team-a', { annotation: TEAM_A_ANNOTATION }), namespace('b')] });
+    const res = await request(createMetricsApp(metrics.registry)).get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/plain/);
+    expect(res.text).toContain('kubeplus_webhook_admissions_total{result="failopen"} 0');
+    expect(res.text).toContain('kubeplus_webhook_failopen_total{reason="annotation_invalid"} 0');
+    expect(res.text).toContain('kubeplus_webhook_namespace_cache_entries{state="valid"} 1');
+    expect(res.text).toContain('kubeplus_webhook_namespace_cache_entries{state="annotation_missing"} 1');
+    expect(res.text).toContain('kubeplus_webhook_admission_duration_seconds_bucket{le="0.0001"');
+    expect(res.text).not.toMatch(/namespace="/);
+  });
+
+  it('includes process metrics by default', async () => {
+    const metrics = createMetrics();
+    const res = await request(createMetricsApp(metrics.registry)).get('/metrics');
+    expect(res.text).toContain('process_cpu_seconds_total');
+    expect(res.text).toContain('nodejs_eventloop_lag_seconds');
+  });
+});
