@@ -1,0 +1,62 @@
+{{- define "kubeplus-isolation.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains "kubeplus-isolation" .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-kubeplus-isolation" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kubeplus-isolation.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: kubeplus-isolation
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: kubeplus-isolation
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/*
+The operator's username as the API server sees it (system:serviceaccount:<ns>:<sa>), computed with
+the operator subchart's own naming template so the two can never disagree. Empty when the operator
+is not installed.
+*/}}
+{{- define "kubeplus-isolation.operatorUsername" -}}
+{{- if .Values.operator.enabled -}}
+{{- $ctx := dict "Values" .Values.operator "Release" .Release "Chart" (dict "Name" "operator") -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "operator.serviceAccountName" $ctx) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Users the tamper guard lets through: the operator plus tamperProtection.exemptUsers, as JSON. */}}
+{{- define "kubeplus-isolation.exemptUsers" -}}
+{{- $users := list -}}
+{{- with include "kubeplus-isolation.operatorUsername" . -}}
+{{- $users = append $users . -}}
+{{- end -}}
+{{- concat $users .Values.tamperProtection.exemptUsers | uniq | toJson -}}
+{{- end -}}
+
+{{/*
+CEL matchCondition shared by the tamper guard's policies: the request is evaluated only when it
+comes from neither an exempt user nor a member of an admin group.
+*/}}
+{{- define "kubeplus-isolation.notExempt" -}}
+!(request.userInfo.username in {{ include "kubeplus-isolation.exemptUsers" . }}) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {{ .Values.tamperProtection.adminGroups | toJson }}))
+{{- end -}}
+
+{{/* Human-readable list of who may change protected state, for denial messages. */}}
+{{- define "kubeplus-isolation.whoMay" -}}
+{{- $who := list -}}
+{{- with include "kubeplus-isolation.operatorUsername" . -}}
+{{- $who = append $who (printf "the kubeplus-isolation operator (%s)" .) -}}
+{{- end -}}
+{{- with .Values.tamperProtection.exemptUsers -}}
+{{- $who = append $who (printf "users %s" (join ", " .)) -}}
+{{- end -}}
+{{- with .Values.tamperProtection.adminGroups -}}
+{{- $who = append $who (printf "members of %s" (join ", " .)) -}}
+{{- end -}}
+{{- join " or " $who -}}
+{{- end -}}
