@@ -26,5 +26,12 @@ export default {
       displayName: 'unit',
       testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
     },
+    {
+      // The Helm chart and the Dockerfiles (deploy/test): renders with the pinned helm binary
+      // built by e2e/scripts/build-components.sh; no cluster.
+      ...base,
+      displayName: 'chart',
+      testMatch: ['<rootDir>/deploy/test/**/*.test.ts'],
+    },
   ],
 };

@@ -1,0 +1,125 @@
+/**
+ * The MutatingWebhookConfiguration the chart renders: its webhooks[] entry is the design
+ * document's node-isolation.kubeplus.io entry field by field, plus only deployment-specific
+ * fields; clientConfig and timeoutSeconds follow the values.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, jest, test } from '@jest/globals';
+import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_WEBHOOK_NAME } from '@kubeplus-isolation/spec';
+import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
+import { seedWebhookEntry } from './seed.js';
+
+jest.setTimeout(60_000);
+
+/** Fields the chart may add to the design document's entry, and why. */
+const DEPLOYMENT_FIELDS = new Set([
+  'clientConfig', // where this installation's webhook is reached
+  'timeoutSeconds', // configurable; short because the entry fails open
+  'matchPolicy', // "Equivalent", the API default, made explicit in files/webhook-entry.json
+  'reinvocationPolicy', // "IfNeeded": re-apply if a later webhook rewrites the Pod
+]);
+
+function webhooks(objects: K8sObject[]): Record<string, unknown>[] {
+  const mwc = one(objects, 'MutatingWebhookConfiguration');
+  return mwc.webhooks as Record<string, unknown>[];
+}
+
+describe('MutatingWebhookConfiguration', () => {
+  test('has exactly one webhooks[] entry, the design document entry field by field', async () => {
+    const seed = seedWebhookEntry();
+    const entries = webhooks(await render());
+    expect(entries).toHaveLength(1);
+    const entry = entries[0] as Record<string, unknown>;
+    expect(entry.name).toBe(NODE_ISOLATION_WEBHOOK_NAME);
+    for (const [field, value] of Object.entries(seed)) {
+      expect({ field, value: entry[field] }).toEqual({ field, value });
+    }
+    const extra = Object.keys(entry).filter((k) => !(k in seed));
+    expect(extra.filter((k) => !DEPLOYMENT_FIELDS.has(k))).toEqual([]);
+  });
+
+  test('files/webhook-entry.json is rendered unchanged apart from clientConfig and timeoutSeconds', async () => {
+    const file = JSON.parse(
+      readFileSync(join(CHART_DIR, 'charts', 'webhook', 'files', 'webhook-entry.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    const {
+      clientConfig: _cc,
+      timeoutSeconds: _t,
+      ...rendered
+    } = webhooks(await render())[0] as Record<string, unknown>;
+    const { timeoutSeconds: _ft, ...fromFile } = file;
+    expect(rendered).toEqual(fromFile);
+  });
+
+  test('only Pods in namespaces labeled for node isolation are sent, and it fails open', async () => {
+    const entry = webhooks(await render())[0] as {
+      rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+      namespaceSelector: unknown;
+      failurePolicy: string;
+    };
+    // Core group only: nothing here can match KubePlus's CRD-focused rule.
+    expect(entry.rules.flatMap((r) => r.apiGroups)).toEqual(['']);
+    expect(entry.rules.flatMap((r) => r.resources)).toEqual(['pods']);
+    expect(entry.rules.flatMap((r) => r.operations)).toEqual(['CREATE']);
+    expect(entry.namespaceSelector).toEqual({
+      matchExpressions: [{ key: NODE_ISOLATION_ENABLED_LABEL, operator: 'In', values: ['true'] }],
+    });
+    expect(entry.failurePolicy).toBe('Ignore');
+  });
+
+  test('clientConfig targets the webhook Service on /mutate/pods with the generated CA by default', async () => {
+    const objects = await render();
+    const entry = webhooks(objects)[0] as { clientConfig: Record<string, unknown>; timeoutSeconds: number };
+    const service = one(objects, 'Service', `${RELEASE}-webhook`);
+    const servicePort = (service.spec as { ports: { name: string; port: number }[] }).ports.find(
+      (p) => p.name === 'https',
+    );
+    expect(entry.clientConfig.service).toEqual({
+      name: service.metadata.name,
+      namespace: NAMESPACE,
+      path: '/mutate/pods',
+      port: servicePort?.port,
+    });
+    expect(entry.clientConfig.url).toBeUndefined();
+    const secret = one(objects, 'Secret', `${RELEASE}-webhook-tls`);
+    expect(entry.clientConfig.caBundle).toBe((secret.data as Record<string, string>)['ca.crt']);
+    expect(entry.timeoutSeconds).toBe(5);
+  });
+
+  test('timeoutSeconds and a url clientConfig (out-of-cluster webhook) follow the values', async () => {
+    const objects = await render({
+      webhook: { timeoutSeconds: 3, clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' } },
+    });
+    const entry = webhooks(objects)[0] as { clientConfig: Record<string, unknown>; timeoutSeconds: number };
+    expect(entry.timeoutSeconds).toBe(3);
+    expect(entry.clientConfig.url).toBe('https://127.0.0.1:18443/mutate/pods');
+    expect(entry.clientConfig.service).toBeUndefined();
+    expect(typeof entry.clientConfig.caBundle).toBe('string');
+  });
+
+  test('an explicit caBundle wins over the generated and the injected one', async () => {
+    const caBundle = Buffer.from('-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n').toString('base64');
+    for (const certManager of [false, true]) {
+      const objects = await render({ webhook: { clientConfig: { caBundle }, certManager: { enabled: certManager } } });
+      const mwc = one(objects, 'MutatingWebhookConfiguration');
+      expect((webhooks(objects)[0] as { clientConfig: { caBundle: string } }).clientConfig.caBundle).toBe(caBundle);
+      expect(mwc.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBeUndefined();
+    }
+  });
+
+  test('timeoutSeconds outside 1..30 and non-https urls are rejected by the schema', async () => {
+    for (const timeoutSeconds of [0, 31, 2.5, '5']) {
+      expect(await renderError({ webhook: { timeoutSeconds } })).toMatch(/timeoutSeconds/);
+    }
+    expect(await renderError({ webhook: { clientConfig: { url: 'http://127.0.0.1:8443/mutate/pods' } } })).toMatch(
+      /clientConfig\/url|clientConfig.url/,
+    );
+    expect(await renderError({ webhook: { clientConfig: { url: 'https://h/p?q=1' } } })).toMatch(/url/);
+  });
+
+  test('a live-lookup bound not below the webhook timeout is refused with a clear message', async () => {
+    const stderr = await renderError({ webhook: { timeoutSeconds: 1, liveLookupTimeoutMs: 1000 } });
+    expect(stderr).toMatch(/webhook\.liveLookupTimeoutMs \(1000\) must be below webhook\.timeoutSeconds \(1s\)/);
+  });
+});
