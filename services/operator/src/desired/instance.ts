@@ -1,0 +1,168 @@
+/**
+ * The instance model: what the operator needs to know about a tenant "instance" custom resource
+ * (any KubePlus Kind), read from the unstructured object the API server returns, plus the
+ * tenant-namespace rule KubePlus follows.
+ */
+import { type ParseResult, tenantNamespaceForName } from '@kubeplus-isolation/spec';
+
+/** KubePlus's own namespace. An instance created there gets a namespace of its own. */
+export const DEFAULT_PLATFORM_NAMESPACE = 'kubeplus';
+
+/** A served custom resource kind, as the informer watching it knows it. */
+export interface KindRef {
+  group: string;
+  version: string;
+  kind: string;
+  /** Resource name in URLs, e.g. `agents`. */
+  plural: string;
+}
+
+/** Work-queue key of one instance. */
+export interface InstanceKey extends KindRef {
+  namespace: string;
+  name: string;
+}
+
+/** An instance's identity without version: what `kubeplus.io/owner` and `kubeplus.io/created-for` record. */
+export interface InstanceIdentity {
+  group: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export interface Instance extends InstanceKey {
+  apiVersion: string;
+  uid: string;
+  /** Needed for optimistic-concurrency writes of the finalizer list. */
+  resourceVersion: string;
+  annotations: Readonly<Record<string, string>>;
+  finalizers: readonly string[];
+  /** RFC 3339; set once deletion was requested. */
+  deletionTimestamp?: string;
+}
+
+/** `apps/v1` → {group: 'apps', version: 'v1'}; `v1` → {group: '', version: 'v1'}. */
+export function splitApiVersion(apiVersion: string): { group: string; version: string } {
+  const slash = apiVersion.lastIndexOf('/');
+  return slash < 0
+    ? { group: '', version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}
+
+/** `group/Kind/namespace/name`: the exact identity written to `kubeplus.io/owner` and `kubeplus.io/created-for`. */
+export function instanceIdentity(i: InstanceIdentity): string {
+  return `${i.group}/${i.kind}/${i.namespace}/${i.name}`;
+}
+
+/** Inverse of `instanceIdentity`; undefined for anything that is not exactly four non-empty-where-required parts. */
+export function parseInstanceIdentity(s: string): InstanceIdentity | undefined {
+  const parts = s.split('/');
+  if (parts.length !== 4) return undefined;
+  const [group, kind, namespace, name] = parts as [string, string, string, string];
+  if (kind === '' || namespace === '' || name === '') return undefined;
+  return { group, kind, namespace, name };
+}
+
+/** `group/version/plural namespace/name`, for logs. */
+export function formatInstanceKey(k: InstanceKey): string {
+  return `${k.group}/${k.version}/${k.plural} ${k.namespace}/${k.name}`;
+}
+
+export function instanceKeyOf(i: Instance): InstanceKey {
+  return { group: i.group, version: i.version, kind: i.kind, plural: i.plural, namespace: i.namespace, name: i.name };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function nonEmptyString(v: unknown): v is string {
+  return typeof v === 'string' && v !== '';
+}
+
+function timestamp(v: unknown): string | undefined {
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? undefined : v.toISOString();
+  return nonEmptyString(v) ? v : undefined;
+}
+
+/**
+ * Reads an instance from an unstructured object. `plural` comes from the caller (the informer or
+ * discovery), since objects do not carry it. Never throws; a malformed object gives the reasons.
+ * Non-string annotation values and non-string finalizers (impossible from a real API server) are dropped.
+ */
+export function parseInstance(obj: unknown, plural: string): ParseResult<Instance> {
+  if (!isRecord(obj)) return { ok: false, errors: ['instance must be an object'] };
+  const errors: string[] = [];
+  const { apiVersion, kind } = obj;
+  const metadata = isRecord(obj.metadata) ? obj.metadata : {};
+  if (!nonEmptyString(apiVersion)) errors.push('apiVersion must be a non-empty string');
+  if (!nonEmptyString(kind)) errors.push('kind must be a non-empty string');
+  if (!nonEmptyString(plural)) errors.push('plural must be a non-empty string');
+  if (!nonEmptyString(metadata.name)) errors.push('metadata.name must be a non-empty string');
+  if (!nonEmptyString(metadata.namespace)) errors.push('metadata.namespace must be set: instances are namespaced');
+  if (!nonEmptyString(metadata.uid)) errors.push('metadata.uid must be a non-empty string');
+  if (
+    errors.length > 0 ||
+    !nonEmptyString(apiVersion) ||
+    !nonEmptyString(kind) ||
+    !nonEmptyString(metadata.name) ||
+    !nonEmptyString(metadata.namespace) ||
+    !nonEmptyString(metadata.uid)
+  ) {
+    return { ok: false, errors };
+  }
+  const annotations: Record<string, string> = {};
+  if (isRecord(metadata.annotations)) {
+    for (const [k, v] of Object.entries(metadata.annotations)) if (typeof v === 'string') annotations[k] = v;
+  }
+  const finalizers = Array.isArray(metadata.finalizers)
+    ? metadata.finalizers.filter((f): f is string => typeof f === 'string')
+    : [];
+  const { group, version } = splitApiVersion(apiVersion);
+  const instance: Instance = {
+    apiVersion,
+    kind,
+    group,
+    version,
+    plural,
+    namespace: metadata.namespace,
+    name: metadata.name,
+    uid: metadata.uid,
+    resourceVersion: typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '',
+    annotations,
+    finalizers,
+  };
+  const deletionTimestamp = timestamp(metadata.deletionTimestamp);
+  if (deletionTimestamp !== undefined) instance.deletionTimestamp = deletionTimestamp;
+  return { ok: true, value: instance };
+}
+
+/** The namespace an instance's workloads run in. */
+export interface TenantNamespace {
+  name: string;
+  /** True when the operator creates it (and so may delete it) for this instance. */
+  createdByOperator: boolean;
+}
+
+/**
+ * KubePlus's rule: an instance created in the platform namespace gets a namespace named after
+ * the instance, created by the operator; an instance anywhere else lives in its own namespace.
+ */
+export function tenantNamespace(
+  instance: Pick<Instance, 'namespace' | 'name'>,
+  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
+): ParseResult<TenantNamespace> {
+  if (instance.namespace !== platformNamespace)
+    return { ok: true, value: { name: instance.namespace, createdByOperator: false } };
+  const name = tenantNamespaceForName(instance.name);
+  if (name === undefined) {
+    return {
+      ok: false,
+      errors: [
+        `instance ${JSON.stringify(instance.name)} is in the platform namespace ${JSON.stringify(platformNamespace)}, so it needs a namespace of its own named after it, but that name is not a valid namespace name (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit)`,
+      ],
+    };
+  }
+  return { ok: true, value: { name, createdByOperator: true } };
+}

@@ -1,0 +1,93 @@
+/**
+ * The cluster-scoped object kinds the operator creates and owns wholly, and a uniform shape
+ * for them, so comparison, apply and pruning are written once.
+ */
+
+export const RUNTIME_CLASS_API_VERSION = 'node.k8s.io/v1';
+export const VALIDATING_POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
+
+/** The MutatingAdmissionPolicy API versions the operator can write (GA in 1.36, beta before). */
+export const MUTATING_POLICY_API_VERSIONS = [
+  'admissionregistration.k8s.io/v1',
+  'admissionregistration.k8s.io/v1beta1',
+] as const;
+export type MutatingPolicyApiVersion = (typeof MUTATING_POLICY_API_VERSIONS)[number];
+
+export type ManagedKind =
+  | 'RuntimeClass'
+  | 'ValidatingAdmissionPolicy'
+  | 'ValidatingAdmissionPolicyBinding'
+  | 'MutatingAdmissionPolicy'
+  | 'MutatingAdmissionPolicyBinding';
+
+/** A kind at the API version it is read and written at. */
+export interface ManagedType {
+  apiVersion: string;
+  kind: ManagedKind;
+}
+
+export interface ObjectRef extends ManagedType {
+  name: string;
+}
+
+export interface ManagedMeta {
+  name: string;
+  uid?: string;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: unknown[];
+  [field: string]: unknown;
+}
+
+/** Any managed object: its body (`handler`, `spec`, …) sits beside `metadata`. */
+export interface ManagedObject extends ManagedType {
+  metadata: ManagedMeta;
+  [field: string]: unknown;
+}
+
+export function refOf(obj: ManagedObject): ObjectRef {
+  return { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name };
+}
+
+/** `Kind/name`, for logs, events and identity within one kind (API versions of one kind share storage). */
+export function formatRef(ref: Pick<ObjectRef, 'kind' | 'name'>): string {
+  return `${ref.kind}/${ref.name}`;
+}
+
+/** The types that hold the objects sandbox isolation owns, given the served MutatingAdmissionPolicy version. */
+export function sandboxManagedTypes(mutatingVersion: MutatingPolicyApiVersion | undefined): ManagedType[] {
+  const types: ManagedType[] = [
+    { apiVersion: VALIDATING_POLICY_API_VERSION, kind: 'ValidatingAdmissionPolicyBinding' },
+    { apiVersion: VALIDATING_POLICY_API_VERSION, kind: 'ValidatingAdmissionPolicy' },
+  ];
+  if (mutatingVersion !== undefined) {
+    types.push(
+      { apiVersion: mutatingVersion, kind: 'MutatingAdmissionPolicyBinding' },
+      { apiVersion: mutatingVersion, kind: 'MutatingAdmissionPolicy' },
+    );
+  }
+  types.push({ apiVersion: RUNTIME_CLASS_API_VERSION, kind: 'RuntimeClass' });
+  return types;
+}
+
+/**
+ * Write order: what an object refers to exists before it (RuntimeClass, then policies, then
+ * their bindings). Deletion runs in reverse, so a binding never outlives its policy's purpose.
+ */
+const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
+  RuntimeClass: 0,
+  ValidatingAdmissionPolicy: 1,
+  MutatingAdmissionPolicy: 1,
+  ValidatingAdmissionPolicyBinding: 2,
+  MutatingAdmissionPolicyBinding: 2,
+};
+
+export function applyOrder<T extends ManagedType>(objects: readonly T[]): T[] {
+  return [...objects].sort((a, b) => APPLY_RANK[a.kind] - APPLY_RANK[b.kind]);
+}
+
+export function deleteOrder<T extends ManagedType>(objects: readonly T[]): T[] {
+  return [...objects].sort((a, b) => APPLY_RANK[b.kind] - APPLY_RANK[a.kind]);
+}

@@ -1,0 +1,343 @@
+/**
+ * Sandbox isolation as cluster objects. Given one instance's `kubeplus.io/sandbox-isolation`
+ * spec and the cluster's facts, computes the complete set of objects that must exist for it:
+ *
+ * - always one RuntimeClass `kubeplus-sandbox-<instance>` carrying only `handler`;
+ * - enforce: a ValidatingAdmissionPolicy + binding that deny (validationActions [Deny]);
+ * - advisory: the same validation bound with [Warn, Audit], plus a MutatingAdmissionPolicy +
+ *   binding that fills an unset runtime class, when the cluster serves that API.
+ *
+ * Pure and deterministic: the same input always gives deep-equal output.
+ */
+
+import {
+  DEFAULT_HANDLER_LEVELS,
+  DEFAULT_LEVEL_HANDLERS,
+  type HandlerLevels,
+  handlerMeetsMinimum,
+  policyName,
+  type RuntimeLevel,
+  runtimeClassName,
+  type SandboxIsolationSpec,
+} from '@kubeplus-isolation/spec';
+import type {
+  V1MatchResources,
+  V1MutatingAdmissionPolicy,
+  V1MutatingAdmissionPolicyBinding,
+  V1RuntimeClass,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
+  V1Validation,
+  V1Variable,
+} from '@kubernetes/client-node';
+import { RUNTIME_CLASS_PATH, RUNTIME_CLASS_POINTER, SANDBOX_RESOURCES } from './agent-sandbox.js';
+import { celOptionalString, celString, celStringList } from './cel.js';
+import type { Instance } from './instance.js';
+import {
+  type ManagedObject,
+  type MutatingPolicyApiVersion,
+  RUNTIME_CLASS_API_VERSION,
+  VALIDATING_POLICY_API_VERSION,
+} from './objects.js';
+import { ownerAnnotations, ownerLabels } from './owner.js';
+
+/** A RuntimeClass as the decision needs it. */
+export interface RuntimeClassInfo {
+  name: string;
+  handler: string;
+}
+
+export interface SandboxPolicyInput {
+  instance: Pick<Instance, 'group' | 'kind' | 'namespace' | 'name' | 'uid'>;
+  tenantNamespace: string;
+  spec: SandboxIsolationSpec;
+  /** Every RuntimeClass in the cluster (from the informer cache). */
+  runtimeClasses: readonly RuntimeClassInfo[];
+  handlerLevels?: HandlerLevels;
+  levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
+  /** The MutatingAdmissionPolicy API version the cluster serves, if any. */
+  mutatingPolicyApiVersion: MutatingPolicyApiVersion | undefined;
+  /**
+   * The name `kubeplus-sandbox-<instance>` is held by a RuntimeClass another instance owns. The
+   * operator then must not create or trust it: it is left out of the desired objects and is
+   * allowed only if its own handler meets the minimum, like any other class.
+   */
+  runtimeClassConflict?: boolean;
+}
+
+export type SandboxCondition =
+  /** Advisory mode, but no MutatingAdmissionPolicy API: unset runtime classes are only warned about. */
+  | 'mutatingAdmissionPolicyUnavailable'
+  /** Advisory mode, but no class to default to (own name held by another instance, none other meets the minimum). */
+  | 'noDefaultRuntimeClass';
+
+export interface SandboxPolicy {
+  /** Every object that must exist, in apply order (RuntimeClass, policies, bindings). */
+  objects: ManagedObject[];
+  runtimeClassName: string;
+  handler: string;
+  /** Names a Sandbox may use, sorted; for minimum runc every name is allowed and this is informational. */
+  allowedRuntimeClasses: string[];
+  /** The class users are told to use and advisory mode defaults to. */
+  recommendedRuntimeClass: string | undefined;
+  conditions: SandboxCondition[];
+}
+
+export const ROLE_VALIDATION_ACTIONS = {
+  enforce: ['Deny'],
+  advisory: ['Warn', 'Audit'],
+} as const;
+
+const TENANT_NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
+
+/**
+ * Names a Sandbox in the tenant namespace may use: every cluster RuntimeClass whose handler meets
+ * the minimum, plus the instance's own class (whose handler is chosen to meet it) unless another
+ * instance holds that name. Sorted and de-duplicated.
+ */
+export function allowedRuntimeClasses(
+  classes: readonly RuntimeClassInfo[],
+  min: RuntimeLevel,
+  own: string,
+  ownConflict: boolean,
+  levels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
+): string[] {
+  const names = new Set<string>();
+  for (const rc of classes) {
+    if (rc.name === own && !ownConflict) continue; // its current handler may be about to change
+    if (handlerMeetsMinimum(rc.handler, min, levels)) names.add(rc.name);
+  }
+  if (!ownConflict) names.add(own);
+  return [...names].sort();
+}
+
+/**
+ * The class to recommend: the instance's own, or — when another instance holds that name — the
+ * allowed class whose handler is exactly the minimum's handler, else the first allowed one.
+ */
+function recommendedClass(
+  allowed: readonly string[],
+  classes: readonly RuntimeClassInfo[],
+  own: string,
+  ownConflict: boolean,
+  preferredHandler: string,
+): string | undefined {
+  if (!ownConflict) return own;
+  const exact = allowed.find((name) => classes.some((rc) => rc.name === name && rc.handler === preferredHandler));
+  return exact ?? allowed[0];
+}
+
+function metadataFor(
+  input: SandboxPolicyInput,
+  name: string,
+): { name: string; labels: Record<string, string>; annotations: Record<string, string> } {
+  return { name, labels: ownerLabels(input.instance), annotations: ownerAnnotations(input.instance) };
+}
+
+function asManaged<T extends object>(obj: T): ManagedObject {
+  return obj as unknown as ManagedObject;
+}
+
+function matchConstraints(operations: readonly string[]): V1MatchResources {
+  return {
+    resourceRules: SANDBOX_RESOURCES.map((r) => ({
+      apiGroups: [r.group],
+      apiVersions: [...r.versions],
+      resources: [r.resource],
+      operations: [...operations],
+      scope: 'Namespaced',
+    })),
+    // Exact: a request at either version is matched by its own rule; Equivalent would route
+    // through the Sandbox conversion webhook, a dependency admission should not have.
+    matchPolicy: 'Exact',
+    // Empty values here are asserted: an added selector or exclusion is drift and is reverted.
+    namespaceSelector: {},
+    objectSelector: {},
+    excludeResourceRules: [],
+  };
+}
+
+function tenantMatch(tenantNamespace: string): V1MatchResources {
+  return {
+    namespaceSelector: { matchLabels: { [TENANT_NAMESPACE_LABEL]: tenantNamespace }, matchExpressions: [] },
+    objectSelector: {},
+    resourceRules: [],
+    excludeResourceRules: [],
+  };
+}
+
+/** CEL variables of the validating policies. */
+export function validationVariables(min: RuntimeLevel, allowed: readonly string[]): V1Variable[] {
+  const vars: V1Variable[] = [
+    { name: 'runtimeClassName', expression: celOptionalString('object', RUNTIME_CLASS_PATH) },
+    {
+      // On UPDATE an unchanged runtime class is never judged again: tightening the minimum
+      // is not retroactive for Sandboxes that already exist.
+      name: 'unchanged',
+      expression: `request.operation == 'UPDATE' && (${celOptionalString('oldObject', RUNTIME_CLASS_PATH)}) == variables.runtimeClassName`,
+    },
+  ];
+  if (min !== 'runc') vars.push({ name: 'allowedRuntimeClasses', expression: celStringList(allowed) });
+  return vars;
+}
+
+/** The validations shared by the enforcing and the advisory policy. */
+export function validations(
+  min: RuntimeLevel,
+  tenantNamespace: string,
+  recommended: string | undefined,
+): V1Validation[] {
+  const requirement = `namespace ${JSON.stringify(tenantNamespace)} requires sandbox runtime ${min} or stronger (kubeplus.io/sandbox-isolation)`;
+  const hint =
+    recommended === undefined
+      ? `no RuntimeClass in the cluster meets it; ask the platform team for one whose handler is ${min}`
+      : `use runtimeClassName ${JSON.stringify(recommended)}`;
+  const out: V1Validation[] = [
+    {
+      expression: "variables.unchanged || variables.runtimeClassName != ''",
+      message: `spec.podTemplate.spec.runtimeClassName is unset; ${requirement}; ${hint}`,
+      messageExpression: `object.kind + ${celString(` spec.podTemplate.spec.runtimeClassName is unset; ${requirement}; ${hint}`)}`,
+      reason: 'Forbidden',
+    },
+  ];
+  if (min !== 'runc') {
+    out.push({
+      expression:
+        "variables.unchanged || variables.runtimeClassName == '' || variables.runtimeClassName in variables.allowedRuntimeClasses",
+      message: `spec.podTemplate.spec.runtimeClassName names a RuntimeClass whose handler is weaker than ${min} or unknown; ${requirement}; ${hint}`,
+      messageExpression: `object.kind + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" has a handler weaker than ${min} or unknown; ${requirement}; ${hint}`)}`,
+      reason: 'Forbidden',
+    });
+  }
+  return out;
+}
+
+function validatingPolicy(
+  input: SandboxPolicyInput,
+  role: 'enforce' | 'advisory',
+  allowed: readonly string[],
+  recommended: string | undefined,
+): ManagedObject {
+  const name = policyName(input.instance.name, role);
+  const policy: V1ValidatingAdmissionPolicy = {
+    apiVersion: VALIDATING_POLICY_API_VERSION,
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: metadataFor(input, name),
+    spec: {
+      // Fail: an evaluation error denies under enforce and, bound [Warn, Audit], only warns in advisory mode.
+      failurePolicy: 'Fail',
+      matchConstraints: matchConstraints(['CREATE', 'UPDATE']),
+      matchConditions: [],
+      variables: validationVariables(input.spec.minRuntimeClass, allowed),
+      validations: validations(input.spec.minRuntimeClass, input.tenantNamespace, recommended),
+      auditAnnotations: [],
+    },
+  };
+  return asManaged(policy);
+}
+
+function validatingBinding(input: SandboxPolicyInput, role: 'enforce' | 'advisory'): ManagedObject {
+  const name = policyName(input.instance.name, role);
+  const binding: V1ValidatingAdmissionPolicyBinding = {
+    apiVersion: VALIDATING_POLICY_API_VERSION,
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: metadataFor(input, name),
+    spec: {
+      policyName: name,
+      validationActions: [...ROLE_VALIDATION_ACTIONS[role]],
+      matchResources: tenantMatch(input.tenantNamespace),
+    },
+  };
+  return asManaged(binding);
+}
+
+/** matchCondition: the Pod template exists but names no runtime class. */
+export const DEFAULT_MATCH_CONDITIONS = [
+  {
+    name: 'pod-template-present',
+    expression: 'has(object.spec) && has(object.spec.podTemplate) && has(object.spec.podTemplate.spec)',
+  },
+  {
+    name: 'runtime-class-unset',
+    expression: `!has(object.spec.podTemplate.spec.runtimeClassName) || object.spec.podTemplate.spec.runtimeClassName == ''`,
+  },
+] as const;
+
+/** The JSON Patch mutation setting the runtime class. */
+export function defaultingMutation(runtimeClass: string): string {
+  return `[JSONPatch{op: "add", path: ${celString(RUNTIME_CLASS_POINTER)}, value: ${celString(runtimeClass)}}]`;
+}
+
+function mutatingPolicy(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion, runtimeClass: string) {
+  const name = policyName(input.instance.name, 'default');
+  const policy: V1MutatingAdmissionPolicy = {
+    apiVersion,
+    kind: 'MutatingAdmissionPolicy',
+    metadata: metadataFor(input, name),
+    spec: {
+      // Ignore: advisory mode must never block a Sandbox; if defaulting cannot run, the
+      // advisory validating policy still warns about the unset class.
+      failurePolicy: 'Ignore',
+      matchConstraints: matchConstraints(['CREATE']),
+      // matchConditions are evaluated in order with && semantics; the first guards the second.
+      matchConditions: DEFAULT_MATCH_CONDITIONS.map((c) => ({ ...c })),
+      variables: [],
+      mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: defaultingMutation(runtimeClass) } }],
+      // Another mutation clearing the field later in the chain gets it filled again.
+      reinvocationPolicy: 'IfNeeded',
+    },
+  };
+  return asManaged(policy);
+}
+
+function mutatingBinding(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion): ManagedObject {
+  const name = policyName(input.instance.name, 'default');
+  const binding: V1MutatingAdmissionPolicyBinding = {
+    apiVersion,
+    kind: 'MutatingAdmissionPolicyBinding',
+    metadata: metadataFor(input, name),
+    spec: { policyName: name, matchResources: tenantMatch(input.tenantNamespace) },
+  };
+  return asManaged(binding);
+}
+
+/** The complete desired object set of one instance's sandbox isolation. */
+export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
+  const levels = input.handlerLevels ?? DEFAULT_HANDLER_LEVELS;
+  const levelHandlers = input.levelHandlers ?? DEFAULT_LEVEL_HANDLERS;
+  const min = input.spec.minRuntimeClass;
+  const conflict = input.runtimeClassConflict === true;
+  const rcName = runtimeClassName(input.instance.name);
+  const handler = levelHandlers[min];
+  const allowed = allowedRuntimeClasses(input.runtimeClasses, min, rcName, conflict, levels);
+  const recommended = recommendedClass(allowed, input.runtimeClasses, rcName, conflict, handler);
+  const objects: ManagedObject[] = [];
+  const conditions: SandboxCondition[] = [];
+
+  if (!conflict) {
+    const rc: V1RuntimeClass = {
+      apiVersion: RUNTIME_CLASS_API_VERSION,
+      kind: 'RuntimeClass',
+      metadata: metadataFor(input, rcName),
+      handler,
+    };
+    objects.push(asManaged(rc));
+  }
+  if (input.spec.enforce) {
+    objects.push(validatingPolicy(input, 'enforce', allowed, recommended), validatingBinding(input, 'enforce'));
+  } else {
+    objects.push(validatingPolicy(input, 'advisory', allowed, recommended), validatingBinding(input, 'advisory'));
+    const version = input.mutatingPolicyApiVersion;
+    if (version === undefined) conditions.push('mutatingAdmissionPolicyUnavailable');
+    else if (recommended === undefined) conditions.push('noDefaultRuntimeClass');
+    else objects.push(mutatingPolicy(input, version, recommended), mutatingBinding(input, version));
+  }
+  return {
+    objects,
+    runtimeClassName: rcName,
+    handler,
+    allowedRuntimeClasses: allowed,
+    recommendedRuntimeClass: recommended,
+    conditions,
+  };
+}

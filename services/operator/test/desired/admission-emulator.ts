@@ -1,0 +1,92 @@
+/**
+ * A small emulation of how kube-apiserver evaluates the generated policies (variables in order,
+ * then validations; matchConditions with their false-wins semantics; JSONPatch mutations),
+ * using a real CEL evaluator. The API server itself is exercised by the e2e suite.
+ */
+import { evaluate } from '@marcbachmann/cel-js';
+import jsonpatch, { type Operation } from 'fast-json-patch';
+import type { ManagedObject } from '../../src/desired/objects.js';
+
+export type Operation_ = 'CREATE' | 'UPDATE';
+
+export interface AdmissionRequest {
+  operation: Operation_;
+  object: Record<string, unknown>;
+  oldObject?: Record<string, unknown>;
+}
+
+interface Variable {
+  name: string;
+  expression: string;
+}
+interface Validation {
+  expression: string;
+  messageExpression: string;
+  message: string;
+}
+
+function context(req: AdmissionRequest): Record<string, unknown> {
+  return {
+    object: req.object,
+    oldObject: req.oldObject ?? null,
+    request: { operation: req.operation, namespace: 'team-a' },
+    variables: {},
+  };
+}
+
+/** The failure messages of a ValidatingAdmissionPolicy for one request (empty: admitted). */
+export function validate(policy: ManagedObject, req: AdmissionRequest): string[] {
+  const spec = policy.spec as { variables: Variable[]; validations: Validation[] };
+  const ctx = context(req);
+  const variables: Record<string, unknown> = {};
+  ctx.variables = variables;
+  for (const v of spec.variables) variables[v.name] = evaluate(v.expression, ctx);
+  const failures: string[] = [];
+  for (const v of spec.validations) {
+    const ok = evaluate(v.expression, ctx);
+    if (typeof ok !== 'boolean') throw new Error(`validation did not give a bool: ${v.expression}`);
+    if (!ok) {
+      const message = evaluate(v.messageExpression, ctx);
+      if (typeof message !== 'string') throw new Error('messageExpression did not give a string');
+      failures.push(message);
+    }
+  }
+  return failures;
+}
+
+/**
+ * Whether a MutatingAdmissionPolicy's matchConditions select the request: any false skips it;
+ * otherwise an error is an error (failurePolicy applies).
+ */
+export function matches(policy: ManagedObject, req: AdmissionRequest): boolean {
+  const spec = policy.spec as { matchConditions: { expression: string }[] };
+  let error: unknown;
+  for (const c of spec.matchConditions) {
+    try {
+      if (evaluate(c.expression, context(req)) === false) return false;
+    } catch (e) {
+      error = e;
+    }
+  }
+  if (error !== undefined) throw error;
+  return true;
+}
+
+/**
+ * Runs the JSONPatch mutations. The evaluator has no CEL message construction, so
+ * `JSONPatch{op: …, path: …, value: …}` is read as the equivalent map literal.
+ */
+export function mutate(policy: ManagedObject, req: AdmissionRequest): Record<string, unknown> {
+  const spec = policy.spec as { mutations: { patchType: string; jsonPatch: { expression: string } }[] };
+  let object = structuredClone(req.object);
+  for (const m of spec.mutations) {
+    if (m.patchType !== 'JSONPatch') throw new Error(`unsupported patchType ${m.patchType}`);
+    const asMaps = m.jsonPatch.expression
+      .replaceAll('JSONPatch{op: ', '{"op": ')
+      .replaceAll(', path: ', ', "path": ')
+      .replaceAll(', value: ', ', "value": ');
+    const ops = evaluate(asMaps, { ...context(req), object }) as Operation[];
+    object = jsonpatch.applyPatch(object, ops, true, false).newDocument;
+  }
+  return object;
+}
