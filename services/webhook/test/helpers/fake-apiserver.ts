@@ -1,0 +1,140 @@
+/**
+ * A minimal kube-apiserver for Namespaces over plain HTTP on 127.0.0.1: list (with
+ * labelSelector), watch (streamed events pushed by the test), get. Enough for client-node's
+ * ListWatch and CoreV1Api.readNamespace.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface FakeNamespace {
+  metadata: {
+    name: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+  };
+}
+
+export class FakeApiServer {
+  readonly namespaces = new Map<string, FakeNamespace>();
+  readonly requests: string[] = [];
+  /** Status to answer list requests with (to simulate an unavailable API server). */
+  listStatus = 200;
+  /** Delay before answering GET of a single namespace. */
+  getDelayMs = 0;
+  #rv = 100;
+  #watchers = new Set<http.ServerResponse>();
+  #timers = new Set<NodeJS.Timeout>();
+  #server = http.createServer((req, res) => this.#handle(req, res));
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  /** A kubeconfig file pointing at this server. */
+  kubeconfig(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'fake-apiserver-'));
+    const path = join(dir, 'kubeconfig');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'fake', cluster: { server: this.url, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'fake', user: {} }],
+        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
+        'current-context': 'fake',
+      }),
+    );
+    return path;
+  }
+
+  /** Stores a namespace and sends the watch event a real API server would send for it. */
+  put(ns: FakeNamespace): void {
+    const existed = this.namespaces.has(ns.metadata.name);
+    const stored = { ...ns, metadata: { ...ns.metadata, resourceVersion: String(++this.#rv) } };
+    this.namespaces.set(ns.metadata.name, stored);
+    this.#broadcast(existed ? 'MODIFIED' : 'ADDED', stored);
+  }
+
+  get watcherCount(): number {
+    return this.#watchers.size;
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.#timers) clearTimeout(t);
+    for (const w of this.#watchers) w.end();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #broadcast(type: string, object: FakeNamespace): void {
+    for (const w of this.#watchers) w.write(`${JSON.stringify({ type, object })}\n`);
+  }
+
+  #matches(ns: FakeNamespace, selector: string | null): boolean {
+    if (selector === null || selector === '') return true;
+    return selector.split(',').every((term) => {
+      const [k, v] = term.split('=');
+      return k !== undefined && ns.metadata.labels?.[k] === v;
+    });
+  }
+
+  #handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://x');
+    this.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    const selector = url.searchParams.get('labelSelector');
+    if (url.pathname === '/api/v1/namespaces' && url.searchParams.get('watch') === 'true') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.flushHeaders();
+      this.#watchers.add(res);
+      res.on('close', () => this.#watchers.delete(res));
+      return;
+    }
+    if (url.pathname === '/api/v1/namespaces') {
+      if (this.listStatus !== 200) {
+        res.writeHead(this.listStatus, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: this.listStatus }));
+        return;
+      }
+      const items = [...this.namespaces.values()].filter((ns) => this.#matches(ns, selector));
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'NamespaceList',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: String(this.#rv) },
+          items,
+        }),
+      );
+      return;
+    }
+    const m = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(url.pathname);
+    if (m?.[1] !== undefined) {
+      const ns = this.namespaces.get(decodeURIComponent(m[1]));
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer);
+        if (ns === undefined) {
+          res.writeHead(404, { 'Content-Type': 'application/json' });
+          res.end(
+            JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }),
+          );
+        } else {
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Namespace', apiVersion: 'v1', ...ns }));
+        }
+      }, this.getDelayMs);
+      this.#timers.add(timer);
+      return;
+    }
+    res.writeHead(404);
+    res.end();
+  }
+}
