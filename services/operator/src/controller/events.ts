@@ -120,7 +120,11 @@ export class EventRecorder implements EventRecorderLike {
       note,
     ]);
     const previous = this.pending.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.write(key, object, type, cause, note));
+    const next = previous
+      .then(() => this.write(key, object, type, cause, note))
+      .catch((err: unknown) => {
+        this.logger.warn('failed to record event', { error: describeError(err) });
+      });
     this.pending.set(key, next);
     void next.finally(() => {
       if (this.pending.get(key) === next) this.pending.delete(key);

@@ -132,6 +132,7 @@ interface RunningController {
 export class Manager {
   private readonly controllers: ControllerOptions[] = [];
   private readonly running: RunningController[] = [];
+  private draining: WorkerPool[] = [];
   private readonly logger: Logger;
   private readonly clock: Clock;
   private leading = false;
@@ -150,6 +151,13 @@ export class Manager {
     if (this.controllers.some((c) => c.reconciler.name === name)) {
       throw new Error(`manager: duplicate controller ${JSON.stringify(name)}`);
     }
+    // Fail here, not when leadership starts: invalid settings or an undeclared metrics label.
+    const concurrency = controller.concurrency ?? 1;
+    if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
+      throw new Error(`manager: controller ${name}: concurrency must be an integer >= 1`);
+    }
+    new ItemExponentialFailureRateLimiter(controller.baseDelayMs ?? 5, controller.maxDelayMs ?? 1_000_000);
+    this.options.metrics?.workQueue(name);
     this.controllers.push(controller);
   }
 
@@ -247,7 +255,7 @@ export class Manager {
     }
   }
 
-  /** Immediate stop: no further keys, in-flight signals aborted. */
+  /** Immediate stop: no further keys, in-flight signals aborted (also of pools still draining). */
   private abortControllers(reason: string): void {
     if (!this.leading) return;
     this.leading = false;
@@ -256,6 +264,7 @@ export class Manager {
       for (const unsubscribe of unsubscribes) unsubscribe();
       pool.abort(reason);
     }
+    for (const pool of this.draining) pool.abort(reason);
     this.logger.warn('controllers stopped', { reason });
   }
 
@@ -265,9 +274,13 @@ export class Manager {
     const pools = this.running.splice(0);
     if (pools.length > 0) {
       for (const { unsubscribes } of pools) for (const unsubscribe of unsubscribes) unsubscribe();
-      const drained = await Promise.all(pools.map(({ pool }) => pool.stop(drainMs)));
-      if (!drained.every(Boolean))
+      // Still abortable meanwhile: if the lease is lost while draining, work stops at once.
+      this.draining = pools.map(({ pool }) => pool);
+      const drained = await Promise.all(this.draining.map((pool) => pool.stop(drainMs)));
+      this.draining = [];
+      if (!drained.every(Boolean)) {
         this.logger.warn('in-flight reconciles did not finish in time; aborted', { drainMs });
+      }
     }
     if (this.leading) {
       this.leading = false;

@@ -32,6 +32,7 @@ function replica(
     reconcile?: (key: string, signal: AbortSignal) => Promise<ReconcileOutcome>;
     leaderElection?: boolean;
     metrics?: ReturnType<typeof createOperatorMetrics>;
+    drainTimeoutMs?: number;
   } = {},
 ): Replica {
   const source = new FakeInformerSource<KubernetesObject>();
@@ -43,7 +44,7 @@ function replica(
   const manager = new Manager({
     informers: [informer],
     clock,
-    drainTimeoutMs: 5_000,
+    drainTimeoutMs: opts.drainTimeoutMs ?? 5_000,
     metrics: opts.metrics,
     leaderElection:
       opts.leaderElection === false
@@ -238,6 +239,51 @@ describe('Manager', () => {
     await flush();
     expect(r.reconciled).toEqual(['ns/a', 'ns/b']);
     r.stop.abort();
+    await expect(r.done).resolves.toBe('shutdown');
+  });
+
+  it('rejects invalid controller settings at registration, not when leadership starts', () => {
+    const metrics = createOperatorMetrics({
+      controllers: ['known'],
+      resources: [],
+      annotations: [],
+      defaultMetrics: false,
+    });
+    const manager = new Manager({ informers: [], metrics });
+    const reconcile = async () => undefined;
+    expect(() => manager.addController({ reconciler: { name: 'unknown', reconcile }, sources: [] })).toThrow(
+      /undeclared controller/,
+    );
+    expect(() =>
+      manager.addController({ reconciler: { name: 'known', reconcile }, sources: [], concurrency: 0 }),
+    ).toThrow(/concurrency/);
+    expect(() =>
+      manager.addController({ reconciler: { name: 'known', reconcile }, sources: [], baseDelayMs: -1 }),
+    ).toThrow(/baseDelayMs/);
+    expect(() => manager.addController({ reconciler: { name: '', reconcile }, sources: [] })).toThrow(/name/);
+  });
+
+  it('aborts work still draining at shutdown as soon as the lease is lost meanwhile', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLease();
+    let signal: AbortSignal | undefined;
+    const r = replica(store, clock, 'a', {
+      objects: [obj('x', 'ns')],
+      drainTimeoutMs: 60_000,
+      reconcile: (_key, s) => {
+        signal = s;
+        return new Promise(() => undefined); // never finishes on its own
+      },
+    });
+    await flush(); // leading since t=0, renewed at t=0
+    r.stop.abort(); // graceful shutdown: drain for up to 60s while still renewing the lease
+    r.lock.fault = 'error'; // ...but renewals now fail: the cycle starting at 2s hits its deadline at 12s
+    await clock.advance(11_999);
+    expect(signal?.aborted).toBe(false);
+    await clock.advance(1);
+    expect(signal?.aborted).toBe(true);
+    expect(r.manager.isLeading()).toBe(false);
+    await clock.advance(60_000);
     await expect(r.done).resolves.toBe('shutdown');
   });
 
