@@ -33,5 +33,20 @@ export default {
       displayName: 'chart',
       testMatch: ['<rootDir>/deploy/test/**/*.test.ts'],
     },
+    {
+      // Real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) started once
+      // by the global setup; see e2e/README.md. Suites share it, so run them in band (--runInBand).
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/e2e/test/**/*.test.ts'],
+      // Suites use the harness sources; global setup/teardown and the environment, which jest loads
+      // outside its module registry, use the built package (e2e/dist).
+      moduleNameMapper: { ...base.moduleNameMapper, '^@kubeplus-isolation/e2e$': '<rootDir>/e2e/src/harness/index.ts' },
+      testEnvironment: '<rootDir>/e2e/test/environment.ts',
+      globalSetup: '<rootDir>/e2e/test/global-setup.ts',
+      globalTeardown: '<rootDir>/e2e/test/global-teardown.ts',
+      // Real controllers take seconds, and one test outlives node-monitor-grace-period (40s).
+      setupFilesAfterEnv: ['<rootDir>/e2e/test/setup-timeout.ts'],
+    },
   ],
 };

@@ -1,0 +1,77 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ApiextensionsV1Api,
+  type KubeConfig,
+  loadAllYaml,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { isApiStatus } from './node-api.js';
+import { sandboxCrdsDir } from './repo.js';
+import { waitFor } from './wait.js';
+
+/**
+ * Loads every CustomResourceDefinition from the *.yaml files in `dir` and removes their conversion
+ * webhook (strategy None), as envtest does: the Agent Sandbox controller that would serve it is
+ * not running, and the versions share the fields this project reads.
+ */
+export function loadCrds(dir: string): V1CustomResourceDefinition[] {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+    .sort();
+  const crds = files.flatMap((file) =>
+    (loadAllYaml(readFileSync(join(dir, file), 'utf8')) as V1CustomResourceDefinition[]).filter(
+      (doc) => doc?.kind === 'CustomResourceDefinition',
+    ),
+  );
+  if (crds.length === 0) throw new Error(`no CustomResourceDefinition in ${dir}`);
+  for (const crd of crds) crd.spec.conversion = { strategy: 'None' };
+  return crds;
+}
+
+/** Creates or replaces `crds` and waits until every one is Established with its names accepted. */
+export async function installCrds(
+  kc: KubeConfig,
+  crds: readonly V1CustomResourceDefinition[],
+  timeoutMs = 60_000,
+): Promise<string[]> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
+  const names = await Promise.all(
+    crds.map(async (crd) => {
+      const name = crd.metadata?.name;
+      if (!name) throw new Error(`CustomResourceDefinition without metadata.name (${crd.spec.names.plural})`);
+      try {
+        await api.createCustomResourceDefinition({ body: crd });
+      } catch (error) {
+        if (!isApiStatus(error, 409)) throw error;
+        const current = await api.readCustomResourceDefinition({ name });
+        await api.replaceCustomResourceDefinition({
+          name,
+          body: { ...crd, metadata: { ...crd.metadata, resourceVersion: current.metadata?.resourceVersion } },
+        });
+      }
+      return name;
+    }),
+  );
+  await waitFor(
+    `CustomResourceDefinitions ${names.join(', ')} to be Established`,
+    async (observe) => {
+      const current = await Promise.all(names.map((name) => api.readCustomResourceDefinition({ name })));
+      const notReady = current.filter(
+        (crd) =>
+          !['Established', 'NamesAccepted'].every((type) =>
+            crd.status?.conditions?.some((c) => c.type === type && c.status === 'True'),
+          ),
+      );
+      observe(notReady.map((crd) => ({ name: crd.metadata?.name, conditions: crd.status?.conditions })));
+      return notReady.length === 0;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+  return names;
+}
+
+/** Installs the Agent Sandbox CRDs (sandboxCrdsDir(): shared fixtures, or KUBEPLUS_SANDBOX_CRDS_DIR). */
+export function installSandboxCrds(kc: KubeConfig, dir = sandboxCrdsDir()): Promise<string[]> {
+  return installCrds(kc, loadCrds(dir));
+}

@@ -1,0 +1,48 @@
+export { type Assets, assetsIn, CONTROL_PLANE_BINARIES, REQUIRED_BINARIES, resolveAssets } from './assets.js';
+export { Cluster, type ClusterState, FAILURE_MARKER, logFilesIn, logReport, readState, STATE_FILE } from './cluster.js';
+export {
+  API_SERVER_HOSTS,
+  COMPONENTS,
+  type Component,
+  KUBERNETES_SERVICE_IP,
+  NODE_PLACEMENT_ADMISSION_PLUGINS,
+  SERVICE_ACCOUNT_ISSUER,
+  SERVICE_CLUSTER_IP_RANGE,
+} from './components.js';
+export { ControlPlane, type ControlPlaneOptions, type StopOptions, startControlPlane } from './control-plane.js';
+export { installCrds, installSandboxCrds, loadCrds } from './crds.js';
+export {
+  FAKE_NODE_LABEL,
+  type FakeNodeOptions,
+  type FakeNodes,
+  fakeNodeManifest,
+  NODE_LEASE_NAMESPACE,
+  startFakeNodes,
+} from './fake-nodes.js';
+export { kubeconfigYaml, loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
+export { createTestNamespace, deleteNamespace, type NamespaceOptions } from './namespaces.js';
+export { isApiStatus, labelNode, taintNode, untaintNode } from './node-api.js';
+export { type CertAndKey, CertificateAuthority } from './pki.js';
+export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedulable } from './pods.js';
+export { repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
+export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
+export { writeServiceAccountKubeconfig } from './service-accounts.js';
+export {
+  type OperatorOptions,
+  type RunningService,
+  type RunningWebhook,
+  type ServiceOptions,
+  startOperator,
+  startService,
+  startWebhook,
+  type WebhookOptions,
+} from './services.js';
+export { FatalWaitError, sleep, waitFor } from './wait.js';
+export {
+  DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+  loadWebhookEntry,
+  mutatingWebhookConfiguration,
+  registerWebhook,
+  unregisterWebhook,
+  type WebhookRegistration,
+} from './webhook-config.js';

@@ -1,0 +1,150 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Cluster } from './cluster.js';
+import { httpGet, type ProbeTls } from './http-probe.js';
+import { freePorts } from './ports.js';
+import { describeExit, type ManagedProcess, signalProcessGroup, startProcess, tailFile } from './process.js';
+import { REAPER_PID_FILE, trackForReaper } from './reaper.js';
+import { repoRoot } from './repo.js';
+import { FatalWaitError, waitFor } from './wait.js';
+
+export interface ServiceOptions {
+  /** Log name: the output goes to `<cluster dir>/logs/<name>.log`. */
+  name: string;
+  /** The JavaScript entry point, run with this process's Node.js (process.execPath). */
+  entry: string;
+  args: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  /** Polled (GET, expects 200) until ready; without it, start returns once spawned. */
+  readiness?: { url: string; tls?: ProbeTls; timeoutMs?: number };
+}
+
+export interface RunningService {
+  readonly name: string;
+  readonly process: ManagedProcess;
+  readonly logPath: string;
+  logTail(lines?: number): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs one of this project's Node.js services against the cluster: own process group, output in the
+ * cluster's log dir (so test failures print its tail), killed by the reaper if the test run dies.
+ */
+export async function startService(cluster: Cluster, opts: ServiceOptions): Promise<RunningService> {
+  if (!existsSync(opts.entry)) {
+    throw new Error(`${opts.name}: ${opts.entry} does not exist; build the services first (make build)`);
+  }
+  const proc = startProcess({
+    name: opts.name,
+    command: process.execPath,
+    args: [opts.entry, ...opts.args],
+    logPath: join(cluster.state.logDir, `${opts.name}.log`),
+    env: { ...process.env, ...opts.env },
+    cwd: repoRoot(),
+  });
+  trackForReaper(join(cluster.dir, REAPER_PID_FILE), proc.pid);
+  const killNow = (): void => {
+    signalProcessGroup(proc.pid, 'SIGKILL');
+  };
+  process.on('exit', killNow);
+  const service: RunningService = {
+    name: opts.name,
+    process: proc,
+    logPath: proc.logPath,
+    logTail: (lines = 40) => tailFile(proc.logPath, lines),
+    async stop() {
+      process.off('exit', killNow);
+      await proc.stop(5_000);
+    },
+  };
+  const { readiness } = opts;
+  if (readiness) {
+    try {
+      await waitFor(
+        `${opts.name} to answer 200 at ${readiness.url}`,
+        async (observe) => {
+          const exit = proc.exited();
+          if (exit) {
+            throw new FatalWaitError(
+              `${opts.name} ${describeExit(exit)} during startup; last lines of ${proc.logPath}:\n${tailFile(proc.logPath, 30)}`,
+            );
+          }
+          const res = await httpGet(readiness.url, readiness.tls);
+          observe(`HTTP ${res.status}: ${res.body.slice(0, 300)}`);
+          return res.status === 200;
+        },
+        { timeoutMs: readiness.timeoutMs ?? 30_000, intervalMs: 100 },
+      );
+    } catch (error) {
+      await service.stop();
+      throw new Error(`${(error as Error).message}\n----- ${opts.name} log tail -----\n${tailFile(proc.logPath, 30)}`, {
+        cause: error,
+      });
+    }
+  }
+  return service;
+}
+
+export interface WebhookOptions {
+  /** Kubeconfig the webhook uses for its Namespace informer (default: the admin kubeconfig). */
+  kubeconfigPath?: string;
+  /** Flags appended after the harness's (--port, --tls-cert-file, --tls-key-file, --kubeconfig). */
+  extraArgs?: readonly string[];
+  /** Readiness path on the webhook's HTTPS port (default /readyz). */
+  readinessPath?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RunningWebhook extends RunningService {
+  readonly port: number;
+  /** The admission URL to register: https://127.0.0.1:<port>/mutate/pods */
+  readonly url: string;
+  /** PEM of the CA that signed the webhook's serving certificate (the cluster CA). */
+  readonly caPem: string;
+}
+
+/** Starts services/webhook/dist/main.js on a free loopback port with a serving cert from the cluster CA. */
+export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}): Promise<RunningWebhook> {
+  const [port] = (await freePorts(1)) as [number];
+  const serving = await cluster.issueServingCert(['127.0.0.1', 'localhost']);
+  const pki = join(cluster.dir, 'pki');
+  const certFile = join(pki, `webhook-${port}.crt`);
+  const keyFile = join(pki, `webhook-${port}.key`);
+  writeFileSync(certFile, serving.certPem, { mode: 0o600 });
+  writeFileSync(keyFile, serving.keyPem, { mode: 0o600 });
+  const base = `https://127.0.0.1:${port}`;
+  const service = await startService(cluster, {
+    name: `webhook-${port}`,
+    entry: join(repoRoot(), 'services', 'webhook', 'dist', 'main.js'),
+    args: [
+      `--port=${port}`,
+      `--tls-cert-file=${certFile}`,
+      `--tls-key-file=${keyFile}`,
+      `--kubeconfig=${opts.kubeconfigPath ?? cluster.kubeconfigPath}`,
+      ...(opts.extraArgs ?? []),
+    ],
+    env: opts.env,
+    readiness: { url: `${base}${opts.readinessPath ?? '/readyz'}`, tls: { caPem: cluster.caPem } },
+  });
+  return { ...service, port, url: `${base}/mutate/pods`, caPem: cluster.caPem };
+}
+
+export interface OperatorOptions {
+  args: readonly string[];
+  /** Polled until 200 before returning, e.g. the operator's health endpoint. */
+  readiness?: ServiceOptions['readiness'];
+  env?: NodeJS.ProcessEnv;
+  name?: string;
+}
+
+/** Starts services/operator/dist/main.js with `args` (its flags are the operator's own). */
+export function startOperator(cluster: Cluster, opts: OperatorOptions): Promise<RunningService> {
+  return startService(cluster, {
+    name: opts.name ?? 'operator',
+    entry: join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
+    args: opts.args,
+    env: opts.env,
+    readiness: opts.readiness,
+  });
+}
