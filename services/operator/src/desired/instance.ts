@@ -69,6 +69,21 @@ export function formatInstanceKey(k: InstanceKey): string {
   return `${k.group}/${k.version}/${k.plural} ${k.namespace}/${k.name}`;
 }
 
+/**
+ * A work-queue key as one string, `group/version/kind/plural/namespace/name` (no part of a key
+ * can contain '/'; the core group is empty), for queues keyed by strings.
+ */
+export function encodeInstanceKey(k: InstanceKey): string {
+  return [k.group, k.version, k.kind, k.plural, k.namespace, k.name].join('/');
+}
+
+export function decodeInstanceKey(s: string): InstanceKey | undefined {
+  const parts = s.split('/');
+  if (parts.length !== 6 || parts.slice(1).some((p) => p === '')) return undefined;
+  const [group, version, kind, plural, namespace, name] = parts as [string, string, string, string, string, string];
+  return { group, version, kind, plural, namespace, name };
+}
+
 export function instanceKeyOf(i: Instance): InstanceKey {
   return { group: i.group, version: i.version, kind: i.kind, plural: i.plural, namespace: i.namespace, name: i.name };
 }

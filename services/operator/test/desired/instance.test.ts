@@ -2,6 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
   DEFAULT_PLATFORM_NAMESPACE,
+  decodeInstanceKey,
+  encodeInstanceKey,
   formatInstanceKey,
   instanceIdentity,
   instanceKeyOf,
@@ -153,6 +155,20 @@ describe('instance identity', () => {
       name: 'team-a-agent-instance',
     });
     expect(formatInstanceKey(key)).toBe('cloudark.io/v1/agents team-a/team-a-agent-instance');
+  });
+});
+
+describe('string work-queue keys', () => {
+  const key = { group: 'cloudark.io', version: 'v1', kind: 'Agent', plural: 'agents', namespace: 'team-a', name: 'i' };
+
+  it('encodes and decodes', () => {
+    expect(encodeInstanceKey(key)).toBe('cloudark.io/v1/Agent/agents/team-a/i');
+    expect(decodeInstanceKey('cloudark.io/v1/Agent/agents/team-a/i')).toEqual(key);
+    expect(decodeInstanceKey(encodeInstanceKey({ ...key, group: '' }))).toEqual({ ...key, group: '' });
+  });
+
+  it.each(['', 'team-a/i', 'g/v/K/p/ns/n/extra', 'g/v//p/ns/n', 'g/v/K/p/ns/'])('rejects %j', (s) => {
+    expect(decodeInstanceKey(s)).toBeUndefined();
   });
 });
 

@@ -1,0 +1,100 @@
+/**
+ * ClusterPort: every read and write the reconcilers make, and nothing else. The reconcilers are
+ * written against it; `KubeClusterPort` implements it on @kubernetes/client-node and the unit
+ * tests use an in-memory fake.
+ *
+ * Contract of every implementation:
+ * - a read of something absent resolves `undefined` (never throws 404);
+ * - deleting something already gone resolves (deletes are idempotent);
+ * - every other failure rejects with an `ApiError` carrying the HTTP `statusCode`
+ *   (409 for AlreadyExists, a stale resourceVersion or a failed precondition), so the work
+ *   queue can tell a conflict (retry now) from other errors (retry with backoff).
+ */
+import type { InstanceKey, KindRef } from '../desired/instance.js';
+import type { NamespaceMergePatch, NamespaceMeta, NamespaceToCreate } from '../desired/node-isolation.js';
+import type { ManagedObject, ManagedType, MutatingPolicyApiVersion, ObjectRef } from '../desired/objects.js';
+import type { RuntimeClassInfo } from '../desired/sandbox-policy.js';
+
+/** A failed API call, normalized: `statusCode` is the HTTP status (0 when there was no response). */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function statusCodeOf(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { statusCode?: unknown }).statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export function isConflict(err: unknown): boolean {
+  return statusCodeOf(err) === 409;
+}
+
+/** What an Event on an instance says. */
+export interface InstanceEvent {
+  type: 'Normal' | 'Warning';
+  /** UpperCamelCase, e.g. `InvalidSandboxIsolation`. */
+  reason: string;
+  message: string;
+}
+
+/** The object an Event is about. */
+export interface EventTarget {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion?: string;
+}
+
+/** Delete only this exact object (uid) and, when given, only at this resourceVersion. */
+export interface DeletePreconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export interface ClusterPort {
+  /* Instances (any KubePlus Kind) */
+
+  /** Served version and plural of an instance Kind; undefined when the cluster does not serve it. */
+  resolveKind(group: string, kind: string): Promise<KindRef | undefined>;
+  /** The instance as unstructured JSON, or undefined when it does not exist. */
+  getInstance(key: InstanceKey): Promise<unknown>;
+  /** Sets the instance's finalizer list, failing with 409 if it changed since `resourceVersion`. */
+  setInstanceFinalizers(key: InstanceKey, finalizers: readonly string[], resourceVersion: string): Promise<void>;
+  /** Records an Event on the instance. Best effort: callers do not let a failure here fail a reconcile. */
+  recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
+
+  /* Namespaces */
+
+  getNamespace(name: string): Promise<NamespaceMeta | undefined>;
+  createNamespace(namespace: NamespaceToCreate): Promise<void>;
+  /** RFC 7386 merge patch of labels/annotations. */
+  patchNamespace(name: string, patch: NamespaceMergePatch): Promise<void>;
+  deleteNamespace(name: string, preconditions: DeletePreconditions): Promise<void>;
+
+  /* Operator-owned cluster-scoped objects (RuntimeClass, admission policies and bindings) */
+
+  getObject(ref: ObjectRef): Promise<ManagedObject | undefined>;
+  createObject(obj: ManagedObject): Promise<void>;
+  /** Full update (PUT); `obj.metadata.resourceVersion` makes it fail with 409 if the object changed. */
+  replaceObject(obj: ManagedObject): Promise<void>;
+  deleteObject(ref: ObjectRef, preconditions: DeletePreconditions): Promise<void>;
+  /** Objects of one type matching a label selector (`k=v,k2=v2`). */
+  listObjects(type: ManagedType, labelSelector: string): Promise<ManagedObject[]>;
+
+  /* Cluster facts */
+
+  /** Every RuntimeClass, preferably from an informer cache. */
+  listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]>;
+  /** The MutatingAdmissionPolicy API version served (v1 preferred), or undefined when none is. */
+  servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined>;
+}
