@@ -1,0 +1,180 @@
+/**
+ * Observability objects: ServiceMonitors scrape the ports the containers expose, the alerts the
+ * brief asks for exist, and every metric (and label value) the alerts and the Grafana dashboard
+ * query is one the services actually export: the names are read from the services' own
+ * prom-client registries, so renaming a metric in code fails here.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, jest, test } from '@jest/globals';
+import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/controller/metrics.js';
+import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/reasons.js';
+import { createMetrics } from '../../services/webhook/src/metrics.js';
+import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
+
+jest.setTimeout(60_000);
+
+const ALL_ON = {
+  webhook: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } },
+  operator: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } },
+  grafanaDashboard: { enabled: true },
+};
+
+async function exportedMetricNames(): Promise<Set<string>> {
+  const webhook = createMetrics({ defaultMetrics: false });
+  const operator = createOperatorMetrics({
+    controllers: ['instances'],
+    resources: [],
+    annotations: [],
+    defaultMetrics: false,
+  });
+  const names = new Set<string>();
+  for (const registry of [webhook.registry, operator.registry]) {
+    for (const metric of await registry.getMetricsAsJSON()) {
+      names.add(metric.name);
+      // prom-client types `type` as a numeric enum, but the JSON carries the Prometheus type name.
+      if (String(metric.type) === 'histogram') {
+        for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
+      }
+    }
+  }
+  return names;
+}
+
+/** Every kubeplus_* metric a PromQL expression reads. */
+function metricsIn(expr: string): string[] {
+  return [...expr.matchAll(/\bkubeplus_[a-z0-9_]+/g)].map((m) => m[0]);
+}
+
+interface Rule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: { severity: string };
+  annotations: { summary: string; description: string };
+}
+
+function alerts(objects: K8sObject[]): Rule[] {
+  return objects
+    .filter((o) => o.kind === 'PrometheusRule')
+    .flatMap((o) => (o.spec as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules));
+}
+
+function dashboardExprs(): string[] {
+  const dashboard = JSON.parse(readFileSync(join(CHART_DIR, 'files', 'dashboard.json'), 'utf8')) as {
+    panels: { targets?: { expr: string }[] }[];
+  };
+  return dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+}
+
+describe('monitoring', () => {
+  test('nothing monitoring-related is rendered by default', async () => {
+    const kinds = (await render()).map((o) => o.kind);
+    expect(kinds).not.toContain('ServiceMonitor');
+    expect(kinds).not.toContain('PrometheusRule');
+    expect(kinds).not.toContain('ConfigMap');
+  });
+
+  test('ServiceMonitors select the metrics Service port the container serves', async () => {
+    const objects = await render(ALL_ON);
+    for (const [monitor, service, deployment] of [
+      [`${RELEASE}-webhook`, `${RELEASE}-webhook`, `${RELEASE}-webhook`],
+      [`${RELEASE}-operator`, `${RELEASE}-operator-metrics`, `${RELEASE}-operator`],
+    ] as const) {
+      const sm = one(objects, 'ServiceMonitor', monitor).spec as {
+        selector: { matchLabels: Record<string, string> };
+        endpoints: { port: string; path: string }[];
+      };
+      const svc = one(objects, 'Service', service);
+      for (const [k, v] of Object.entries(sm.selector.matchLabels)) expect(svc.metadata.labels?.[k]).toBe(v);
+      // No other Service of the chart matches the selector (no double scraping).
+      const matching = objects.filter(
+        (o) =>
+          o.kind === 'Service' &&
+          Object.entries(sm.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v),
+      );
+      expect(matching.map((s) => s.metadata.name)).toEqual([service]);
+      expect(sm.endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
+      const ports = (svc.spec as { ports: { name: string; targetPort: string }[] }).ports;
+      expect(ports.find((p) => p.name === 'metrics')?.targetPort).toBe('metrics');
+      const container = (
+        one(objects, 'Deployment', deployment).spec as {
+          template: { spec: { containers: { ports: { name: string; containerPort: number }[]; args: string[] }[] } };
+        }
+      ).template.spec.containers[0];
+      const port = container?.ports.find((p) => p.name === 'metrics')?.containerPort;
+      expect(container?.args).toContain(`--metrics-port=${port}`);
+    }
+  });
+
+  test('the alerts the platform needs exist, scoped to the release namespace', async () => {
+    const rules = alerts(await render(ALL_ON));
+    const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
+    expect(Object.keys(byName).sort()).toEqual(
+      [
+        'KubeplusIsolationOperatorNoLeader',
+        'KubeplusIsolationOperatorReconcileErrors',
+        'KubeplusIsolationWebhookCertificateExpiring',
+        'KubeplusIsolationWebhookDown',
+        'KubeplusIsolationWebhookFailingOpen',
+        'KubeplusIsolationWebhookSlow',
+      ].sort(),
+    );
+    expect(byName.KubeplusIsolationWebhookFailingOpen?.expr).toContain('result="failopen"');
+    expect(byName.KubeplusIsolationWebhookSlow?.expr).toMatch(
+      /histogram_quantile\(0\.99,[\s\S]*kubeplus_webhook_admission_duration_seconds_bucket/,
+    );
+    expect(byName.KubeplusIsolationOperatorReconcileErrors?.expr).toContain(
+      'kubeplus_operator_reconcile_total{namespace="kubeplus-system",result="error"}',
+    );
+    const noLeader = byName.KubeplusIsolationOperatorNoLeader?.expr ?? '';
+    expect(noLeader).toContain('max(kubeplus_operator_leader{namespace="kubeplus-system"}) < 1');
+    expect(noLeader).toContain('absent(kubeplus_operator_leader{namespace="kubeplus-system"})');
+    for (const rule of rules) {
+      expect(rule.labels.severity).toMatch(/^(warning|critical)$/);
+      expect(rule.annotations.summary.length).toBeGreaterThan(10);
+      for (const selector of rule.expr.match(/\{[^}]*\}/g) ?? [])
+        expect(selector).toContain(`namespace="${NAMESPACE}"`);
+    }
+  });
+
+  test('every metric the alerts and the dashboard query is exported by the services', async () => {
+    const exported = await exportedMetricNames();
+    const queried = new Set(
+      [...alerts(await render(ALL_ON)).map((r) => r.expr), ...dashboardExprs()].flatMap(metricsIn),
+    );
+    expect(queried.size).toBeGreaterThan(10);
+    expect([...queried].filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  test('result label values in queries are ones the services emit', async () => {
+    const exprs = [...alerts(await render(ALL_ON)).map((r) => r.expr), ...dashboardExprs()];
+    for (const expr of exprs) {
+      for (const m of expr.matchAll(/kubeplus_webhook_admissions_total\{[^}]*result="([a-z_]+)"/g)) {
+        expect(ADMISSION_RESULTS).toContain(m[1]);
+      }
+      for (const m of expr.matchAll(/kubeplus_operator_reconcile_total\{[^}]*result="([a-z_]+)"/g)) {
+        expect(RECONCILE_RESULTS).toContain(m[1]);
+      }
+    }
+  });
+
+  test('the dashboard ConfigMap carries the Grafana sidecar label and the dashboard JSON', async () => {
+    const objects = await render({
+      grafanaDashboard: {
+        enabled: true,
+        namespace: 'monitoring',
+        labels: { grafana_dashboard: '0', team: 'platform' },
+      },
+    });
+    const cm = one(objects, 'ConfigMap');
+    expect(cm.metadata.namespace).toBe('monitoring');
+    expect(cm.metadata.labels).toEqual(expect.objectContaining({ grafana_dashboard: '1', team: 'platform' }));
+    const json = JSON.parse((cm.data as Record<string, string>)['kubeplus-isolation.json'] as string) as {
+      uid: string;
+      panels: unknown[];
+    };
+    expect(json.uid).toBe('kubeplus-isolation');
+    expect(json.panels.length).toBeGreaterThan(10);
+  });
+});

@@ -1,0 +1,185 @@
+/**
+ * Least privilege: every Role/ClusterRole the chart renders, checked rule by rule. No wildcard
+ * anywhere, no Secrets, the webhook reads Namespaces and nothing else, the operator gets exactly
+ * the verbs its code uses, and every binding points at the chart's own ServiceAccounts.
+ */
+import { describe, expect, jest, test } from '@jest/globals';
+import { type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
+
+jest.setTimeout(60_000);
+
+interface Rule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+const INSTANCE_GROUPS = [
+  { group: 'platformapi.kubeplus', resources: ['wordpressservices', 'mysqlservices'] },
+  { group: 'cloudark.io', resources: ['agents'] },
+];
+
+function roles(objects: K8sObject[]): K8sObject[] {
+  return objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role');
+}
+
+function rulesOf(role: K8sObject): Rule[] {
+  return (role.rules as Rule[] | undefined) ?? [];
+}
+
+/** "group/resource" → sorted verbs, merged over every rule of the role (resourceNames kept apart). */
+function grants(role: K8sObject): Record<string, string[]> {
+  const out: Record<string, Set<string>> = {};
+  for (const rule of rulesOf(role)) {
+    for (const group of rule.apiGroups ?? []) {
+      for (const resource of rule.resources ?? []) {
+        const key = `${group || 'core'}/${resource}${rule.resourceNames ? `[${rule.resourceNames.join(',')}]` : ''}`;
+        out[key] ??= new Set();
+        for (const verb of rule.verbs) out[key].add(verb);
+      }
+    }
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v].sort()]));
+}
+
+const sorted = (...verbs: string[]): string[] => [...verbs].sort();
+
+describe('RBAC', () => {
+  test('no wildcard and no Secrets in any rule, with every feature enabled', async () => {
+    const objects = await render({
+      operator: { instanceGroups: INSTANCE_GROUPS, instanceRoleAggregation: true },
+      webhook: { autoscaling: { enabled: true }, serviceMonitor: { enabled: true } },
+    });
+    const all = roles(objects);
+    expect(all.length).toBeGreaterThanOrEqual(4);
+    for (const role of all) {
+      for (const rule of rulesOf(role)) {
+        const fields = [rule.apiGroups, rule.resources, rule.verbs, rule.resourceNames, rule.nonResourceURLs];
+        for (const value of fields.flat()) {
+          expect({ role: role.metadata.name, value }).not.toEqual({ role: role.metadata.name, value: '*' });
+          expect(String(value)).not.toContain('*');
+        }
+        expect(rule.resources ?? []).not.toContain('secrets');
+        expect(rule.nonResourceURLs).toBeUndefined();
+        expect(rule.verbs).not.toEqual(expect.arrayContaining(['escalate']));
+        expect(rule.verbs).not.toEqual(expect.arrayContaining(['bind']));
+        expect(rule.verbs).not.toEqual(expect.arrayContaining(['impersonate']));
+      }
+    }
+  });
+
+  test('the webhook reads Namespaces and nothing else', async () => {
+    const objects = await render();
+    const role = one(objects, 'ClusterRole', `${RELEASE}-webhook`);
+    expect(rulesOf(role)).toEqual([{ apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }]);
+    expect(objects.filter((o) => o.kind === 'Role' && o.metadata.name.includes('webhook'))).toEqual([]);
+  });
+
+  test('the operator gets exactly the verbs its code uses', async () => {
+    const objects = await render({ operator: { instanceGroups: INSTANCE_GROUPS } });
+    expect(grants(one(objects, 'ClusterRole', `${RELEASE}-operator`))).toEqual({
+      'apiextensions.k8s.io/customresourcedefinitions': sorted('list', 'watch'),
+      'core/namespaces': sorted('get', 'list', 'watch', 'create', 'patch', 'delete'),
+      'node.k8s.io/runtimeclasses': sorted('get', 'list', 'watch', 'create', 'update', 'delete'),
+      'admissionregistration.k8s.io/validatingadmissionpolicies': sorted(
+        'get',
+        'list',
+        'watch',
+        'create',
+        'update',
+        'delete',
+      ),
+      'admissionregistration.k8s.io/validatingadmissionpolicybindings': sorted(
+        'get',
+        'list',
+        'watch',
+        'create',
+        'update',
+        'delete',
+      ),
+      'admissionregistration.k8s.io/mutatingadmissionpolicies': sorted(
+        'get',
+        'list',
+        'watch',
+        'create',
+        'update',
+        'delete',
+      ),
+      'admissionregistration.k8s.io/mutatingadmissionpolicybindings': sorted(
+        'get',
+        'list',
+        'watch',
+        'create',
+        'update',
+        'delete',
+      ),
+      'core/events': sorted('create', 'patch'),
+    });
+    // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
+    const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
+    expect(rulesOf(instances)).toEqual(
+      INSTANCE_GROUPS.map(({ group, resources }) => ({
+        apiGroups: [group],
+        resources,
+        verbs: ['get', 'list', 'watch', 'patch'],
+      })),
+    );
+    // Leader election: its own Lease only, in the release namespace.
+    const lease = one(objects, 'Role', `${RELEASE}-operator-leader-election`);
+    expect(lease.metadata.namespace).toBe(NAMESPACE);
+    expect(grants(lease)).toEqual({
+      'coordination.k8s.io/leases': ['create'],
+      [`coordination.k8s.io/leases[${RELEASE}-operator]`]: sorted('get', 'update'),
+    });
+  });
+
+  test('without instanceGroups the operator may touch no instance at all', async () => {
+    const instances = one(await render(), 'ClusterRole', `${RELEASE}-operator-instances`);
+    expect(rulesOf(instances)).toEqual([]);
+    expect(instances.aggregationRule).toBeUndefined();
+  });
+
+  test('instanceRoleAggregation turns the instance role into an aggregate fed by labeled ClusterRoles', async () => {
+    const objects = await render({ operator: { instanceGroups: INSTANCE_GROUPS, instanceRoleAggregation: true } });
+    const aggregate = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
+    expect(aggregate.rules).toBeUndefined();
+    expect(aggregate.aggregationRule).toEqual({
+      clusterRoleSelectors: [{ matchLabels: { 'isolation.kubeplus.io/aggregate-to-operator': 'true' } }],
+    });
+    const fed = one(objects, 'ClusterRole', `${RELEASE}-operator-instances-static`);
+    expect(fed.metadata.labels?.['isolation.kubeplus.io/aggregate-to-operator']).toBe('true');
+    expect(rulesOf(fed).map((r) => r.apiGroups)).toEqual([['platformapi.kubeplus'], ['cloudark.io']]);
+  });
+
+  test('every binding binds a role of this chart to this chart’s own ServiceAccount', async () => {
+    const objects = await render({ operator: { instanceGroups: INSTANCE_GROUPS } });
+    const serviceAccounts = new Set(
+      objects.filter((o) => o.kind === 'ServiceAccount').map((o) => `${o.metadata.namespace}/${o.metadata.name}`),
+    );
+    expect(serviceAccounts).toEqual(new Set([`${NAMESPACE}/${RELEASE}-webhook`, `${NAMESPACE}/${RELEASE}-operator`]));
+    const roleNames = new Set(roles(objects).map((r) => `${r.kind}/${r.metadata.name}`));
+    const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
+    expect(bindings.length).toBe(4);
+    for (const binding of bindings) {
+      const ref = binding.roleRef as { kind: string; name: string };
+      expect(roleNames).toContain(`${ref.kind}/${ref.name}`);
+      const subjects = binding.subjects as { kind: string; name: string; namespace: string }[];
+      expect(subjects).toHaveLength(1);
+      const subject = subjects[0] as { kind: string; name: string; namespace: string };
+      expect(subject.kind).toBe('ServiceAccount');
+      expect(serviceAccounts).toContain(`${subject.namespace}/${subject.name}`);
+      // The webhook's role goes to the webhook, the operator's roles to the operator.
+      expect(subject.name.endsWith(ref.name.includes('webhook') ? 'webhook' : 'operator')).toBe(true);
+    }
+  });
+
+  test('a disabled component brings no ServiceAccount and no RBAC', async () => {
+    const withoutOperator = await render({ operator: { enabled: false } });
+    expect(roles(withoutOperator).map((r) => r.metadata.name)).toEqual([`${RELEASE}-webhook`]);
+    const withoutWebhook = await render({ webhook: { enabled: false } });
+    expect(roles(withoutWebhook).some((r) => r.metadata.name.includes('webhook'))).toBe(false);
+    expect(withoutWebhook.some((o) => o.kind === 'MutatingWebhookConfiguration')).toBe(false);
+  });
+});

@@ -1,0 +1,175 @@
+/**
+ * What the tamper guard is made of, as rendered. Its behaviour (who is denied what, with which
+ * message) is proven against a real kube-apiserver in e2e/test/chart.test.ts; here: that it
+ * guards the right keys and objects, exempts exactly the operator's ServiceAccount and the admin
+ * groups, and follows the values.
+ */
+import { describe, expect, jest, test } from '@jest/globals';
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  NAMESPACE_CREATED_FOR_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_ANNOTATION,
+  OWNER_NAME_LABEL,
+  OWNER_NAMESPACE_LABEL,
+  OWNER_UID_LABEL,
+} from '@kubeplus-isolation/spec';
+import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
+
+jest.setTimeout(60_000);
+
+interface Policy {
+  failurePolicy: string;
+  matchConstraints: {
+    resourceRules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+    objectSelector?: { matchLabels: Record<string, string> };
+  };
+  matchConditions: { name: string; expression: string }[];
+  variables?: { name: string; expression: string }[];
+  validations: { expression: string; messageExpression: string; reason: string }[];
+}
+
+const PREFIX = `${RELEASE}-kubeplus-isolation`;
+const OPERATOR = `system:serviceaccount:${NAMESPACE}:${RELEASE}-operator`;
+
+function policy(objects: K8sObject[], suffix: string): Policy {
+  return one(objects, 'ValidatingAdmissionPolicy', `${PREFIX}-${suffix}`).spec as Policy;
+}
+
+function variable(p: Policy, name: string): string {
+  const found = p.variables?.find((v) => v.name === name);
+  if (!found) throw new Error(`no variable ${name}`);
+  return found.expression;
+}
+
+describe('tamper protection', () => {
+  test('each policy has a Deny binding', async () => {
+    const objects = await render();
+    const policies = objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((p) => p.metadata.name);
+    expect(policies.sort()).toEqual(
+      [`${PREFIX}-namespace-guard`, `${PREFIX}-operator-confinement`, `${PREFIX}-owned-objects-guard`].sort(),
+    );
+    for (const name of policies) {
+      const binding = one(objects, 'ValidatingAdmissionPolicyBinding', name).spec as {
+        policyName: string;
+        validationActions: string[];
+      };
+      expect(binding).toEqual({ policyName: name, validationActions: ['Deny'] });
+      expect(policy(objects, name.slice(PREFIX.length + 1)).failurePolicy).toBe('Fail');
+    }
+  });
+
+  test('the exempt identity is the operator’s own ServiceAccount, plus the admin groups', async () => {
+    const objects = await render();
+    const sa = one(objects, 'ServiceAccount', `${RELEASE}-operator`);
+    expect(`system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}`).toBe(OPERATOR);
+    for (const suffix of ['namespace-guard', 'owned-objects-guard']) {
+      const [condition] = policy(objects, suffix).matchConditions;
+      expect(condition?.expression).toBe(
+        `!(request.userInfo.username in ["${OPERATOR}"]) && ` +
+          '!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"]))',
+      );
+    }
+    expect(policy(objects, 'operator-confinement').matchConditions).toEqual([
+      { name: 'is-operator', expression: `request.userInfo.username == "${OPERATOR}"` },
+    ]);
+  });
+
+  test('a renamed operator ServiceAccount is the one exempted and confined', async () => {
+    const objects = await render({ operator: { serviceAccount: { name: 'isolation-ctl' } } });
+    const expected = `system:serviceaccount:${NAMESPACE}:isolation-ctl`;
+    one(objects, 'ServiceAccount', 'isolation-ctl');
+    expect(policy(objects, 'namespace-guard').matchConditions[0]?.expression).toContain(`["${expected}"]`);
+    expect(policy(objects, 'operator-confinement').matchConditions[0]?.expression).toContain(`"${expected}"`);
+  });
+
+  test('Namespaces: the isolation label and annotation and the ownership markers are guarded', async () => {
+    const guard = policy(await render(), 'namespace-guard');
+    expect(guard.matchConstraints.resourceRules).toEqual([
+      expect.objectContaining({ apiGroups: [''], resources: ['namespaces'], operations: ['CREATE', 'UPDATE'] }),
+    ]);
+    const labels = JSON.parse(variable(guard, 'changedLabels').split('.filter(')[0] as string) as string[];
+    const annotations = JSON.parse(variable(guard, 'changedAnnotations').split('.filter(')[0] as string) as string[];
+    expect(labels).toEqual([NODE_ISOLATION_ENABLED_LABEL, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, OWNER_UID_LABEL]);
+    expect(annotations).toEqual([
+      NODE_ISOLATION_RESOLVED_ANNOTATION,
+      OWNER_ANNOTATION,
+      NAMESPACE_CREATED_FOR_ANNOTATION,
+    ]);
+    // managed-by is guarded only for the value that marks the operator's ownership.
+    expect(guard.validations.map((v) => v.expression).join('\n')).toContain(`'${MANAGED_BY_VALUE}'`);
+    expect(variable(guard, 'oldManagedBy')).toContain(MANAGED_BY_LABEL);
+    // Namespace deletion is never matched: the namespace controller and tenants keep deleting.
+    expect(guard.matchConstraints.resourceRules.flatMap((r) => r.operations)).not.toContain('DELETE');
+    for (const v of guard.validations) {
+      expect(v.reason).toBe('Forbidden');
+      expect(v.messageExpression).toContain(OPERATOR);
+      expect(v.messageExpression).toContain('system:masters');
+    }
+  });
+
+  test('operator-owned RuntimeClasses are guarded by their managed-by label', async () => {
+    const guard = policy(await render(), 'owned-objects-guard');
+    expect(guard.matchConstraints.objectSelector).toEqual({ matchLabels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } });
+    expect(guard.matchConstraints.resourceRules).toEqual([
+      expect.objectContaining({
+        apiGroups: ['node.k8s.io'],
+        resources: ['runtimeclasses'],
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+      }),
+    ]);
+    // Admission policies/bindings are deliberately absent: the API server never runs
+    // API-registered admission on them (see README.md "Tamper protection").
+    expect(JSON.stringify(guard.matchConstraints)).not.toContain('admissionpolicies');
+  });
+
+  test('admin groups and exempt users follow the values', async () => {
+    const objects = await render({
+      tamperProtection: { adminGroups: ['platform-admins', 'system:masters'], exemptUsers: ['kubeplus-saas'] },
+    });
+    const expression = policy(objects, 'namespace-guard').matchConditions[0]?.expression;
+    expect(expression).toBe(
+      `!(request.userInfo.username in ["${OPERATOR}","kubeplus-saas"]) && ` +
+        '!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["platform-admins","system:masters"]))',
+    );
+  });
+
+  test('without the operator nothing is exempted but the admins, and nothing is confined', async () => {
+    const objects = await render({ operator: { enabled: false } });
+    expect(policy(objects, 'namespace-guard').matchConditions[0]?.expression).toContain('username in []');
+    expect(objects.some((o) => o.metadata.name === `${PREFIX}-operator-confinement`)).toBe(false);
+  });
+
+  test('staged rollout: Warn and Audit instead of Deny; Deny with Warn is refused', async () => {
+    const objects = await render({
+      tamperProtection: { validationActions: ['Warn', 'Audit'], failurePolicy: 'Ignore' },
+    });
+    for (const binding of objects.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding')) {
+      expect((binding.spec as { validationActions: string[] }).validationActions).toEqual(['Warn', 'Audit']);
+    }
+    expect(policy(objects, 'namespace-guard').failurePolicy).toBe('Ignore');
+    expect(await renderError({ tamperProtection: { validationActions: ['Deny', 'Warn'] } })).toContain(
+      'tamperProtection.validationActions: Deny and Warn cannot be combined',
+    );
+  });
+
+  test('tamperProtection.enabled=false removes every policy; confineOperator=false only the confinement', async () => {
+    const off = await render({ tamperProtection: { enabled: false } });
+    expect(off.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+    const unconfined = await render({ tamperProtection: { confineOperator: false } });
+    expect(
+      unconfined
+        .filter((o) => o.kind === 'ValidatingAdmissionPolicy')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual([`${PREFIX}-namespace-guard`, `${PREFIX}-owned-objects-guard`]);
+  });
+
+  test('principals that would break out of the CEL string literal are refused', async () => {
+    expect(await renderError({ tamperProtection: { adminGroups: ['x"] || true || ["'] } })).toMatch(
+      /tamperProtection\/adminGroups\/0/,
+    );
+  });
+});

@@ -1,0 +1,254 @@
+/**
+ * The two Deployments: the `restricted` Pod Security Standard field by field, explicit and
+ * short-lived API credentials, independent sizing of webhook and operator, availability
+ * settings, and the operator's leader election wiring.
+ */
+import { describe, expect, jest, test } from '@jest/globals';
+import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
+
+jest.setTimeout(60_000);
+
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  ports?: { name: string; containerPort: number; hostPort?: number }[];
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+}
+
+interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  ephemeralContainers?: Container[];
+  securityContext?: Record<string, unknown>;
+  volumes?: Record<string, unknown>[];
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  automountServiceAccountToken?: boolean;
+  serviceAccountName: string;
+  priorityClassName?: string;
+  topologySpreadConstraints?: unknown[];
+  affinity?: Record<string, unknown>;
+}
+
+function podSpec(deployment: K8sObject): PodSpec {
+  return (deployment.spec as { template: { spec: PodSpec } }).template.spec;
+}
+
+function deploymentSpec(deployment: K8sObject): { replicas?: number } {
+  return deployment.spec as { replicas?: number };
+}
+
+/** Volume types the restricted standard allows (Pod Security Standards, "Volume Types"). */
+const RESTRICTED_VOLUME_TYPES = new Set([
+  'configMap',
+  'csi',
+  'downwardAPI',
+  'emptyDir',
+  'ephemeral',
+  'persistentVolumeClaim',
+  'projected',
+  'secret',
+]);
+
+/** Checks one Pod spec against every control of the baseline and restricted standards it can violate. */
+function expectRestricted(spec: PodSpec, what: string): void {
+  const pod = spec.securityContext ?? {};
+  expect({ what, hostNetwork: spec.hostNetwork, hostPID: spec.hostPID, hostIPC: spec.hostIPC }).toEqual({ what });
+  expect({ what, seccomp: (pod.seccompProfile as { type?: string } | undefined)?.type }).toEqual({
+    what,
+    seccomp: 'RuntimeDefault',
+  });
+  expect(pod.runAsNonRoot).toBe(true);
+  expect(pod.runAsUser).toBe(65532);
+  expect(pod.sysctls).toBeUndefined();
+  for (const volume of spec.volumes ?? []) {
+    const types = Object.keys(volume).filter((k) => k !== 'name');
+    expect({ what, types }).toEqual({ what, types: [expect.stringMatching(/.*/)] });
+    expect(RESTRICTED_VOLUME_TYPES.has(types[0] as string)).toBe(true);
+  }
+  const containers = [...spec.containers, ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])];
+  expect(containers.length).toBeGreaterThan(0);
+  for (const c of containers) {
+    const sc = c.securityContext ?? {};
+    const label = `${what}/${c.name}`;
+    expect({ label, privileged: sc.privileged ?? false }).toEqual({ label, privileged: false });
+    expect({ label, allowPrivilegeEscalation: sc.allowPrivilegeEscalation }).toEqual({
+      label,
+      allowPrivilegeEscalation: false,
+    });
+    expect({ label, readOnlyRootFilesystem: sc.readOnlyRootFilesystem }).toEqual({
+      label,
+      readOnlyRootFilesystem: true,
+    });
+    expect(sc.runAsNonRoot).toBe(true);
+    expect(sc.runAsUser).toBe(65532);
+    expect((sc.capabilities as { drop?: string[]; add?: string[] }).drop).toEqual(['ALL']);
+    expect((sc.capabilities as { add?: string[] }).add).toBeUndefined();
+    expect((sc.seccompProfile as { type: string }).type).toBe('RuntimeDefault');
+    expect(sc.procMount).toBeUndefined();
+    expect(sc.seLinuxOptions).toBeUndefined();
+    expect(sc.windowsOptions).toBeUndefined();
+    for (const port of c.ports ?? []) expect(port.hostPort).toBeUndefined();
+    for (const mount of c.volumeMounts ?? []) {
+      if (mount.mountPath !== '/tmp')
+        expect({ label, mount: mount.name, readOnly: mount.readOnly }).toEqual({
+          label,
+          mount: mount.name,
+          readOnly: true,
+        });
+    }
+  }
+}
+
+describe('Deployments', () => {
+  test('every Pod template meets the restricted Pod Security Standard', async () => {
+    const objects = await render();
+    const deployments = objects.filter((o) => o.kind === 'Deployment');
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual([`${RELEASE}-operator`, `${RELEASE}-webhook`]);
+    for (const d of deployments) expectRestricted(podSpec(d), d.metadata.name);
+  });
+
+  test('API credentials: no automount, an explicit expiring projected token, SA without automount', async () => {
+    const objects = await render();
+    for (const name of [`${RELEASE}-webhook`, `${RELEASE}-operator`]) {
+      const spec = podSpec(one(objects, 'Deployment', name));
+      expect(spec.automountServiceAccountToken).toBe(false);
+      expect(spec.serviceAccountName).toBe(name);
+      const projected = (spec.volumes ?? []).find((v) => v.name === 'kube-api-access')?.projected as {
+        sources: Record<string, { expirationSeconds?: number; audience?: string }>[];
+      };
+      const token = projected.sources.find((s) => 'serviceAccountToken' in s)?.serviceAccountToken;
+      expect(token?.expirationSeconds).toBeLessThanOrEqual(3607);
+      expect(token?.audience).toBeUndefined(); // the API server's own audience
+      const mount = spec.containers[0]?.volumeMounts?.find((m) => m.name === 'kube-api-access');
+      expect(mount).toEqual({
+        name: 'kube-api-access',
+        mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+        readOnly: true,
+      });
+      expect(one(objects, 'ServiceAccount', name).automountServiceAccountToken).toBe(false);
+    }
+  });
+
+  test('the webhook mounts only its serving certificate and key, read-only, from the TLS Secret', async () => {
+    const objects = await render();
+    const spec = podSpec(one(objects, 'Deployment', `${RELEASE}-webhook`));
+    const tls = (spec.volumes ?? []).find((v) => v.name === 'tls')?.secret as {
+      secretName: string;
+      items: { key: string; path: string }[];
+    };
+    expect(tls.secretName).toBe(`${RELEASE}-webhook-tls`);
+    expect(tls.items.map((i) => i.key).sort()).toEqual(['tls.crt', 'tls.key']);
+    const container = spec.containers[0] as Container;
+    const mount = container.volumeMounts?.find((m) => m.name === 'tls');
+    expect(mount?.readOnly).toBe(true);
+    expect(container.args).toEqual(
+      expect.arrayContaining([
+        `--tls-cert-file=${mount?.mountPath}/tls.crt`,
+        `--tls-key-file=${mount?.mountPath}/tls.key`,
+      ]),
+    );
+    // The operator never gets the webhook's key.
+    const operator = podSpec(one(objects, 'Deployment', `${RELEASE}-operator`));
+    expect(JSON.stringify(operator.volumes)).not.toContain('-tls');
+  });
+
+  test('replicas, HPA, PDB and priority of the webhook are independent of the operator’s', async () => {
+    const base = await render();
+    expect(deploymentSpec(one(base, 'Deployment', `${RELEASE}-webhook`)).replicas).toBe(2);
+    expect(deploymentSpec(one(base, 'Deployment', `${RELEASE}-operator`)).replicas).toBe(2);
+    expect(base.filter((o) => o.kind === 'HorizontalPodAutoscaler')).toEqual([]);
+
+    const scaled = await render({
+      webhook: {
+        autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 9 },
+        priorityClassName: 'system-cluster-critical',
+        podDisruptionBudget: { enabled: true, minAvailable: 2 },
+      },
+      operator: { replicas: 3, priorityClassName: 'platform-low' },
+    });
+    const webhook = one(scaled, 'Deployment', `${RELEASE}-webhook`);
+    const operator = one(scaled, 'Deployment', `${RELEASE}-operator`);
+    // With an HPA the Deployment leaves replicas to it.
+    expect(deploymentSpec(webhook).replicas).toBeUndefined();
+    expect(deploymentSpec(operator).replicas).toBe(3);
+    const hpa = one(scaled, 'HorizontalPodAutoscaler');
+    expect(hpa.apiVersion).toBe('autoscaling/v2');
+    expect(hpa.spec).toEqual(
+      expect.objectContaining({
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: `${RELEASE}-webhook` },
+        minReplicas: 3,
+        maxReplicas: 9,
+      }),
+    );
+    expect(podSpec(webhook).priorityClassName).toBe('system-cluster-critical');
+    expect(podSpec(operator).priorityClassName).toBe('platform-low');
+    const pdbs = Object.fromEntries(
+      scaled.filter((o) => o.kind === 'PodDisruptionBudget').map((p) => [p.metadata.name, p.spec]),
+    );
+    expect(pdbs[`${RELEASE}-webhook`]).toEqual(expect.objectContaining({ minAvailable: 2 }));
+    expect(pdbs[`${RELEASE}-operator`]).toEqual(expect.objectContaining({ maxUnavailable: 1 }));
+  });
+
+  test('an HPA whose minimum exceeds its maximum is refused with a clear message', async () => {
+    const stderr = await renderError({ webhook: { autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } } });
+    expect(stderr).toContain('webhook.autoscaling.minReplicas (5) must not exceed webhook.autoscaling.maxReplicas (2)');
+  });
+
+  test('replicas spread over zones and nodes by default, and the spread is replaceable', async () => {
+    const objects = await render();
+    for (const name of [`${RELEASE}-webhook`, `${RELEASE}-operator`]) {
+      const spec = podSpec(one(objects, 'Deployment', name));
+      const keys = (spec.topologySpreadConstraints as { topologyKey: string; labelSelector: unknown }[]).map(
+        (t) => t.topologyKey,
+      );
+      expect(keys).toEqual(['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
+      expect(spec.affinity?.podAntiAffinity).toBeDefined();
+    }
+    const custom = [{ maxSkew: 2, topologyKey: 'rack', whenUnsatisfiable: 'DoNotSchedule', labelSelector: {} }];
+    const replaced = await render({ webhook: { topologySpreadConstraints: custom, podAntiAffinity: 'none' } });
+    const webhook = podSpec(one(replaced, 'Deployment', `${RELEASE}-webhook`));
+    expect(webhook.topologySpreadConstraints).toEqual(custom);
+    expect(webhook.affinity).toBeUndefined();
+    // ... and the operator keeps its own defaults.
+    const operator = podSpec(one(replaced, 'Deployment', `${RELEASE}-operator`));
+    expect(operator.topologySpreadConstraints).toHaveLength(2);
+  });
+
+  test('the operator elects a leader on a Lease in the release namespace', async () => {
+    const objects = await render({ operator: { leaderElection: { leaseName: 'isolation-leader' } } });
+    const spec = podSpec(one(objects, 'Deployment', `${RELEASE}-operator`));
+    const container = spec.containers[0] as Container & { env?: { name: string; valueFrom?: unknown }[] };
+    expect(container.args).toEqual(
+      expect.arrayContaining([
+        '--leader-election-namespace=$(POD_NAMESPACE)',
+        '--leader-election-lease-name=isolation-leader',
+      ]),
+    );
+    expect(container.env).toEqual(
+      expect.arrayContaining([{ name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } }]),
+    );
+    const lease = one(objects, 'Role', `${RELEASE}-operator-leader-election`);
+    expect(lease.metadata.namespace).toBe(NAMESPACE);
+    expect(JSON.stringify(lease.rules)).toContain('"resourceNames":["isolation-leader"]');
+  });
+
+  test('images follow appVersion, tag and digest', async () => {
+    const image = (objects: K8sObject[], name: string) =>
+      (podSpec(one(objects, 'Deployment', name)).containers[0] as Container).image;
+    const defaults = await render();
+    expect(image(defaults, `${RELEASE}-webhook`)).toBe('ghcr.io/cloud-ark/kubeplus-isolation-webhook:0.1.0');
+    expect(image(defaults, `${RELEASE}-operator`)).toBe('ghcr.io/cloud-ark/kubeplus-isolation-operator:0.1.0');
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const pinned = await render({
+      webhook: { image: { repository: 'registry.local:5000/wh', tag: 'dev' } },
+      operator: { image: { repository: 'registry.local:5000/op', digest } },
+    });
+    expect(image(pinned, `${RELEASE}-webhook`)).toBe('registry.local:5000/wh:dev');
+    expect(image(pinned, `${RELEASE}-operator`)).toBe(`registry.local:5000/op@${digest}`);
+  });
+});
