@@ -56,12 +56,15 @@ export class FakeApiServer {
     return path;
   }
 
-  /** Stores a namespace and sends the watch event a real API server would send for it. */
-  put(ns: FakeNamespace): void {
+  /**
+   * Stores a namespace and sends the watch event a real API server would send for it
+   * (`announce: false` holds the event back, as a lagging watch would).
+   */
+  put(ns: FakeNamespace, opts: { announce?: boolean } = {}): void {
     const existed = this.namespaces.has(ns.metadata.name);
     const stored = { ...ns, metadata: { ...ns.metadata, resourceVersion: String(++this.#rv) } };
     this.namespaces.set(ns.metadata.name, stored);
-    this.#broadcast(existed ? 'MODIFIED' : 'ADDED', stored);
+    if (opts.announce ?? true) this.#broadcast(existed ? 'MODIFIED' : 'ADDED', stored);
   }
 
   get watcherCount(): number {

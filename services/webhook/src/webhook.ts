@@ -1,0 +1,114 @@
+/**
+ * Wiring: informer → cache → resolver → HTTPS admission app, plus the metrics server and the
+ * certificate reloader. No writes to the API server; replicas share nothing.
+ */
+import http from 'node:http';
+import type https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'winston';
+import { createNamespaceInformer, NamespaceWatcher } from './cache/informer.js';
+import { KubeNamespaceReader } from './cache/kube-api.js';
+import { NamespaceCache } from './cache/namespace-cache.js';
+import { IsolationResolver } from './cache/resolver.js';
+import type { Config } from './config.js';
+import { createMetricsApp, createWebhookApp } from './http/app.js';
+import { closeGracefully } from './http/shutdown.js';
+import { createMetrics, type MetricSources, recordLiveLookup } from './metrics.js';
+import { CertificateReloader, createHttpsServer, loadKeyPair } from './tls.js';
+
+export interface RunningWebhook {
+  /** Bound ports (useful when the config asked for port 0). */
+  ports(): { port: number; metricsPort: number };
+  /** Drain and stop; idempotent. */
+  shutdown(): Promise<void>;
+}
+
+function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+export async function startWebhook(config: Config, kc: KubeConfig, logger: Logger): Promise<RunningWebhook> {
+  const pair = loadKeyPair({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile });
+
+  const cache = new NamespaceCache({ logger });
+  // Gauges read their values at scrape time from these sources.
+  const sources: MetricSources = { cacheCounts: () => cache.counts() };
+  const metrics = createMetrics({ sources });
+  const watcher = new NamespaceWatcher((hooks) => createNamespaceInformer(kc, hooks), cache, {
+    maxStalenessMs: config.maxInformerStalenessMs,
+    logger,
+    onError: () => metrics.informerErrors.inc(),
+  });
+  sources.informerStatus = () => watcher.status();
+  const resolver = new IsolationResolver(cache, new KubeNamespaceReader(kc.makeApiClient(CoreV1Api)), {
+    liveLookupTimeoutMs: config.liveLookupTimeoutMs,
+    onLiveLookup: (result) => recordLiveLookup(metrics, result),
+  });
+
+  let shuttingDown = false;
+  const app = createWebhookApp({
+    resolve: (ns) => resolver.resolve(ns),
+    readiness: () => watcher.readiness(),
+    metrics,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    isShuttingDown: () => shuttingDown,
+  });
+  const httpsServer: https.Server = createHttpsServer(app, pair);
+  const reloader = new CertificateReloader(
+    httpsServer,
+    { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },
+    pair,
+    {
+      pollIntervalMs: config.tlsReloadIntervalMs,
+      logger,
+      onReload: (result) => metrics.tlsReloads.inc({ result }),
+      onCertificate: (info) => metrics.tlsCertificateExpiry.set(info.notAfter.getTime() / 1000),
+    },
+  );
+  const metricsServer = http.createServer(createMetricsApp(metrics.registry));
+
+  await listen(httpsServer, config.port, config.bindAddress);
+  try {
+    await listen(metricsServer, config.metricsPort, config.bindAddress);
+  } catch (e) {
+    httpsServer.close();
+    throw e;
+  }
+  reloader.start();
+  watcher.start();
+  const ports = {
+    port: (httpsServer.address() as AddressInfo).port,
+    metricsPort: (metricsServer.address() as AddressInfo).port,
+  };
+  logger.info('webhook serving', { ...ports, liveLookupTimeoutMs: config.liveLookupTimeoutMs });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      shuttingDown = true;
+      logger.info('shutting down: /readyz now fails; still serving during the shutdown delay', {
+        shutdownDelayMs: config.shutdownDelayMs,
+      });
+      if (config.shutdownDelayMs > 0) await delay(config.shutdownDelayMs);
+      const [webhookClose] = await Promise.all([
+        closeGracefully(httpsServer, config.shutdownTimeoutMs),
+        closeGracefully(metricsServer, config.shutdownTimeoutMs),
+      ]);
+      reloader.stop();
+      await watcher.stop();
+      logger.info('shutdown complete', { connections: webhookClose });
+    })();
+    return stopping;
+  };
+
+  return { ports: () => ports, shutdown };
+}

@@ -1,0 +1,112 @@
+import { describe, expect, it } from '@jest/globals';
+import { type Config, FLAGS, parseConfig, usage } from '../src/config.js';
+
+function ok(argv: string[], env: Record<string, string> = {}): Config {
+  const r = parseConfig(argv, env);
+  if (r.kind !== 'config') throw new Error(`expected a config, got ${JSON.stringify(r)}`);
+  return r.config;
+}
+
+function error(argv: string[], env: Record<string, string> = {}): string {
+  const r = parseConfig(argv, env);
+  if (r.kind !== 'error') throw new Error(`expected an error, got ${JSON.stringify(r)}`);
+  return r.message;
+}
+
+describe('parseConfig', () => {
+  it('has documented defaults', () => {
+    expect(ok([])).toEqual({
+      port: 8443,
+      metricsPort: 8080,
+      bindAddress: undefined,
+      tlsCertFile: '/etc/webhook/tls/tls.crt',
+      tlsKeyFile: '/etc/webhook/tls/tls.key',
+      tlsReloadIntervalMs: 10_000,
+      kubeconfig: undefined,
+      liveLookupTimeoutMs: 1_000,
+      maxBodyBytes: 4 * 1024 * 1024,
+      maxInformerStalenessMs: 60_000,
+      shutdownDelayMs: 5_000,
+      shutdownTimeoutMs: 10_000,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads flags, in both --flag value and --flag=value forms', () => {
+    const c = ok([
+      '--port',
+      '9443',
+      '--metrics-port=9090',
+      '--tls-cert-file=/certs/c.pem',
+      '--tls-key-file',
+      '/certs/k.pem',
+      '--kubeconfig=/home/me/.kube/config',
+      '--live-lookup-timeout-ms=250',
+      '--max-body-bytes=1048576',
+      '--log-level=debug',
+      '--bind-address=127.0.0.1',
+    ]);
+    expect(c).toMatchObject({
+      port: 9443,
+      metricsPort: 9090,
+      tlsCertFile: '/certs/c.pem',
+      tlsKeyFile: '/certs/k.pem',
+      kubeconfig: '/home/me/.kube/config',
+      liveLookupTimeoutMs: 250,
+      maxBodyBytes: 1_048_576,
+      logLevel: 'debug',
+      bindAddress: '127.0.0.1',
+    });
+  });
+
+  it('falls back to environment variables, and a flag wins over its variable', () => {
+    expect(ok([], { PORT: '7443', LOG_LEVEL: 'warn', KUBECONFIG: '/kc' })).toMatchObject({
+      port: 7443,
+      logLevel: 'warn',
+      kubeconfig: '/kc',
+    });
+    expect(ok(['--port=6443'], { PORT: '7443' }).port).toBe(6443);
+  });
+
+  it('never reads a variable whose flag is given (stray service-link variables are harmless)', () => {
+    expect(ok(['--metrics-port=8080'], { METRICS_PORT: 'tcp://10.96.0.12:8080' }).metricsPort).toBe(8080);
+    expect(error([], { METRICS_PORT: 'tcp://10.96.0.12:8080' })).toMatch(/--metrics-port.*from METRICS_PORT/);
+  });
+
+  it.each([
+    [['--port=http'], /^--port: must be a port number from 0 to 65535, got "http"$/],
+    [['--port=70000'], /--port: must be a port number from 0 to 65535/],
+    [['--port=-1'], /--port/],
+    [
+      ['--live-lookup-timeout-ms=0'],
+      /--live-lookup-timeout-ms: must be a whole number of milliseconds from 1 to 10000/,
+    ],
+    [['--live-lookup-timeout-ms=1.5'], /--live-lookup-timeout-ms/],
+    [['--max-body-bytes=10'], /--max-body-bytes: must be a whole number of bytes from 1024/],
+    [['--log-level=verbose'], /--log-level: must be one of error, warn, info, debug, got "verbose"/],
+    [['--tls-cert-file='], /--tls-cert-file: must not be empty/],
+    [['--port=8080', '--metrics-port=8080'], /--port and --metrics-port must differ/],
+    [['--no-such-flag'], /Unknown option '--no-such-flag'/],
+    [['stray-positional'], /positional/],
+    [['--port'], /--port/],
+  ])('rejects %j with a clear message', (argv, message) => {
+    expect(error(argv)).toMatch(message);
+  });
+
+  it('recognizes --help and -h', () => {
+    expect(parseConfig(['--help'], {}).kind).toBe('help');
+    expect(parseConfig(['-h'], {}).kind).toBe('help');
+  });
+});
+
+describe('usage', () => {
+  it('documents every flag with its environment variable and default', () => {
+    const text = usage();
+    for (const f of FLAGS) {
+      expect(text).toContain(`--${f.name} `);
+      expect(text).toContain(`env ${f.env};`);
+      expect(text).toContain(f.default === undefined ? 'default none' : `default "${f.default}"`);
+    }
+    expect(text).toContain('--help');
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * The built entry point (dist/main.js) as a process: flags, exit codes, SIGTERM drain.
+ * The package is built first (tsc -b, incremental), so this tests the current sources.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
+import { FakeApiServer } from '../helpers/fake-apiserver.js';
+import { decodePatch, namespace, review, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
+import { eventually, httpsJson } from '../helpers/https-client.js';
+
+const ROOT = join(import.meta.dirname, '../../../..');
+const MAIN = join(ROOT, 'services/webhook/dist/main.js');
+const ENV: NodeJS.ProcessEnv = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+delete ENV.KUBERNETES_SERVICE_HOST;
+delete ENV.KUBECONFIG;
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+function run(args: string[]): Run {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    err += c.toString();
+  });
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+function logLines(text: string): Array<Record<string, unknown>> {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+beforeAll(() => {
+  execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-b', 'services/webhook'], { cwd: ROOT, env: ENV, stdio: 'pipe' });
+}, 120_000);
+
+describe('kubeplus-node-isolation-webhook (process)', () => {
+  it('--help prints every flag and exits 0', async () => {
+    const r = run(['--help']);
+    expect(await r.exit).toBe(0);
+    expect(r.stdout()).toContain('--live-lookup-timeout-ms');
+    expect(r.stdout()).toContain('env LIVE_LOOKUP_TIMEOUT_MS');
+  });
+
+  it('an invalid flag value exits 2 with a clear message on stderr', async () => {
+    const r = run(['--port=http']);
+    expect(await r.exit).toBe(2);
+    expect(r.stderr()).toMatch(/--port: must be a port number from 0 to 65535, got "http"/);
+    expect(r.stderr()).toContain('--help');
+  });
+
+  it('outside a cluster and without --kubeconfig it exits 1, saying what to do', async () => {
+    const r = run(['--port=0', '--metrics-port=0']);
+    expect(await r.exit).toBe(1);
+    expect(logLines(r.stdout()).find((l) => l.level === 'error')?.error).toMatch(/pass --kubeconfig/);
+  });
+});
+
+(OPENSSL_AVAILABLE ? describe : describe.skip)(`SIGTERM${OPENSSL_SKIP_REASON}`, () => {
+  const api = new FakeApiServer();
+  beforeAll(() => api.start());
+  afterAll(() => api.stop());
+
+  it('drains: the in-flight admission completes, then the process exits 0', async () => {
+    const pair = generatePair(mkdtempSync(join(tmpdir(), 'webhook-main-')), 'webhook');
+    const r = run([
+      '--port=0',
+      '--metrics-port=0',
+      '--bind-address=127.0.0.1',
+      `--tls-cert-file=${pair.certFile}`,
+      `--tls-key-file=${pair.keyFile}`,
+      `--kubeconfig=${api.kubeconfig()}`,
+      '--live-lookup-timeout-ms=5000',
+      '--shutdown-delay-ms=0',
+      '--shutdown-timeout-ms=5000',
+    ]);
+    try {
+      await eventually(async () => logLines(r.stdout()).some((l) => l.message === 'webhook serving'), 'startup');
+      const port = logLines(r.stdout()).find((l) => l.message === 'webhook serving')?.port as number;
+      await eventually(async () => (await httpsJson(port, 'GET', '/readyz')).status === 200, 'informer synced');
+
+      // A namespace the watch has not announced: its admission waits on a slow live GET.
+      api.getDelayMs = 700;
+      api.put(namespace('late', { annotation: TEAM_A_ANNOTATION }), { announce: false });
+      const inFlight = httpsJson(port, 'POST', '/mutate/pods', review({ namespace: 'late' }));
+      await eventually(async () => api.requests.includes('GET /api/v1/namespaces/late'), 'the live GET');
+      r.child.kill('SIGTERM');
+
+      const res = await inFlight;
+      expect(res.status).toBe(200);
+      const body = res.body as { response: { patch?: string } };
+      expect(decodePatch(body.response.patch ?? '')).toEqual(
+        expect.arrayContaining([{ op: 'add', path: '/spec/nodeSelector', value: { pool: 'team-a-pool' } }]),
+      );
+      expect(await r.exit).toBe(0);
+      const messages = logLines(r.stdout()).map((l) => l.message);
+      expect(messages).toEqual(expect.arrayContaining(['signal received', 'shutdown complete']));
+      await expect(httpsJson(port, 'GET', '/healthz')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      api.getDelayMs = 0;
+      r.child.kill('SIGKILL');
+    }
+  }, 20_000);
+});
