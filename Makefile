@@ -43,3 +43,26 @@ test: lint test-unit ## Everything CI runs: lint, unit tests, e2e on a real cont
 .PHONY: clean
 clean: ## Remove build output (keeps .tools and node_modules)
 	rm -rf packages/*/dist services/*/dist e2e/dist
+
+# ---- deploy/: Helm chart and container images -----------------------------------------------
+node_modules/.modules.yaml: deploy/package.json
+
+CONTAINER_ENGINE ?= docker
+IMAGE_REGISTRY ?= ghcr.io/cloud-ark
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/kubeplus-isolation/Chart.yaml)
+
+.PHONY: images
+images: ## Build the webhook and operator images (needs a Docker/Podman engine; IMAGE_REGISTRY, IMAGE_TAG)
+	@if ! command -v $(CONTAINER_ENGINE) >/dev/null 2>&1 || ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
+	  echo "make images: no container engine reachable ('$(CONTAINER_ENGINE) info' failed or $(CONTAINER_ENGINE) is not installed), so no image was built." >&2; \
+	  echo "  Use a machine with Docker or Podman (CONTAINER_ENGINE=podman). Without one, 'make chart-test' still checks the" >&2; \
+	  echo "  Dockerfiles and builds and starts the exact /app payload they would ship (deploy/image/build-payload.sh)." >&2; \
+	  exit 1; \
+	fi
+	for s in webhook operator; do \
+	  $(CONTAINER_ENGINE) build -f services/$$s/Dockerfile -t $(IMAGE_REGISTRY)/kubeplus-isolation-$$s:$(IMAGE_TAG) . ; \
+	done
+
+.PHONY: chart-test
+chart-test: install ## Helm chart + Dockerfile tests: helm lint/template, RBAC, PSS, TLS, schema, image payloads
+	HELM="$$(e2e/scripts/build-components.sh | tail -1)/helm" $(JEST) --selectProjects chart
