@@ -22,6 +22,13 @@ export const MIN_TLS_VERSION = 'TLSv1.2' as const;
 /** Webhook calls are bounded by the registration's timeoutSeconds (at most 30 s). */
 const REQUEST_TIMEOUT_MS = 30_000;
 const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * Longer than the kube-apiserver's idle-connection timeout for webhook clients (90 s), so the
+ * API server is the side that closes an idle connection. With Node's default of 5 s the server
+ * could close a connection just as the API server sends a POST on it; a POST is not retried,
+ * and under failurePolicy: Ignore that Pod would be admitted without isolation.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 95_000;
 const WATCH_DEBOUNCE_MS = 100;
 
 export interface TlsFiles {
@@ -78,6 +85,7 @@ export function createHttpsServer(app: RequestListener, pair: KeyPair): https.Se
   const server = https.createServer({ cert: pair.cert, key: pair.key, minVersion: MIN_TLS_VERSION }, app);
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   return server;
 }
 

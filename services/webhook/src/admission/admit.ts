@@ -6,6 +6,7 @@
  */
 import type { Operation } from 'fast-json-patch';
 import type { Resolution } from '../cache/resolver.js';
+import { describeError } from '../errors.js';
 import { buildNodeIsolationPatch, patchProblem } from './patch.js';
 import type { AdmissionResult, FailOpenReason } from './reasons.js';
 import { type AdmissionRequest, type AdmissionReviewResponse, buildReviewResponse, isPodCreate } from './review.js';
@@ -44,6 +45,6 @@ export async function admit(req: AdmissionRequest, resolve: ResolveNamespace): P
     if (patch.length === 0) return { result: 'unchanged', patch, review: buildReviewResponse(req.uid) };
     return { result: 'patched', patch, review: buildReviewResponse(req.uid, patch) };
   } catch (e) {
-    return failOpen(req.uid, 'error', 'internal_error', e instanceof Error ? e.message : String(e));
+    return failOpen(req.uid, 'error', 'internal_error', describeError(e));
   }
 }

@@ -13,6 +13,7 @@
  */
 import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_ENABLED_VALUE } from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig, ListWatch, type V1Namespace, Watch } from '@kubernetes/client-node';
+import { describeError } from '../errors.js';
 import type { LogSink } from '../log.js';
 import { abortOptions } from './kube-api.js';
 import type { NamespaceLike } from './namespace-cache.js';
@@ -117,12 +118,6 @@ export interface WatcherOptions {
   random?: () => number;
 }
 
-function errorText(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  if (typeof e === 'object' && e !== null) return JSON.stringify(e).slice(0, 300);
-  return String(e);
-}
-
 export class NamespaceWatcher {
   readonly #informer: InformerLike<NamespaceLike>;
   readonly #opts: Required<Omit<WatcherOptions, 'logger' | 'onError'>> & Pick<WatcherOptions, 'logger' | 'onError'>;
@@ -220,7 +215,7 @@ export class NamespaceWatcher {
   #onError(err: unknown): void {
     this.#connected = false;
     this.#disconnectedSince ??= this.#opts.now();
-    this.#lastError = errorText(err);
+    this.#lastError = describeError(err);
     this.#opts.onError?.();
     if (this.#stopped || this.#restartTimer !== undefined) return;
     const delayMs = backoffDelayMs(

@@ -6,6 +6,7 @@
  */
 import type { NodeIsolationSpec } from '@kubeplus-isolation/spec';
 import type { FailOpenReason, LiveLookupResult } from '../admission/reasons.js';
+import { describeError } from '../errors.js';
 import { type CacheEntry, entryFromNamespace, type NamespaceCache, type NamespaceLike } from './namespace-cache.js';
 
 export type Resolution = { ok: true; spec: NodeIsolationSpec } | { ok: false; reason: FailOpenReason; detail: string };
@@ -35,13 +36,6 @@ export function resolutionFromEntry(entry: CacheEntry): Resolution {
         detail: `namespace's resolved node-isolation annotation is invalid: ${entry.errors.join('; ')}`,
       };
   }
-}
-
-const MAX_DETAIL = 300;
-
-function errorText(e: unknown): string {
-  const s = e instanceof Error ? e.message : String(e);
-  return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL)}...` : s;
 }
 
 /** `p`, or a rejection with the signal's reason once `signal` aborts, whichever is first. */
@@ -99,7 +93,7 @@ export class IsolationResolver {
         return { ok: false, reason: 'lookup_timeout', detail: `live GET of the namespace took over ${timeoutMs} ms` };
       }
       this.#opts.onLiveLookup?.('error');
-      return { ok: false, reason: 'lookup_failed', detail: `live GET of the namespace failed: ${errorText(e)}` };
+      return { ok: false, reason: 'lookup_failed', detail: `live GET of the namespace failed: ${describeError(e)}` };
     }
     if (ns === undefined) {
       this.#opts.onLiveLookup?.('not_found');

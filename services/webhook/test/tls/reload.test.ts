@@ -86,7 +86,6 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
     const files = { certFile: volume.certFile, keyFile: volume.keyFile };
     const pair = loadKeyPair(files);
     server = createHttpsServer((_req, res) => res.end('ok'), pair);
-    server.keepAliveTimeout = 60_000;
     logger = recordingLogger();
     reloader = new CertificateReloader(server, files, pair, {
       pollIntervalMs,
@@ -108,6 +107,12 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
     volume.remove();
+  });
+
+  it('keeps idle connections longer than the API server does (90 s), so the API server closes them first', async () => {
+    await start(0);
+    expect(server.keepAliveTimeout).toBeGreaterThan(90_000);
+    expect(server.headersTimeout).toBeLessThanOrEqual(server.requestTimeout);
   });
 
   it('refuses TLS 1.1 (a client able to speak it is turned away)', async () => {
