@@ -113,4 +113,47 @@ describe('values.schema.json', () => {
       expect(Object.keys(values).filter((k) => !(k in schema.properties))).toEqual([]);
     }
   });
+
+  test('README.md lists every value, and only real ones', () => {
+    const readme = readFileSync(join(CHART_DIR, 'README.md'), 'utf8');
+    const valuesSection = readme.slice(readme.indexOf('\n## Values\n'));
+    const rows = new Set([...valuesSection.matchAll(/^\| `([A-Za-z0-9_.]+)` \|/gm)].map((m) => m[1] as string));
+    const leaves = (value: unknown, prefix: string): string[] =>
+      value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0
+        ? Object.entries(value).flatMap(([k, v]) => leaves(v, `${prefix}${k}.`))
+        : [prefix.slice(0, -1)];
+    const documented = (path: string): boolean => {
+      const parts = path.split('.');
+      return parts.some((_, i) => rows.has(parts.slice(0, i + 1).join('.')));
+    };
+    for (const [dir, prefix] of [
+      ['.', ''],
+      ['charts/webhook', 'webhook.'],
+      ['charts/operator', 'operator.'],
+    ] as const) {
+      const values = load(readFileSync(join(CHART_DIR, dir, 'values.yaml'), 'utf8'));
+      expect(leaves(values, prefix).filter((p) => !documented(p))).toEqual([]);
+    }
+    // Each row names a value the schemas define.
+    type Schema = { properties?: Record<string, Schema>; $ref?: string; definitions?: Record<string, Schema> };
+    const schemas: Record<string, Schema> = {
+      '': JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')),
+      webhook: JSON.parse(readFileSync(join(CHART_DIR, 'charts/webhook/values.schema.json'), 'utf8')),
+      operator: JSON.parse(readFileSync(join(CHART_DIR, 'charts/operator/values.schema.json'), 'utf8')),
+    };
+    const defined = (path: string): boolean => {
+      const [head, ...rest] = path.split('.');
+      const [schema, parts] =
+        head === 'webhook' || head === 'operator'
+          ? [schemas[head] as Schema, rest]
+          : [schemas[''] as Schema, path.split('.')];
+      const deref = (n: Schema | undefined): Schema | undefined =>
+        n?.$ref ? schema.definitions?.[n.$ref.replace('#/definitions/', '')] : n;
+      let node: Schema | undefined = schema;
+      for (const part of parts) node = deref(deref(node)?.properties?.[part]);
+      return node !== undefined;
+    };
+    expect(rows.size).toBeGreaterThan(100);
+    expect([...rows].filter((r) => !defined(r))).toEqual([]);
+  });
 });
