@@ -133,7 +133,7 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
           metrics,
           415,
           'unsupported_media_type',
-          `Content-Type must be application/json, got ${JSON.stringify(req.get('content-type') ?? '')}`,
+          `Content-Type must be application/json, got ${JSON.stringify((req.get('content-type') ?? '').slice(0, 100))}`,
         );
       } else {
         next();

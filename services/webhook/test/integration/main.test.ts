@@ -6,11 +6,14 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
 import { FakeApiServer } from '../helpers/fake-apiserver.js';
 import { decodePatch, namespace, review, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
 import { eventually, httpsJson } from '../helpers/https-client.js';
+
+// Real processes, sockets and openssl on a shared 2-core machine: generous per-test bounds.
+jest.setTimeout(30_000);
 
 const ROOT = join(import.meta.dirname, '../../../..');
 const MAIN = join(ROOT, 'services/webhook/dist/main.js');

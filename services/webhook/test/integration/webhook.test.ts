@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
@@ -10,6 +10,9 @@ import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers
 import { FakeApiServer } from '../helpers/fake-apiserver.js';
 import { decodePatch, namespace, review, TEAM_A, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
 import { eventually, httpsJson } from '../helpers/https-client.js';
+
+// Real processes, sockets and openssl on a shared 2-core machine: generous per-test bounds.
+jest.setTimeout(30_000);
 
 const maybe = OPENSSL_AVAILABLE ? describe : describe.skip;
 

@@ -4,10 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { CertificateReloader, certificateInfo, createHttpsServer, loadKeyPair } from '../../src/tls.js';
 import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
 import { recordingLogger } from '../helpers/fake-informer.js';
+
+// Real processes, sockets and openssl on a shared 2-core machine: generous per-test bounds.
+jest.setTimeout(30_000);
 
 const maybe = OPENSSL_AVAILABLE ? describe : describe.skip;
 
