@@ -152,7 +152,7 @@ export class KubeClusterPort implements ClusterPort {
   private readonly options: KubeClusterPortOptions;
   private readonly ttlMs: number;
   private readonly now: () => Date;
-  private readonly kinds = new Map<string, Cached<KindRef | undefined>>();
+  private readonly kinds = new Map<string, Cached<KindRef>>();
   private mutatingVersion: Cached<MutatingPolicyApiVersion | undefined> | undefined;
   private readonly reportingInstance = hostname();
 
@@ -192,7 +192,9 @@ export class KubeClusterPort implements ClusterPort {
         }
       }
     }
-    this.kinds.set(cacheKey, { value: found, at: this.now().getTime() });
+    // Only positive answers are cached: a Kind registered a moment ago must not look absent
+    // (absence is what lets orphan cleanup delete an owner's objects).
+    if (found !== undefined) this.kinds.set(cacheKey, { value: found, at: this.now().getTime() });
     return found;
   }
 
