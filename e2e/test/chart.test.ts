@@ -1,0 +1,631 @@
+/**
+ * The umbrella chart (deploy/kubeplus-isolation) installed with `helm` on the real control plane:
+ *
+ * - its workload Pods are admitted in a namespace enforcing the restricted Pod Security Standard;
+ * - the webhook process runs as the chart's own ServiceAccount (TokenRequest), with the chart's
+ *   RBAC and the chart-generated serving certificate, behind the chart's
+ *   MutatingWebhookConfiguration (clientConfig.url points at the local process), and mutates Pods;
+ * - the operator's ServiceAccount holds exactly the access the chart's RBAC describes;
+ * - the tamper guard denies a tenant (a real client-certificate user) every change of isolation
+ *   state, while the operator's own token, admins and ordinary namespace edits get through, and
+ *   the operator itself is confined;
+ * - `helm upgrade` keeps the CA (and caBundle) stable and re-issues a stale leaf with the same CA;
+ * - `helm uninstall` leaves nothing of the release behind.
+ */
+import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  type Cluster,
+  connectE2eCluster,
+  createTestNamespace,
+  deleteNamespace,
+  isApiStatus,
+  loadKubeConfig,
+  type RunningService,
+  repoRoot,
+  startService,
+  testPod,
+  waitFor,
+  writeServiceAccountKubeconfig,
+} from '@kubeplus-isolation/e2e';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  AppsV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  NodeV1Api,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { uniqueName } from './support/names.js';
+
+const run = promisify(execFile);
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
+const ENABLED = 'kubeplus.io/node-isolation-enabled';
+const RESOLVED = 'kubeplus.io/node-isolation-resolved';
+const MANAGED_BY = 'app.kubernetes.io/managed-by';
+const INSTANCE_GROUP = 'e2e.isolation.kubeplus.io';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** The API server's Status message of a failed call (client-node 2.x ApiException body). */
+function statusMessage(error: unknown): string {
+  if (!(error instanceof ApiException)) return String(error);
+  const body = error.body as unknown;
+  try {
+    const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string };
+    return parsed.message ?? String(body);
+  } catch {
+    return String(body);
+  }
+}
+
+/** Resolves to the Status message of a 403; fails if the call succeeds or fails otherwise. */
+async function forbidden(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+  } catch (error) {
+    if (isApiStatus(error, 403)) return statusMessage(error);
+    throw error;
+  }
+  throw new Error('expected 403 Forbidden, but the request succeeded');
+}
+
+describe('the umbrella Helm chart on a real control plane', () => {
+  let cluster: Cluster;
+  let admin: KubeConfig;
+  let helmBin: string;
+  const release = uniqueName('kpi');
+  const tenantUser = uniqueName('tenant');
+  let releaseNs = '';
+  let installed = false;
+  let webhookPort = 0;
+  let webhook: RunningService | undefined;
+  const namespaces: string[] = [];
+  const valuesFile = (): string => join(cluster.dir, `${release}-values.json`);
+
+  const operatorUser = (): string => `system:serviceaccount:${releaseNs}:${release}-operator`;
+
+  async function helm(...args: string[]): Promise<string> {
+    try {
+      const { stdout } = await run(
+        helmBin,
+        [...args, '--kubeconfig', cluster.kubeconfigPath, '--namespace', releaseNs],
+        {
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
+      return stdout;
+    } catch (error) {
+      const e = error as { stderr?: string; message: string };
+      throw new Error(`helm ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}`);
+    }
+  }
+
+  async function tlsSecret(): Promise<Record<string, string>> {
+    const secret = await admin.makeApiClient(CoreV1Api).readNamespacedSecret({
+      name: `${release}-webhook-tls`,
+      namespace: releaseNs,
+    });
+    return Object.fromEntries(
+      Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+  }
+
+  async function caBundle(): Promise<string> {
+    const mwc = await admin
+      .makeApiClient(AdmissionregistrationV1Api)
+      .readMutatingWebhookConfiguration({ name: `${release}-webhook` });
+    return Buffer.from(mwc.webhooks?.[0]?.clientConfig.caBundle ?? '', 'base64').toString('utf8');
+  }
+
+  /** A kubeconfig authenticating as one of the chart's ServiceAccounts (bound token, TokenRequest). */
+  async function serviceAccountKc(component: 'webhook' | 'operator'): Promise<KubeConfig> {
+    const path = await writeServiceAccountKubeconfig(cluster, {
+      namespace: releaseNs,
+      serviceAccount: `${release}-${component}`,
+      path: join(cluster.dir, `${release}-${component}.kubeconfig`),
+      create: false,
+    });
+    return loadKubeConfig(path);
+  }
+
+  beforeAll(async () => {
+    cluster = await connectE2eCluster();
+    admin = cluster.kc;
+    helmBin = join(cluster.state.assetsDir, 'helm');
+    releaseNs = await createTestNamespace(admin, 'kpi-chart', {
+      labels: {
+        'pod-security.kubernetes.io/enforce': 'restricted',
+        'pod-security.kubernetes.io/enforce-version': 'latest',
+      },
+    });
+    namespaces.push(releaseNs);
+    webhookPort = await freePort();
+    writeFileSync(
+      valuesFile(),
+      JSON.stringify({
+        webhook: { clientConfig: { url: `https://127.0.0.1:${webhookPort}/mutate/pods` }, timeoutSeconds: 5 },
+        operator: { instanceGroups: [{ group: INSTANCE_GROUP, resources: ['widgets'] }] },
+      }),
+    );
+    await helm('install', release, CHART, '--values', valuesFile());
+    installed = true;
+  });
+
+  afterAll(async () => {
+    await webhook?.stop();
+    if (installed) await helm('uninstall', release, '--wait', '--timeout', '120s');
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    for (const call of [
+      () => rbac.deleteClusterRoleBinding({ name: tenantUser }),
+      () => rbac.deleteClusterRole({ name: tenantUser }),
+    ]) {
+      try {
+        await call();
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    }
+    await Promise.all(namespaces.map((ns) => deleteNamespace(admin, ns)));
+  });
+
+  test('workload Pods are admitted under the restricted Pod Security Standard', async () => {
+    const core = admin.makeApiClient(CoreV1Api);
+    // The namespace really enforces: a Pod without the restricted settings is refused there.
+    expect(
+      await forbidden(core.createNamespacedPod({ namespace: releaseNs, body: testPod('unrestricted'), dryRun: 'All' })),
+    ).toMatch(/violates PodSecurity "restricted:latest"/);
+    // The ReplicaSet controller creates every replica of both Deployments (no FailedCreate).
+    const apps = admin.makeApiClient(AppsV1Api);
+    for (const component of ['webhook', 'operator']) {
+      const deployment = await apps.readNamespacedDeployment({ name: `${release}-${component}`, namespace: releaseNs });
+      const want = deployment.spec?.replicas ?? 0;
+      expect(want).toBe(2);
+      await waitFor(
+        `${want} ${component} Pods created in ${releaseNs}`,
+        async (observe) => {
+          const pods = await core.listNamespacedPod({
+            namespace: releaseNs,
+            labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=${component}`,
+          });
+          const events = await core.listNamespacedEvent({ namespace: releaseNs });
+          const failed = events.items.filter((e) => e.reason === 'FailedCreate').map((e) => e.message);
+          if (failed.length > 0) throw new Error(`Pod creation failed: ${failed.join('; ')}`);
+          observe(`${pods.items.length} Pods`);
+          return pods.items.length === want;
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+    }
+  });
+
+  test('the webhook runs as the chart’s ServiceAccount with the chart’s certificate and mutates Pods', async () => {
+    const tls = await tlsSecret();
+    expect(await caBundle()).toBe(tls['ca.crt']);
+    const certFile = join(cluster.dir, `${release}-tls.crt`);
+    const keyFile = join(cluster.dir, `${release}-tls.key`);
+    writeFileSync(certFile, tls['tls.crt'] as string, { mode: 0o600 });
+    writeFileSync(keyFile, tls['tls.key'] as string, { mode: 0o600 });
+    const saKubeconfig = await writeServiceAccountKubeconfig(cluster, {
+      namespace: releaseNs,
+      serviceAccount: `${release}-webhook`,
+      path: join(cluster.dir, `${release}-webhook.kubeconfig`),
+      create: false,
+    });
+    // Readiness requires the Namespace informer to have synced: proof that the chart's RBAC suffices.
+    webhook = await startService(cluster, {
+      name: `${release}-webhook`,
+      entry: join(repoRoot(), 'services', 'webhook', 'dist', 'main.js'),
+      args: [
+        '--bind-address=127.0.0.1',
+        `--port=${webhookPort}`,
+        `--metrics-port=${await freePort()}`,
+        `--tls-cert-file=${certFile}`,
+        `--tls-key-file=${keyFile}`,
+        `--kubeconfig=${saKubeconfig}`,
+        '--shutdown-delay-ms=0',
+      ],
+      readiness: { url: `https://127.0.0.1:${webhookPort}/readyz`, tls: { caPem: tls['ca.crt'] as string } },
+    });
+
+    const spec = {
+      nodeSelector: { pool: `${release}-pool` },
+      tolerations: [{ key: 'dedicated', operator: 'Equal', value: `${release}-pool`, effect: 'NoSchedule' }],
+    };
+    const isolated = await createTestNamespace(admin, 'kpi-isolated', {
+      labels: { [ENABLED]: 'true' },
+      annotations: { [RESOLVED]: JSON.stringify(spec) },
+    });
+    const plain = await createTestNamespace(admin, 'kpi-plain');
+    namespaces.push(isolated, plain);
+    const core = admin.makeApiClient(CoreV1Api);
+    await waitFor(
+      'the chart’s webhook configuration to mutate a Pod in the isolated namespace',
+      async (observe) => {
+        const pod = await core.createNamespacedPod({ namespace: isolated, body: testPod('probe'), dryRun: 'All' });
+        observe(JSON.stringify({ nodeSelector: pod.spec?.nodeSelector, tolerations: pod.spec?.tolerations }));
+        return pod.spec?.nodeSelector?.pool === spec.nodeSelector.pool;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    const pod = await core.createNamespacedPod({ namespace: isolated, body: testPod('mutated'), dryRun: 'All' });
+    expect(pod.spec?.tolerations).toEqual(
+      expect.arrayContaining([expect.objectContaining(spec.tolerations[0] as object)]),
+    );
+    const untouched = await core.createNamespacedPod({ namespace: plain, body: testPod('plain'), dryRun: 'All' });
+    expect(untouched.spec?.nodeSelector).toBeUndefined();
+
+    // The webhook's identity reads namespaces and can write nothing.
+    const asWebhook = (await serviceAccountKc('webhook')).makeApiClient(CoreV1Api);
+    await asWebhook.readNamespace({ name: isolated });
+    await forbidden(asWebhook.patchNamespace({ name: plain, body: { metadata: { labels: { x: 'y' } } } }, mergePatch));
+    await forbidden(asWebhook.listNamespacedSecret({ namespace: releaseNs }));
+    await forbidden(asWebhook.listPodForAllNamespaces());
+  });
+
+  test('the operator’s ServiceAccount holds exactly the access its chart RBAC describes', async () => {
+    const authz = (await serviceAccountKc('operator')).makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, group: string, resource: string, namespace = '', name = ''): Promise<boolean> => {
+      const review = await authz.createSelfSubjectAccessReview({
+        body: { spec: { resourceAttributes: { verb, group, resource, namespace, name } } },
+      });
+      return review.status?.allowed === true;
+    };
+    const expectations: [string, string, string, string, string, boolean][] = [
+      ['list', 'apiextensions.k8s.io', 'customresourcedefinitions', '', '', true],
+      ['create', 'apiextensions.k8s.io', 'customresourcedefinitions', '', '', false],
+      ['watch', INSTANCE_GROUP, 'widgets', '', '', true],
+      ['patch', INSTANCE_GROUP, 'widgets', 'team-a', 'w', true],
+      ['update', INSTANCE_GROUP, 'widgets', 'team-a', 'w', false],
+      ['delete', INSTANCE_GROUP, 'widgets', 'team-a', 'w', false],
+      ['list', 'other.example.com', 'widgets', '', '', false],
+      ['create', '', 'namespaces', '', '', true],
+      ['patch', '', 'namespaces', '', 'team-a', true],
+      ['delete', '', 'namespaces', '', 'team-a', true],
+      ['update', '', 'namespaces', '', 'team-a', false],
+      ['create', 'node.k8s.io', 'runtimeclasses', '', '', true],
+      ['update', 'node.k8s.io', 'runtimeclasses', '', 'x', true],
+      ['patch', 'node.k8s.io', 'runtimeclasses', '', 'x', false],
+      ['create', 'admissionregistration.k8s.io', 'validatingadmissionpolicybindings', '', '', true],
+      ['create', 'admissionregistration.k8s.io', 'mutatingadmissionpolicies', '', '', true],
+      ['create', 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations', '', '', false],
+      ['create', '', 'events', 'team-a', '', true],
+      ['create', 'coordination.k8s.io', 'leases', releaseNs, '', true],
+      ['update', 'coordination.k8s.io', 'leases', releaseNs, `${release}-operator`, true],
+      ['update', 'coordination.k8s.io', 'leases', releaseNs, 'someone-else', false],
+      ['create', 'coordination.k8s.io', 'leases', 'kube-system', '', false],
+      ['get', '', 'secrets', releaseNs, `${release}-webhook-tls`, false],
+      ['list', '', 'secrets', '', '', false],
+      ['list', '', 'pods', '', '', false],
+      ['bind', 'rbac.authorization.k8s.io', 'clusterroles', '', '', false],
+      ['impersonate', '', 'users', '', '', false],
+    ];
+    const actual = await Promise.all(
+      expectations.map(async ([verb, group, resource, namespace, name]) => [
+        verb,
+        group,
+        resource,
+        namespace,
+        name,
+        await can(verb, group, resource, namespace, name),
+      ]),
+    );
+    expect(actual).toEqual(expectations);
+  });
+
+  test('the operator can create admission policies and bindings with its RBAC alone', async () => {
+    const asOperator = (await serviceAccountKc('operator')).makeApiClient(AdmissionregistrationV1Api);
+    const name = uniqueName('kpi-probe');
+    // dryRun: the full create path (authorization, admission, validation) without persisting.
+    await asOperator.createValidatingAdmissionPolicy({
+      dryRun: 'All',
+      body: {
+        metadata: { name, labels: { [MANAGED_BY]: 'kubeplus-isolation' } },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [
+              { apiGroups: ['agents.x-k8s.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['sandboxes'] },
+            ],
+          },
+          validations: [{ expression: 'true' }],
+        },
+      },
+    });
+    await asOperator.createValidatingAdmissionPolicyBinding({
+      dryRun: 'All',
+      body: {
+        metadata: { name, labels: { [MANAGED_BY]: 'kubeplus-isolation' } },
+        spec: { policyName: name, validationActions: ['Deny'] },
+      },
+    });
+  });
+
+  describe('tamper protection', () => {
+    let tenant: CoreV1Api;
+    let tenantNode: NodeV1Api;
+    let operator: CoreV1Api;
+    let operatorNode: NodeV1Api;
+    let tenantNs = '';
+    const guard = (): string => `${release}-kubeplus-isolation-namespace-guard`;
+
+    beforeAll(async () => {
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createClusterRole({
+        body: {
+          metadata: { name: tenantUser },
+          rules: [
+            { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'update', 'patch', 'delete'] },
+            { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['get', 'update', 'patch', 'delete'] },
+          ],
+        },
+      });
+      await rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: tenantUser },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantUser },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantUser }],
+        },
+      });
+      const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
+      const tenantKc = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${tenantUser}.kubeconfig`), tenantUser, cert),
+      );
+      tenant = tenantKc.makeApiClient(CoreV1Api);
+      tenantNode = tenantKc.makeApiClient(NodeV1Api);
+      const operatorKc = await serviceAccountKc('operator');
+      operator = operatorKc.makeApiClient(CoreV1Api);
+      operatorNode = operatorKc.makeApiClient(NodeV1Api);
+      tenantNs = await createTestNamespace(admin, 'kpi-tenant', {
+        labels: { [ENABLED]: 'true', team: 'a' },
+        annotations: { [RESOLVED]: '{"nodeSelector":{"pool":"a"}}' },
+      });
+      namespaces.push(tenantNs);
+      // Policies reach the API server's admission asynchronously: wait until the guard denies.
+      await waitFor(
+        'the namespace guard to be enforced',
+        async () => {
+          try {
+            await tenant.patchNamespace(
+              { name: tenantNs, body: { metadata: { labels: { [ENABLED]: 'false' } } }, dryRun: 'All' },
+              mergePatch,
+            );
+            return false;
+          } catch (error) {
+            if (isApiStatus(error, 403)) return statusMessage(error).includes(guard());
+            throw error;
+          }
+        },
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+    });
+
+    const patchLabels = (api: CoreV1Api, name: string, labels: Record<string, string | null>) =>
+      api.patchNamespace({ name, body: { metadata: { labels } } }, mergePatch);
+    const patchAnnotations = (api: CoreV1Api, name: string, annotations: Record<string, string | null>) =>
+      api.patchNamespace({ name, body: { metadata: { annotations } } }, mergePatch);
+
+    test('a tenant can neither change, remove nor forge the isolation label and annotation', async () => {
+      const changed = await forbidden(patchLabels(tenant, tenantNs, { [ENABLED]: 'false' }));
+      expect(changed).toContain(`Namespace ${tenantNs}: label(s) ${ENABLED} are kubeplus-isolation state`);
+      expect(changed).toContain(operatorUser());
+      expect(changed).toContain('system:masters');
+      await forbidden(patchLabels(tenant, tenantNs, { [ENABLED]: null }));
+      expect(
+        await forbidden(patchAnnotations(tenant, tenantNs, { [RESOLVED]: '{"nodeSelector":{"pool":"b"}}' })),
+      ).toContain(`annotation(s) ${RESOLVED}`);
+      await forbidden(patchAnnotations(tenant, tenantNs, { [RESOLVED]: null }));
+      const plain = await createTestNamespace(admin, 'kpi-tenant-plain');
+      namespaces.push(plain);
+      await forbidden(patchLabels(tenant, plain, { [ENABLED]: 'true' }));
+      await forbidden(patchLabels(tenant, plain, { [MANAGED_BY]: 'kubeplus-isolation' }));
+      const ns = await admin.makeApiClient(CoreV1Api).readNamespace({ name: tenantNs });
+      expect(ns.metadata?.labels?.[ENABLED]).toBe('true');
+    });
+
+    test('a tenant still edits every other label and annotation of its namespace', async () => {
+      await patchLabels(tenant, tenantNs, { team: 'b', cost: 'center-7' });
+      await patchAnnotations(tenant, tenantNs, { 'example.com/owner': 'alice' });
+      const ns = await admin.makeApiClient(CoreV1Api).readNamespace({ name: tenantNs });
+      expect(ns.metadata?.labels).toEqual(expect.objectContaining({ team: 'b', cost: 'center-7', [ENABLED]: 'true' }));
+    });
+
+    test('the operator’s own token and cluster admins can change it', async () => {
+      await patchLabels(operator, tenantNs, { [ENABLED]: 'true' });
+      await patchAnnotations(operator, tenantNs, { [RESOLVED]: '{"nodeSelector":{"pool":"c"}}' });
+      await patchAnnotations(admin.makeApiClient(CoreV1Api), tenantNs, { [RESOLVED]: '{"nodeSelector":{"pool":"a"}}' });
+    });
+
+    test('the operator is confined to its own keys, its own Namespaces and RuntimeClasses', async () => {
+      expect(await forbidden(patchLabels(operator, tenantNs, { team: 'x' }))).toContain(
+        `may only change its own labels and annotations of Namespace ${tenantNs}, not team`,
+      );
+      await forbidden(patchLabels(operator, tenantNs, { [MANAGED_BY]: 'kubeplus-isolation' }));
+      expect(await forbidden(operator.deleteNamespace({ name: tenantNs }))).toContain(
+        `may only delete Namespaces it created (${MANAGED_BY}=kubeplus-isolation), not ${tenantNs}`,
+      );
+      await forbidden(
+        operator.createNamespace({ body: { metadata: { name: uniqueName('kpi-unowned') } }, dryRun: 'All' }),
+      );
+      // Its own Namespace: create, then delete.
+      const owned = uniqueName('kpi-owned');
+      await operator.createNamespace({
+        body: { metadata: { name: owned, labels: { [MANAGED_BY]: 'kubeplus-isolation' } } },
+      });
+      namespaces.push(owned);
+      await operator.deleteNamespace({ name: owned });
+      // A RuntimeClass it does not own.
+      const foreign = uniqueName('kpi-foreign');
+      const nodeAdmin = admin.makeApiClient(NodeV1Api);
+      await nodeAdmin.createRuntimeClass({ body: { metadata: { name: foreign }, handler: 'runc' } });
+      try {
+        await forbidden(operatorNode.deleteRuntimeClass({ name: foreign }));
+      } finally {
+        await nodeAdmin.deleteRuntimeClass({ name: foreign });
+      }
+    });
+
+    test('operator-owned RuntimeClasses: only the operator (or an admin) may change or delete them', async () => {
+      const name = `kubeplus-sandbox-${uniqueName('kpi')}`;
+      await operatorNode.createRuntimeClass({
+        body: { metadata: { name, labels: { [MANAGED_BY]: 'kubeplus-isolation' } }, handler: 'kata' },
+      });
+      const nodeAdmin = admin.makeApiClient(NodeV1Api);
+      try {
+        const denied = await forbidden(
+          tenantNode.patchRuntimeClass({ name, body: { metadata: { labels: { [MANAGED_BY]: null } } } }, mergePatch),
+        );
+        expect(denied).toContain(`RuntimeClass ${name} is managed by kubeplus-isolation`);
+        expect(await forbidden(tenantNode.deleteRuntimeClass({ name }))).toContain('DELETE is allowed only to');
+        // The operator writes its RuntimeClasses with PUT (its RBAC has update, not patch).
+        const current = await operatorNode.readRuntimeClass({ name });
+        current.metadata = { ...current.metadata, labels: { ...current.metadata?.labels, probe: 'y' } };
+        await operatorNode.replaceRuntimeClass({ name, body: current });
+      } finally {
+        await nodeAdmin.deleteRuntimeClass({ name });
+      }
+    });
+
+    test('a tenant can still delete its labeled namespace and the namespace controller finalizes it', async () => {
+      await tenant.deleteNamespace({ name: tenantNs });
+      const core = admin.makeApiClient(CoreV1Api);
+      await waitFor(
+        `namespace ${tenantNs} to be finalized`,
+        async () => {
+          try {
+            await core.readNamespace({ name: tenantNs });
+            return false;
+          } catch (error) {
+            if (isApiStatus(error, 404)) return true;
+            throw error;
+          }
+        },
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+    });
+  });
+
+  test('helm upgrade keeps the CA and caBundle; a stale leaf is re-issued by the same CA', async () => {
+    const before = await tlsSecret();
+    const bundleBefore = await caBundle();
+    await helm('upgrade', release, CHART, '--values', valuesFile());
+    expect(await tlsSecret()).toEqual(before);
+    expect(await caBundle()).toBe(bundleBefore);
+
+    // renewBeforeDays beyond the leaf's lifetime makes the current leaf "expiring": new leaf, same CA.
+    await helm('upgrade', release, CHART, '--values', valuesFile(), '--set', 'webhook.tls.renewBeforeDays=400');
+    const after = await tlsSecret();
+    expect(after['ca.crt']).toBe(before['ca.crt']);
+    expect(after['ca.key']).toBe(before['ca.key']);
+    expect(after['tls.crt']).not.toBe(before['tls.crt']);
+    expect(after['tls.key']).not.toBe(before['tls.key']);
+    expect(await caBundle()).toBe(bundleBefore);
+    const ca = new X509Certificate(after['ca.crt'] as string);
+    const leaf = new X509Certificate(after['tls.crt'] as string);
+    expect(leaf.verify(ca.publicKey)).toBe(true);
+    expect(leaf.subjectAltName).toContain('IP Address:127.0.0.1');
+  });
+
+  test('helm uninstall leaves nothing of the release behind, and the guard is gone', async () => {
+    await webhook?.stop();
+    webhook = undefined;
+    await helm('uninstall', release, '--wait', '--timeout', '120s');
+    installed = false;
+    const selector = `app.kubernetes.io/instance=${release}`;
+    const adm = admin.makeApiClient(AdmissionregistrationV1Api);
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    const core = admin.makeApiClient(CoreV1Api);
+    const apps = admin.makeApiClient(AppsV1Api);
+    await waitFor(
+      `no object labeled ${selector} left`,
+      async (observe) => {
+        const left = [
+          ...(await adm.listMutatingWebhookConfiguration({ labelSelector: selector })).items.map(
+            (o) => `MWC/${o.metadata?.name}`,
+          ),
+          ...(await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items.map(
+            (o) => `VAP/${o.metadata?.name}`,
+          ),
+          ...(await adm.listValidatingAdmissionPolicyBinding({ labelSelector: selector })).items.map(
+            (o) => `VAPB/${o.metadata?.name}`,
+          ),
+          ...(await rbac.listClusterRole({ labelSelector: selector })).items.map(
+            (o) => `ClusterRole/${o.metadata?.name}`,
+          ),
+          ...(await rbac.listClusterRoleBinding({ labelSelector: selector })).items.map(
+            (o) => `ClusterRoleBinding/${o.metadata?.name}`,
+          ),
+          ...(await rbac.listNamespacedRole({ namespace: releaseNs })).items.map((o) => `Role/${o.metadata?.name}`),
+          ...(await rbac.listNamespacedRoleBinding({ namespace: releaseNs })).items.map(
+            (o) => `RoleBinding/${o.metadata?.name}`,
+          ),
+          ...(await apps.listNamespacedDeployment({ namespace: releaseNs })).items.map(
+            (o) => `Deployment/${o.metadata?.name}`,
+          ),
+          ...(await apps.listNamespacedReplicaSet({ namespace: releaseNs })).items.map(
+            (o) => `ReplicaSet/${o.metadata?.name}`,
+          ),
+          ...(await core.listNamespacedPod({ namespace: releaseNs })).items.map((o) => `Pod/${o.metadata?.name}`),
+          ...(await core.listNamespacedService({ namespace: releaseNs })).items.map(
+            (o) => `Service/${o.metadata?.name}`,
+          ),
+          ...(await core.listNamespacedSecret({ namespace: releaseNs })).items.map((o) => `Secret/${o.metadata?.name}`),
+          ...(await core.listNamespacedServiceAccount({ namespace: releaseNs })).items
+            .map((o) => o.metadata?.name)
+            .filter((n) => n !== 'default')
+            .map((n) => `ServiceAccount/${n}`),
+          ...(await core.listNamespacedConfigMap({ namespace: releaseNs })).items
+            .map((o) => o.metadata?.name)
+            .filter((n) => n !== 'kube-root-ca.crt')
+            .map((n) => `ConfigMap/${n}`),
+        ];
+        observe(left.join(', '));
+        return left.length === 0;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    // With the policies gone, an unprivileged change is no longer denied by them.
+    const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
+    const tenant = loadKubeConfig(
+      cluster.writeKubeconfig(join(cluster.dir, `${tenantUser}-after.kubeconfig`), tenantUser, cert),
+    ).makeApiClient(CoreV1Api);
+    const plain = await createTestNamespace(admin, 'kpi-after');
+    namespaces.push(plain);
+    await waitFor(
+      'the namespace guard to stop denying',
+      async () => {
+        try {
+          await tenant.patchNamespace(
+            { name: plain, body: { metadata: { labels: { [ENABLED]: 'true' } } }, dryRun: 'All' },
+            mergePatch,
+          );
+          return true;
+        } catch (error) {
+          if (isApiStatus(error, 403) && statusMessage(error).includes('ValidatingAdmissionPolicy')) return false;
+          throw error;
+        }
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+  });
+});
