@@ -10,7 +10,7 @@ JEST := node --experimental-vm-modules --no-warnings=ExperimentalWarning $(ROOT)
 
 .PHONY: help
 help: ## List targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 .tools/.ok: scripts/ensure-node.sh package.json
 	@scripts/ensure-node.sh
@@ -37,8 +37,19 @@ lint: install ## Typecheck sources and tests, then lint (tsc + Biome)
 test-unit: install ## Fast unit tests of every package (no cluster)
 	$(JEST) --selectProjects unit
 
+# ---- e2e/: a real control plane (see e2e/README.md) ------------------------------------------
+# The binaries are built once per machine from the pinned Go modules into ~/.cache/kubeplus-isolation
+# (KUBEPLUS_ISOLATION_ASSETS=<dir> uses prebuilt ones); the script's last stdout line is their directory.
+.PHONY: components
+components: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm (cached)
+	e2e/scripts/build-components.sh
+
+.PHONY: test-e2e
+test-e2e: build components ## End-to-end suites against a real etcd + kube-apiserver + controllers (KEEP_E2E_TMP=1 keeps logs of a failed run)
+	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand
+
 .PHONY: test
-test: lint test-unit ## Everything CI runs: lint, unit tests, e2e on a real control plane
+test: lint test-unit test-e2e ## Everything CI runs: lint, unit tests, e2e on a real control plane
 
 .PHONY: clean
 clean: ## Remove build output (keeps .tools and node_modules)

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { sleep } from './wait.js';
 
 export interface ProcessExit {
   code: number | null;
@@ -96,7 +95,14 @@ export function startProcess(spec: ProcessSpec): ManagedProcess {
         return status;
       }
       signalProcessGroup(pid, 'SIGTERM');
-      const timedOut = await Promise.race([exit.then(() => false), sleep(graceMs).then(() => true)]);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        exit.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), graceMs);
+        }),
+      ]);
+      clearTimeout(timer); // a pending grace timer would hold the event loop open
       if (timedOut) writeLogLine(spec.logPath, `# harness: no exit ${graceMs}ms after SIGTERM, sending SIGKILL`);
       signalProcessGroup(pid, 'SIGKILL');
       return exit;

@@ -89,10 +89,8 @@ export async function startService(cluster: Cluster, opts: ServiceOptions): Prom
 export interface WebhookOptions {
   /** Kubeconfig the webhook uses for its Namespace informer (default: the admin kubeconfig). */
   kubeconfigPath?: string;
-  /** Flags appended after the harness's (--port, --tls-cert-file, --tls-key-file, --kubeconfig). */
+  /** Flags appended after the harness's, so they override them (e.g. --log-level=debug). */
   extraArgs?: readonly string[];
-  /** Readiness path on the webhook's HTTPS port (default /readyz). */
-  readinessPath?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -100,17 +98,22 @@ export interface RunningWebhook extends RunningService {
   readonly port: number;
   /** The admission URL to register: https://127.0.0.1:<port>/mutate/pods */
   readonly url: string;
-  /** PEM of the CA that signed the webhook's serving certificate (the cluster CA). */
+  /** Prometheus metrics: http://127.0.0.1:<metrics port>/metrics */
+  readonly metricsUrl: string;
+  /** PEM of the CA that signed the webhook's serving certificate (the cluster CA): the caBundle. */
   readonly caPem: string;
 }
 
-/** Starts services/webhook/dist/main.js on a free loopback port with a serving cert from the cluster CA. */
+/**
+ * Starts services/webhook/dist/main.js (flags: services/webhook/src/config.ts) on free loopback
+ * ports, with a serving certificate for 127.0.0.1 from the cluster CA; returns once /readyz is 200
+ * (its Namespace informer has synced).
+ */
 export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}): Promise<RunningWebhook> {
-  const [port] = (await freePorts(1)) as [number];
+  const [port, metricsPort] = (await freePorts(2)) as [number, number];
   const serving = await cluster.issueServingCert(['127.0.0.1', 'localhost']);
-  const pki = join(cluster.dir, 'pki');
-  const certFile = join(pki, `webhook-${port}.crt`);
-  const keyFile = join(pki, `webhook-${port}.key`);
+  const certFile = join(cluster.dir, 'pki', `webhook-${port}.crt`);
+  const keyFile = join(cluster.dir, 'pki', `webhook-${port}.key`);
   writeFileSync(certFile, serving.certPem, { mode: 0o600 });
   writeFileSync(keyFile, serving.keyPem, { mode: 0o600 });
   const base = `https://127.0.0.1:${port}`;
@@ -118,16 +121,26 @@ export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}):
     name: `webhook-${port}`,
     entry: join(repoRoot(), 'services', 'webhook', 'dist', 'main.js'),
     args: [
+      '--bind-address=127.0.0.1',
       `--port=${port}`,
+      `--metrics-port=${metricsPort}`,
       `--tls-cert-file=${certFile}`,
       `--tls-key-file=${keyFile}`,
       `--kubeconfig=${opts.kubeconfigPath ?? cluster.kubeconfigPath}`,
+      // No endpoints to drain from on loopback: stop at once.
+      '--shutdown-delay-ms=0',
       ...(opts.extraArgs ?? []),
     ],
     env: opts.env,
-    readiness: { url: `${base}${opts.readinessPath ?? '/readyz'}`, tls: { caPem: cluster.caPem } },
+    readiness: { url: `${base}/readyz`, tls: { caPem: cluster.caPem } },
   });
-  return { ...service, port, url: `${base}/mutate/pods`, caPem: cluster.caPem };
+  return {
+    ...service,
+    port,
+    url: `${base}/mutate/pods`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    caPem: cluster.caPem,
+  };
 }
 
 export interface OperatorOptions {
