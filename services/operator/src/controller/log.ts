@@ -82,11 +82,13 @@ export function createSilentLogger(): Logger {
 }
 
 /**
- * Log fields for a work-queue key. Keys are `namespace/name` (namespaced objects) or `name`
- * (cluster-scoped), the client-go MetaNamespaceKeyFunc format.
+ * Log fields for a work-queue key. Keys in the client-go MetaNamespaceKeyFunc format,
+ * `namespace/name` (namespaced objects) or `name` (cluster-scoped), are split; any other key
+ * (e.g. one naming a kind as well, with more than one `/`) is logged whole, never mis-split.
  */
-export function keyFields(key: string): { key: string; namespace?: string; name: string } {
-  const slash = key.indexOf('/');
-  if (slash < 0) return { key, name: key };
-  return { key, namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+export function keyFields(key: string): { key: string; namespace?: string; name?: string } {
+  const parts = key.split('/');
+  if (parts.length === 1) return { key, name: key };
+  if (parts.length === 2 && parts[0] && parts[1]) return { key, namespace: parts[0], name: parts[1] };
+  return { key };
 }

@@ -61,4 +61,10 @@ describe('keyFields', () => {
     expect(keyFields('ns/name')).toEqual({ key: 'ns/name', namespace: 'ns', name: 'name' });
     expect(keyFields('runtimeclass-x')).toEqual({ key: 'runtimeclass-x', name: 'runtimeclass-x' });
   });
+
+  it('logs keys of any other shape whole instead of inventing a namespace', () => {
+    const instanceKey = 'cloudark.io/v1/Agent/agents/team-a/agent-x';
+    expect(keyFields(instanceKey)).toEqual({ key: instanceKey });
+    expect(keyFields('/name')).toEqual({ key: '/name' });
+  });
 });
