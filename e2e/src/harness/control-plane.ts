@@ -276,7 +276,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           extraAdmissionPlugins: [...settings.extraAdmissionPlugins],
           timings,
         };
-        const cp = new ControlPlane(state, pki.ca, processes, teardown);
+        const cp = new ControlPlane(state, pki.ca, [...processes], teardown);
         // The token and service-account controllers run (with their own credentials) once this exists.
         const core = cp.kc.makeApiClient(CoreV1Api);
         await waitFor(
