@@ -4,6 +4,8 @@
  * settings, and the operator's leader election wiring.
  */
 import { describe, expect, jest, test } from '@jest/globals';
+import { parseConfig as parseOperatorConfig } from '../../services/operator/src/config.js';
+import { parseConfig as parseWebhookConfig } from '../../services/webhook/src/config.js';
 import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
 
 jest.setTimeout(60_000);
@@ -225,8 +227,9 @@ describe('Deployments', () => {
     const container = spec.containers[0] as Container & { env?: { name: string; valueFrom?: unknown }[] };
     expect(container.args).toEqual(
       expect.arrayContaining([
+        '--leader-elect=true',
         '--leader-election-namespace=$(POD_NAMESPACE)',
-        '--leader-election-lease-name=isolation-leader',
+        '--leader-election-id=isolation-leader',
       ]),
     );
     expect(container.env).toEqual(
@@ -250,5 +253,73 @@ describe('Deployments', () => {
     });
     expect(image(pinned, `${RELEASE}-webhook`)).toBe('registry.local:5000/wh:dev');
     expect(image(pinned, `${RELEASE}-operator`)).toBe(`registry.local:5000/op@${digest}`);
+  });
+
+  test('the rendered args are accepted by the services’ own flag parsers and mean what the values say', async () => {
+    const objects = await render({
+      webhook: { containerPort: 9443, metrics: { port: 9090 }, logLevel: 'debug', liveLookupTimeoutMs: 750 },
+      operator: {
+        platformNamespace: 'kubeplus-platform',
+        instanceKinds: ['cloudark.io/v1/Agent', 'platformapi.kubeplus'],
+        instanceGroups: [
+          { group: 'cloudark.io', resources: ['agents'] },
+          { group: 'platformapi.kubeplus', resources: ['wordpressservices'] },
+        ],
+        leaderElection: { leaseDuration: '20s', renewDeadline: '12s', retryPeriod: '3s' },
+        metrics: { port: 9191 },
+      },
+    });
+    // The kubelet expands $(VAR) from the container's env before the process sees its args.
+    const expand = (args: string[] | undefined, env: Record<string, string>): string[] =>
+      (args ?? []).map((a) => a.replace(/\$\((\w+)\)/g, (_m, v: string) => env[v] ?? `$(${v})`));
+
+    const webhookArgs = (podSpec(one(objects, 'Deployment', `${RELEASE}-webhook`)).containers[0] as Container).args;
+    const webhook = parseWebhookConfig(expand(webhookArgs, {}), {});
+    expect(webhook.kind).toBe('config');
+    if (webhook.kind !== 'config') return;
+    expect(webhook.config).toEqual(
+      expect.objectContaining({
+        port: 9443,
+        metricsPort: 9090,
+        logLevel: 'debug',
+        liveLookupTimeoutMs: 750,
+        tlsCertFile: '/etc/webhook/tls/tls.crt',
+        tlsKeyFile: '/etc/webhook/tls/tls.key',
+        kubeconfig: undefined, // in-cluster service account
+      }),
+    );
+
+    const operatorContainer = podSpec(one(objects, 'Deployment', `${RELEASE}-operator`)).containers[0] as Container;
+    const env = { POD_NAMESPACE: NAMESPACE, POD_NAME: `${RELEASE}-operator-abc` };
+    const operator = parseOperatorConfig(expand(operatorContainer.args, env), { env });
+    expect(operator.kind).toBe('config');
+    if (operator.kind !== 'config') return;
+    expect(operator.config).toEqual(
+      expect.objectContaining({
+        kubeconfig: undefined,
+        leaderElect: true,
+        leaderElectionNamespace: NAMESPACE,
+        leaderElectionId: `${RELEASE}-operator`,
+        leaseDurationMs: 20_000,
+        renewDeadlineMs: 12_000,
+        retryPeriodMs: 3_000,
+        platformNamespace: 'kubeplus-platform',
+        metricsPort: 9191,
+        instanceKinds: {
+          groups: ['platformapi.kubeplus'],
+          kinds: [{ group: 'cloudark.io', version: 'v1', kind: 'Agent' }],
+        },
+      }),
+    );
+    // The Lease the operator will use is the one its Role lets it renew.
+    const lease = one(objects, 'Role', `${RELEASE}-operator-leader-election`);
+    expect(JSON.stringify(lease.rules)).toContain(`"resourceNames":["${operator.config.leaderElectionId}"]`);
+  });
+
+  test('an instance Kind whose group is not granted is refused with a clear message', async () => {
+    const stderr = await renderError({ operator: { instanceKinds: ['cloudark.io/v1/Agent'] } });
+    expect(stderr).toContain(
+      'operator.instanceKinds entry "cloudark.io/v1/Agent": its group cloudark.io has no operator.instanceGroups entry',
+    );
   });
 });
