@@ -1,0 +1,470 @@
+/**
+ * Command-line flags, each with an environment variable fallback (flag > variable > default),
+ * in the webhook's conventions (services/webhook/src/config.ts): a variable is read only when
+ * its flag is absent, and parsing is pure — main.ts prints the message and exits 2 on an error.
+ * Durations are written as Go writes them (`15s`, `1m30s`, `500ms`).
+ */
+import { parseArgs } from 'node:util';
+import {
+  DEFAULT_HANDLER_LEVELS,
+  DEFAULT_LEVEL_HANDLERS,
+  type HandlerLevels,
+  handlerMeetsMinimum,
+  isDns1123Label,
+  isDns1123Subdomain,
+  parseHandlerLevels,
+  RUNTIME_LEVELS,
+  type RuntimeLevel,
+} from '@kubeplus-isolation/spec';
+import { JITTER_FACTOR } from './controller/leader-election.js';
+import { LOG_LEVELS, type LogLevel, parseLogLevel } from './controller/log.js';
+import { DEFAULT_PLATFORM_NAMESPACE } from './desired/instance.js';
+import { formatDuration, parseDuration } from './wiring/duration.js';
+import { type InstanceKindSelection, parseInstanceKinds } from './wiring/kinds.js';
+
+export interface Config {
+  kubeconfig: string | undefined;
+  platformNamespace: string;
+  instanceKinds: InstanceKindSelection;
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionId: string;
+  /** Unset: generated at start (`$POD_NAME` or the host name, plus a random suffix). */
+  leaderElectionIdentity: string | undefined;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  concurrency: number;
+  metricsPort: number;
+  bindAddress: string | undefined;
+  handlerLevels: HandlerLevels;
+  levelHandlers: Readonly<Record<RuntimeLevel, string>>;
+  logLevel: LogLevel;
+  drainTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export const PROGRAM = 'kubeplus-isolation-operator';
+export const DEFAULT_LEADER_ELECTION_NAMESPACE = 'kubeplus-isolation';
+export const DEFAULT_LEADER_ELECTION_ID = 'kubeplus-isolation-operator';
+/** Where a pod's service account namespace is mounted. */
+export const IN_CLUSTER_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+type Parsed = { ok: true; value: unknown } | { ok: false; error: string };
+
+interface Flag {
+  /** Field of the parsed values (see `Values`). */
+  key: keyof Values;
+  name: string;
+  env: string;
+  placeholder: string;
+  /** Text parsed when neither flag nor variable is given; `undefined`: see `defaultHelp`. */
+  default: string | undefined;
+  /** Shown instead of the default text (e.g. a fallback chain). */
+  defaultHelp?: string;
+  help: string;
+  parse(raw: string): Parsed;
+}
+
+/** What the flags parse to before the settings are checked against each other. */
+interface Values {
+  kubeconfig: string | undefined;
+  platformNamespace: string;
+  instanceKinds: InstanceKindSelection;
+  leaderElect: boolean;
+  leaderElectionNamespace: string | undefined;
+  leaderElectionId: string;
+  leaderElectionIdentity: string | undefined;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  concurrency: number;
+  metricsPort: number;
+  bindAddress: string | undefined;
+  handlerLevels: HandlerLevels;
+  levelHandlers: Partial<Record<RuntimeLevel, string>>;
+  logLevel: LogLevel;
+  drainTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+const ok = (value: unknown): Parsed => ({ ok: true, value });
+const fail = (error: string): Parsed => ({ ok: false, error });
+
+function text(raw: string): Parsed {
+  return raw.trim() === '' ? fail('must not be empty') : ok(raw);
+}
+
+function integer(min: number, max: number, what: string): (raw: string) => Parsed {
+  return (raw) => {
+    const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+    return Number.isSafeInteger(n) && n >= min && n <= max
+      ? ok(n)
+      : fail(`must be ${what} from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  };
+}
+
+function duration(minMs: number, maxMs: number): (raw: string) => Parsed {
+  return (raw) => {
+    const ms = parseDuration(raw);
+    if (ms === undefined) {
+      return fail(`must be a duration such as 15s, 1m30s or 500ms (units h, m, s, ms), got ${JSON.stringify(raw)}`);
+    }
+    if (ms < minMs || ms > maxMs) {
+      return fail(`must be from ${formatDuration(minMs)} to ${formatDuration(maxMs)}, got ${JSON.stringify(raw)}`);
+    }
+    return ok(ms);
+  };
+}
+
+function boolean(raw: string): Parsed {
+  const v = raw.trim().toLowerCase();
+  if (v === 'true') return ok(true);
+  if (v === 'false') return ok(false);
+  return fail(`must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+function dnsLabel(what: string): (raw: string) => Parsed {
+  return (raw) =>
+    isDns1123Label(raw)
+      ? ok(raw)
+      : fail(`must be a ${what} (at most 63 lowercase letters, digits or '-'), got ${JSON.stringify(raw)}`);
+}
+
+function dnsSubdomain(what: string): (raw: string) => Parsed {
+  return (raw) =>
+    isDns1123Subdomain(raw)
+      ? ok(raw)
+      : fail(`must be a ${what} (lowercase letters, digits, '-' and '.'), got ${JSON.stringify(raw)}`);
+}
+
+function isLevel(s: string): s is RuntimeLevel {
+  return (RUNTIME_LEVELS as readonly string[]).includes(s);
+}
+
+/** `level=handler` pairs, e.g. `kata=kata-qemu,runsc=gvisor`. */
+function levelHandlers(raw: string): Parsed {
+  const out: Partial<Record<RuntimeLevel, string>> = {};
+  const errors: string[] = [];
+  for (const item of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
+    const eq = item.indexOf('=');
+    const level = eq < 0 ? '' : item.slice(0, eq).trim();
+    const handler = eq < 0 ? '' : item.slice(eq + 1).trim();
+    if (!isLevel(level)) {
+      errors.push(`"${item}": expected level=handler with level one of ${RUNTIME_LEVELS.join(', ')}`);
+    } else if (!isDns1123Label(handler)) {
+      errors.push(`"${item}": the handler must be a DNS label (at most 63 lowercase letters, digits or '-')`);
+    } else {
+      out[level] = handler;
+    }
+  }
+  return errors.length > 0 ? fail(errors.join('; ')) : ok(out);
+}
+
+const port = integer(0, 65535, 'a port number');
+
+export const FLAGS: readonly Flag[] = [
+  {
+    key: 'kubeconfig',
+    name: 'kubeconfig',
+    env: 'KUBECONFIG',
+    placeholder: '<path>',
+    default: undefined,
+    defaultHelp: 'none (in-cluster service account)',
+    help: 'Kubeconfig file to reach the API server; without it the in-cluster service account is used.',
+    parse: text,
+  },
+  {
+    key: 'platformNamespace',
+    name: 'platform-namespace',
+    env: 'PLATFORM_NAMESPACE',
+    placeholder: '<namespace>',
+    default: DEFAULT_PLATFORM_NAMESPACE,
+    help: "KubePlus's own namespace: an instance created there gets a namespace named after it (created and owned by the operator); an instance anywhere else is isolated in its own namespace.",
+    parse: dnsLabel('namespace name'),
+  },
+  {
+    key: 'instanceKinds',
+    name: 'instance-kinds',
+    env: 'INSTANCE_KINDS',
+    placeholder: '<kinds>',
+    default: '',
+    help: 'Instance Kinds to watch besides every CRD labelled registered-by=kubeplus: comma-separated group/version/Kind entries or whole API groups, e.g. cloudark.io/v1/Agent,platformapi.kubeplus. CRDs registered or removed at run time are picked up without a restart.',
+    parse: (raw) => {
+      const r = parseInstanceKinds(raw);
+      return r.ok ? ok(r.value) : fail(r.errors.join('; '));
+    },
+  },
+  {
+    key: 'leaderElect',
+    name: 'leader-elect',
+    env: 'LEADER_ELECT',
+    placeholder: '<true|false>',
+    default: 'true',
+    help: 'Elect a leader on a coordination.k8s.io Lease: only the holder reconciles; the other replicas keep warm caches and take over when it stops. false: reconcile unconditionally (one replica only).',
+    parse: boolean,
+  },
+  {
+    key: 'leaderElectionNamespace',
+    name: 'leader-election-namespace',
+    env: 'LEADER_ELECTION_NAMESPACE',
+    placeholder: '<namespace>',
+    default: undefined,
+    defaultHelp: `$POD_NAMESPACE, else the in-cluster service account namespace, else "${DEFAULT_LEADER_ELECTION_NAMESPACE}"`,
+    help: 'Namespace of the leader-election Lease.',
+    parse: dnsLabel('namespace name'),
+  },
+  {
+    key: 'leaderElectionId',
+    name: 'leader-election-id',
+    env: 'LEADER_ELECTION_ID',
+    placeholder: '<name>',
+    default: DEFAULT_LEADER_ELECTION_ID,
+    help: 'Name of the leader-election Lease. Replicas sharing it form one election.',
+    parse: dnsSubdomain('Lease name'),
+  },
+  {
+    key: 'leaderElectionIdentity',
+    name: 'leader-election-identity',
+    env: 'LEADER_ELECTION_IDENTITY',
+    placeholder: '<identity>',
+    default: undefined,
+    defaultHelp: '$POD_NAME (else the host name) plus "_" and a random UUID',
+    help: "This replica's holder identity in the Lease (also the reportingInstance of its Events). Must be unique per replica.",
+    parse: text,
+  },
+  {
+    key: 'leaseDurationMs',
+    name: 'lease-duration',
+    env: 'LEASE_DURATION',
+    placeholder: '<duration>',
+    default: '15s',
+    help: 'How long a standby waits after the last observed Lease renewal before taking over (the longest handover after a leader dies).',
+    parse: duration(1_000, 3_600_000),
+  },
+  {
+    key: 'renewDeadlineMs',
+    name: 'renew-deadline',
+    env: 'RENEW_DEADLINE',
+    placeholder: '<duration>',
+    default: '10s',
+    help: `How long the leader keeps retrying a failed renewal before it stops reconciling and exits (status 1). Must be less than --lease-duration and more than ${JITTER_FACTOR} × --retry-period.`,
+    parse: duration(100, 3_600_000),
+  },
+  {
+    key: 'retryPeriodMs',
+    name: 'retry-period',
+    env: 'RETRY_PERIOD',
+    placeholder: '<duration>',
+    default: '2s',
+    help: 'Interval between Lease acquire/renew attempts (the handover time after a graceful stop, which releases the Lease).',
+    parse: duration(100, 3_600_000),
+  },
+  {
+    key: 'concurrency',
+    name: 'concurrency',
+    env: 'CONCURRENCY',
+    placeholder: '<n>',
+    default: '2',
+    help: 'Concurrent reconciles per controller (distinct keys only; a key never runs twice at once).',
+    parse: integer(1, 64, 'a whole number'),
+  },
+  {
+    key: 'metricsPort',
+    name: 'metrics-port',
+    env: 'METRICS_PORT',
+    placeholder: '<port>',
+    default: '8080',
+    help: 'Plain-HTTP port serving GET /metrics (Prometheus), /healthz (liveness) and /readyz (caches synced and not stale; not leadership). 0 picks a free port (logged).',
+    parse: port,
+  },
+  {
+    key: 'bindAddress',
+    name: 'bind-address',
+    env: 'BIND_ADDRESS',
+    placeholder: '<address>',
+    default: undefined,
+    defaultHelp: 'none (every address)',
+    help: 'Address the HTTP port listens on.',
+    parse: text,
+  },
+  {
+    key: 'handlerLevels',
+    name: 'runtime-handler-levels',
+    env: 'RUNTIME_HANDLER_LEVELS',
+    placeholder: '<handler=level,...>',
+    default: '',
+    help: 'Isolation level (runc < runsc < kata) of further RuntimeClass handlers, added to the built-in ones (runc, crun=runc; runsc, gvisor, runsc-*=runsc; kata, kata-*=kata); a trailing * marks a prefix, e.g. my-vm=kata,sandbox-*=runsc.',
+    parse: (raw) => {
+      const r = parseHandlerLevels(raw, DEFAULT_HANDLER_LEVELS);
+      return r.ok ? ok(r.value) : fail(r.errors.join('; '));
+    },
+  },
+  {
+    key: 'levelHandlers',
+    name: 'level-handlers',
+    env: 'LEVEL_HANDLERS',
+    placeholder: '<level=handler,...>',
+    default: '',
+    defaultHelp: '"" (runc=runc,runsc=runsc,kata=kata)',
+    help: 'Handler of the generated kubeplus-sandbox-<instance> RuntimeClass per minimum level, e.g. kata=kata-qemu. Each handler must meet its level under --runtime-handler-levels.',
+    parse: levelHandlers,
+  },
+  {
+    key: 'logLevel',
+    name: 'log-level',
+    env: 'LOG_LEVEL',
+    placeholder: '<level>',
+    default: 'info',
+    help: `Least severe level logged (JSON lines on stdout): ${LOG_LEVELS.join(', ')}.`,
+    parse: (raw) => {
+      try {
+        return ok(parseLogLevel(raw));
+      } catch {
+        return fail(`must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+      }
+    },
+  },
+  {
+    key: 'drainTimeoutMs',
+    name: 'drain-timeout',
+    env: 'DRAIN_TIMEOUT',
+    placeholder: '<duration>',
+    default: '10s',
+    help: 'On SIGTERM, how long in-flight reconciles may finish (while the Lease is still held) before they are aborted.',
+    parse: duration(0, 600_000),
+  },
+  {
+    key: 'shutdownTimeoutMs',
+    name: 'shutdown-timeout',
+    env: 'SHUTDOWN_TIMEOUT',
+    placeholder: '<duration>',
+    default: '25s',
+    help: "Bound on the whole graceful shutdown (drain, Lease release, close) after SIGTERM/SIGINT; past it the process exits with status 1. Keep it below the pod's terminationGracePeriodSeconds.",
+    parse: duration(1_000, 600_000),
+  },
+];
+
+export function usage(): string {
+  const lines = [
+    `Usage: ${PROGRAM} [flags]`,
+    '',
+    'Reconciles the kubeplus.io/node-isolation and kubeplus.io/sandbox-isolation annotations of',
+    'KubePlus instance custom resources into tenant Namespaces, RuntimeClasses and admission policies.',
+    '',
+    'Flags (each also read from the environment variable shown; a flag wins over its variable):',
+  ];
+  for (const f of FLAGS) {
+    const dflt = f.defaultHelp ?? (f.default === undefined ? 'none' : JSON.stringify(f.default));
+    lines.push(`  --${f.name} ${f.placeholder}`, `      ${f.help}`, `      env ${f.env}; default ${dflt}`);
+  }
+  lines.push('  -h, --help', '      Print this help and exit.');
+  lines.push('', 'Exit status: 0 after a graceful shutdown, 1 on failure or lost leadership, 2 for invalid flags.');
+  return `${lines.join('\n')}\n`;
+}
+
+export type ConfigResult = { kind: 'config'; config: Config } | { kind: 'help' } | { kind: 'error'; message: string };
+
+export interface ConfigSources {
+  env: Readonly<Record<string, string | undefined>>;
+  /** The in-cluster service account namespace, if mounted (main.ts reads IN_CLUSTER_NAMESPACE_FILE). */
+  inClusterNamespace?: () => string | undefined;
+}
+
+/** Go-style `--leader-elect` alone means true. */
+function normalizeArgs(argv: readonly string[]): string[] {
+  return argv.map((arg) => (arg === '--leader-elect' ? '--leader-elect=true' : arg));
+}
+
+function checkCombination(v: Values): string | undefined {
+  const d = formatDuration;
+  if (v.leaderElect) {
+    if (v.leaseDurationMs <= v.renewDeadlineMs) {
+      return `--lease-duration (${d(v.leaseDurationMs)}) must be greater than --renew-deadline (${d(v.renewDeadlineMs)})`;
+    }
+    if (v.renewDeadlineMs <= JITTER_FACTOR * v.retryPeriodMs) {
+      return `--renew-deadline (${d(v.renewDeadlineMs)}) must be greater than ${JITTER_FACTOR} × --retry-period (${d(v.retryPeriodMs)})`;
+    }
+    if (v.shutdownTimeoutMs <= v.drainTimeoutMs + v.renewDeadlineMs) {
+      return `--shutdown-timeout (${d(v.shutdownTimeoutMs)}) must be greater than --drain-timeout + --renew-deadline (${d(v.drainTimeoutMs + v.renewDeadlineMs)}): draining, then releasing the Lease, may take that long`;
+    }
+  } else if (v.shutdownTimeoutMs <= v.drainTimeoutMs) {
+    return `--shutdown-timeout (${d(v.shutdownTimeoutMs)}) must be greater than --drain-timeout (${d(v.drainTimeoutMs)})`;
+  }
+  for (const level of RUNTIME_LEVELS) {
+    const handler = v.levelHandlers[level];
+    if (handler !== undefined && !handlerMeetsMinimum(handler, level, v.handlerLevels)) {
+      return `--level-handlers: ${level}=${handler}: handler "${handler}" is not known to isolate at level ${level}; declare it with --runtime-handler-levels=${handler}=${level}`;
+    }
+  }
+  return undefined;
+}
+
+function defaultLeaderElectionNamespace(sources: ConfigSources): string {
+  const fromPod = sources.env.POD_NAMESPACE?.trim();
+  if (fromPod) return fromPod;
+  const inCluster = sources.inClusterNamespace?.()?.trim();
+  if (inCluster) return inCluster;
+  return DEFAULT_LEADER_ELECTION_NAMESPACE;
+}
+
+export function parseConfig(argv: readonly string[], sources: ConfigSources): ConfigResult {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+      help: { type: 'boolean', short: 'h' },
+    };
+    for (const f of FLAGS) options[f.name] = { type: 'string' };
+    ({ values } = parseArgs({ args: normalizeArgs(argv), options, strict: true, allowPositionals: false }));
+  } catch (e) {
+    return { kind: 'error', message: (e as Error).message };
+  }
+  if (values.help === true) return { kind: 'help' };
+
+  const out: Record<string, unknown> = {};
+  for (const f of FLAGS) {
+    const fromFlag = values[f.name];
+    const fromEnv = sources.env[f.env];
+    let raw: string | undefined;
+    let from = '';
+    if (typeof fromFlag === 'string') {
+      raw = fromFlag;
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      raw = fromEnv;
+      from = ` (from ${f.env})`;
+    } else {
+      raw = f.default;
+    }
+    if (raw === undefined) {
+      out[f.key] = undefined;
+      continue;
+    }
+    const parsed = f.parse(raw);
+    if (!parsed.ok) return { kind: 'error', message: `--${f.name}: ${parsed.error}${from}` };
+    out[f.key] = parsed.value;
+  }
+  const v = out as unknown as Values;
+  const problem = checkCombination(v);
+  if (problem !== undefined) return { kind: 'error', message: problem };
+  let leaderElectionNamespace = v.leaderElectionNamespace;
+  if (leaderElectionNamespace === undefined) {
+    leaderElectionNamespace = defaultLeaderElectionNamespace(sources);
+    if (!isDns1123Label(leaderElectionNamespace)) {
+      return {
+        kind: 'error',
+        message: `--leader-election-namespace: the default ${JSON.stringify(leaderElectionNamespace)} (from POD_NAMESPACE or the in-cluster namespace) is not a namespace name`,
+      };
+    }
+  }
+  return {
+    kind: 'config',
+    config: {
+      ...v,
+      leaderElectionNamespace,
+      levelHandlers: { ...DEFAULT_LEVEL_HANDLERS, ...v.levelHandlers },
+    },
+  };
+}
