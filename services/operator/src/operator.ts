@@ -1,0 +1,294 @@
+/**
+ * The operator's composition root: informers, the instance reconciler, key sources, metrics,
+ * the HTTP probes and leader election, composed on the controller runtime's Manager.
+ *
+ * Informers (every replica, leader or not, so a standby takes over with warm caches):
+ *   CRDs → `bindCrdInformer` keeps one informer per instance Kind (labelled `registered-by:
+ *   kubeplus`, or named by --instance-kinds), added and removed at run time; Namespaces with
+ *   `kubeplus.io/owner-uid`; every RuntimeClass (also the reconciler's RuntimeClass list); the
+ *   served admission-policy kinds labelled `app.kubernetes.io/managed-by=kubeplus-isolation`.
+ *
+ * Controllers (only while this replica holds the Lease):
+ *   `instances`     ← instance events; owner of a deleted owned object; every sandbox-annotated
+ *                     instance on any RuntimeClass change; owners handed over by owned-objects;
+ *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see wiring/keys.ts).
+ */
+
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
+import type {
+  KubernetesObject,
+  V1CustomResourceDefinition,
+  V1Namespace,
+  V1RuntimeClass,
+} from '@kubernetes/client-node';
+import type { Express } from 'express';
+import type { Config } from './config.js';
+import { type Clock, systemClock } from './controller/clock.js';
+import { EventRecorder, type EventSink } from './controller/events.js';
+import {
+  bindCrdInformer,
+  DynamicInformers,
+  type GroupVersionResource,
+  type InformerSource,
+  ResourceInformer,
+  type SyncedInformer,
+} from './controller/informers.js';
+import { LeaderElector, type LeaseLock } from './controller/leader-election.js';
+import type { Logger } from './controller/log.js';
+import { type KeySource, Manager, type ManagerExit } from './controller/manager.js';
+import { createOperatorMetrics, type OperatorMetrics } from './controller/metrics.js';
+import { createHttpApp, EventLoopMonitor, type RunningServer, startHttpServer } from './controller/server.js';
+import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
+import type { RuntimeClassInfo } from './desired/sandbox-policy.js';
+import { InstanceReconciler } from './reconcile/instance-reconciler.js';
+import type { ClusterPort, EventTarget, InstanceEvent } from './reconcile/port.js';
+import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './wiring/controllers.js';
+import { type PolicyApis, type PolicyResource, policyResources } from './wiring/discovery.js';
+import type { OwnedType } from './wiring/keys.js';
+import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './wiring/kinds.js';
+import { COUNTED_ANNOTATIONS, createWiringMetrics } from './wiring/metrics.js';
+import {
+  instanceSource,
+  KeyChannel,
+  ownedObjectSource,
+  ownerOfDeletedSource,
+  runtimeClassFanOut,
+} from './wiring/sources.js';
+
+/** List+watch sources of every resource the operator caches (client-node's ListWatch, or fakes). */
+export interface InformerSources {
+  crds(labelSelector: string | undefined): InformerSource<V1CustomResourceDefinition>;
+  namespaces(labelSelector: string): InformerSource<V1Namespace>;
+  runtimeClasses(): InformerSource<V1RuntimeClass>;
+  policies(type: PolicyResource, labelSelector: string): InformerSource<KubernetesObject>;
+  instances(gvr: GroupVersionResource): InformerSource<KubernetesObject>;
+}
+
+/** What the ClusterPort is built with: the cached RuntimeClasses and the Event recorder. */
+export interface ClusterPortOptions {
+  runtimeClasses(): readonly RuntimeClassInfo[];
+  recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
+}
+
+export interface OperatorDeps {
+  config: Config;
+  logger: Logger;
+  /** This replica's Lease holder identity and Event reportingInstance. */
+  identity: string;
+  /** The admission-policy APIs the cluster serves (wiring/discovery.ts). */
+  policyApis: PolicyApis;
+  sources: InformerSources;
+  clusterPort(options: ClusterPortOptions): ClusterPort;
+  eventSink: EventSink;
+  /** Required when `config.leaderElect`. */
+  leaseLock: LeaseLock | undefined;
+  clock?: Clock;
+  /** Leader-election retry jitter source (tests make it deterministic). */
+  random?: () => number;
+}
+
+export interface Operator {
+  readonly manager: Manager;
+  readonly metrics: OperatorMetrics;
+  readonly app: Express;
+  readonly kinds: InstanceKindRegistry;
+  /** The listening HTTP server, once `run` has started it. */
+  server(): RunningServer | undefined;
+  /**
+   * Serves the probes and metrics, then runs the Manager until `signal` aborts ('shutdown') or
+   * the Lease is lost ('leadership-lost'); everything is stopped when it resolves.
+   */
+  run(signal: AbortSignal): Promise<ManagerExit>;
+}
+
+export const NAMESPACE_SELECTOR = OWNER_UID_LABEL;
+export const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+const INSTANCES_RESOURCE = 'instances';
+
+interface OwnedInformer {
+  type: OwnedType;
+  informer: ResourceInformer<KubernetesObject>;
+}
+
+function runtimeClassInfos(list: readonly V1RuntimeClass[]): RuntimeClassInfo[] {
+  return list.flatMap((rc) =>
+    rc.metadata?.name === undefined || typeof rc.handler !== 'string'
+      ? []
+      : [{ name: rc.metadata.name, handler: rc.handler }],
+  );
+}
+
+export function createOperator(deps: OperatorDeps): Operator {
+  const { config, logger, sources } = deps;
+  if (config.leaderElect && deps.leaseLock === undefined)
+    throw new Error('operator: leader election needs a lease lock');
+  const clock = deps.clock ?? systemClock;
+  const informerOptions = { clock, logger };
+  const policies = policyResources(deps.policyApis);
+
+  // ---- caches ----
+  const kinds = new InstanceKindRegistry(config.instanceKinds);
+  const crds = new ResourceInformer(sources.crds(crdLabelSelector(config.instanceKinds)), {
+    ...informerOptions,
+    name: 'customresourcedefinitions',
+  });
+  const instances = new DynamicInformers<KubernetesObject>((gvr) => sources.instances(gvr), {
+    ...informerOptions,
+    name: INSTANCES_RESOURCE,
+  });
+  const namespaces = new ResourceInformer<KubernetesObject>(sources.namespaces(NAMESPACE_SELECTOR), {
+    ...informerOptions,
+    name: 'namespaces',
+  });
+  const runtimeClassSource = sources.runtimeClasses();
+  const runtimeClasses = new ResourceInformer<KubernetesObject>(runtimeClassSource, {
+    ...informerOptions,
+    name: 'runtimeclasses',
+  });
+  const owned: OwnedInformer[] = [
+    { type: { apiVersion: 'v1', kind: 'Namespace' }, informer: namespaces },
+    { type: { apiVersion: RUNTIME_CLASS_API_VERSION, kind: 'RuntimeClass' }, informer: runtimeClasses },
+    ...policies.map((p) => ({
+      type: { apiVersion: p.apiVersion, kind: p.kind },
+      informer: new ResourceInformer<KubernetesObject>(sources.policies(p, MANAGED_SELECTOR), {
+        ...informerOptions,
+        name: p.resource,
+      }),
+    })),
+  ];
+  const informers: SyncedInformer[] = [crds, ...owned.map((o) => o.informer), instances];
+
+  // ---- metrics ----
+  const metrics = createOperatorMetrics({
+    controllers: CONTROLLERS,
+    resources: informers.map((i) => i.name),
+    annotations: COUNTED_ANNOTATIONS,
+  });
+  for (const informer of informers) metrics.trackInformer(informer.name, informer);
+  const wiringMetrics = createWiringMetrics(metrics);
+  wiringMetrics.trackInstanceKinds(() => instances.kinds().length);
+
+  // ---- reconciler ----
+  const recorder = new EventRecorder({
+    sink: deps.eventSink,
+    reportingInstance: deps.identity,
+    clock,
+    logger: logger.child({ component: 'events' }),
+  });
+  const port = deps.clusterPort({
+    runtimeClasses: () => runtimeClassInfos(runtimeClassSource.list()),
+    recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
+  });
+  const reconcileLogger = logger.child({ component: 'reconciler' });
+  const reconcilerFor = (p: ClusterPort): InstanceReconciler =>
+    new InstanceReconciler({
+      port: p,
+      platformNamespace: config.platformNamespace,
+      handlerLevels: config.handlerLevels,
+      levelHandlers: config.levelHandlers,
+      hooks: wiringMetrics.hooks,
+      logger: reconcileLogger,
+    });
+
+  // ---- manager, HTTP ----
+  let server: RunningServer | undefined;
+  const monitor = new EventLoopMonitor({ clock });
+  const unbinds: Array<() => void> = [];
+  const lock = deps.leaseLock;
+  const manager = new Manager({
+    informers,
+    metrics,
+    logger,
+    clock,
+    drainTimeoutMs: config.drainTimeoutMs,
+    leaderElection:
+      config.leaderElect && lock !== undefined
+        ? (callbacks) =>
+            new LeaderElector({
+              lock,
+              callbacks,
+              identity: deps.identity,
+              leaseDurationMs: config.leaseDurationMs,
+              renewDeadlineMs: config.renewDeadlineMs,
+              retryPeriodMs: config.retryPeriodMs,
+              clock,
+              random: deps.random,
+              logger,
+            })
+        : undefined,
+    closers: [
+      {
+        name: 'http',
+        close: async () => {
+          monitor.stop();
+          for (const unbind of unbinds.splice(0)) unbind();
+          await server?.close();
+        },
+      },
+    ],
+  });
+  const app = createHttpApp({
+    registry: metrics.registry,
+    liveness: [monitor.healthCheck()],
+    readiness: [manager.readinessCheck()],
+    logger,
+  });
+
+  // ---- controllers ----
+  const owners = new KeyChannel();
+  const controllerDeps = { port, reconcilerFor, logger, clock };
+  const instanceSources: KeySource[] = [
+    instanceSource(instances, kinds),
+    runtimeClassFanOut(runtimeClasses, instances, kinds),
+    ...owned.map((o) => ownerOfDeletedSource(o.informer, o.type, kinds)),
+    owners,
+  ];
+  manager.addController({
+    reconciler: instancesReconciler(controllerDeps),
+    sources: instanceSources,
+    concurrency: config.concurrency,
+  });
+  manager.addController({
+    reconciler: ownedObjectsReconciler(controllerDeps, owners),
+    sources: owned.map((o) => ownedObjectSource(o.informer, o.type)),
+    concurrency: config.concurrency,
+  });
+
+  return {
+    manager,
+    metrics,
+    app,
+    kinds,
+    server: () => server,
+    async run(signal) {
+      // Instance informers follow the CRDs on every replica, from the first CRD event on.
+      unbinds.push(
+        bindCrdInformer(crds, instances, (crd) => kinds.select(crd), logger),
+        crds.addEventHandler({
+          delete: (crd) => {
+            if (crd.metadata?.name) kinds.forget(crd.metadata.name);
+          },
+        }),
+      );
+      monitor.start();
+      try {
+        server = await startHttpServer(app, { port: config.metricsPort, host: config.bindAddress });
+      } catch (err) {
+        monitor.stop();
+        for (const unbind of unbinds.splice(0)) unbind();
+        throw new Error(`cannot listen on port ${config.metricsPort}: ${(err as Error).message}`, { cause: err });
+      }
+      logger.info('operator starting', {
+        identity: deps.identity,
+        httpPort: server.port,
+        platformNamespace: config.platformNamespace,
+        instanceKinds: formatInstanceKinds(config.instanceKinds) || '(labelled CRDs only)',
+        leaderElection: config.leaderElect
+          ? `${config.leaderElectionNamespace}/${config.leaderElectionId}`
+          : 'disabled',
+        admissionPolicies: policies.map((p) => `${p.apiVersion}/${p.kind}`),
+      });
+      return manager.run(signal);
+    },
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * Informer events → work-queue keys, pure. Two controllers run (see operator.ts):
+ *
+ * - `instances`, keyed by `encodeInstanceKey` (`group/version/Kind/plural/namespace/name`):
+ *   an instance's own events; the owner of a deleted owned object (so a manual deletion is
+ *   reverted); every sandbox-annotated instance on any RuntimeClass change (their allowed-class
+ *   lists are snapshots of the cluster's RuntimeClasses);
+ * - `owned-objects`, keyed by `encodeOwnedRef` (`apiVersion/Kind/name`): add/update of an object
+ *   carrying the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
+ */
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  OWNER_UID_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { GroupVersionResource } from '../controller/informers.js';
+import { encodeInstanceKey, type KindRef } from '../desired/instance.js';
+import type { ManagedKind } from '../desired/objects.js';
+import { ownerOf } from '../desired/owner.js';
+import type { OwnedTarget } from '../reconcile/instance-reconciler.js';
+
+/** A kind of object the operator owns, at the API version its informer watches. */
+export interface OwnedType {
+  apiVersion: string;
+  kind: ManagedKind | 'Namespace';
+}
+
+const OWNED_KINDS: ReadonlySet<string> = new Set<OwnedType['kind']>([
+  'Namespace',
+  'RuntimeClass',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+]);
+
+/** The instances-controller key of an instance event, `undefined` for an object without name or namespace. */
+export function instanceEventKey(
+  gvr: GroupVersionResource,
+  obj: KubernetesObject,
+  kindOf: (gvr: GroupVersionResource) => string | undefined,
+): string | undefined {
+  const name = obj.metadata?.name;
+  const namespace = obj.metadata?.namespace;
+  const kind = kindOf(gvr) ?? obj.kind;
+  if (!name || !namespace || !kind) return undefined;
+  return encodeInstanceKey({ group: gvr.group, version: gvr.version, kind, plural: gvr.resource, namespace, name });
+}
+
+/**
+ * Whether an object carries the operator's ownership markers: `app.kubernetes.io/managed-by:
+ * kubeplus-isolation` on the objects it owns wholly; `kubeplus.io/owner-uid` on Namespaces (which
+ * it may only have labelled, never created).
+ */
+export function isOwnedObject(type: OwnedType, obj: KubernetesObject): boolean {
+  const labels = obj.metadata?.labels;
+  if (type.kind === 'Namespace') return labels?.[OWNER_UID_LABEL] !== undefined;
+  return labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
+}
+
+/** `apiVersion/Kind/name`; object names and kinds contain no `/`. */
+export function encodeOwnedRef(ref: OwnedTarget): string {
+  return `${ref.apiVersion}/${ref.kind}/${ref.name}`;
+}
+
+export function decodeOwnedRef(key: string): OwnedTarget | undefined {
+  const parts = key.split('/');
+  if (parts.length < 3) return undefined;
+  const name = parts.at(-1) ?? '';
+  const kind = parts.at(-2) ?? '';
+  const apiVersion = parts.slice(0, -2).join('/');
+  if (name === '' || apiVersion === '' || !OWNED_KINDS.has(kind)) return undefined;
+  if (kind === 'Namespace') return apiVersion === 'v1' ? { apiVersion: 'v1', kind: 'Namespace', name } : undefined;
+  return { apiVersion, kind: kind as ManagedKind, name };
+}
+
+/** The owned-objects key of an add/update of an owned object, `undefined` if it is not ours. */
+export function ownedObjectKey(type: OwnedType, obj: KubernetesObject): string | undefined {
+  const name = obj.metadata?.name;
+  if (!name || !isOwnedObject(type, obj)) return undefined;
+  return type.kind === 'Namespace'
+    ? encodeOwnedRef({ apiVersion: 'v1', kind: 'Namespace', name })
+    : encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, name });
+}
+
+/**
+ * The instances-controller key of the owner of a deleted owned object, from its owner
+ * annotation and the watched instance Kinds (`lookup`), so its reconcile re-creates what was
+ * deleted by hand (or finds it gone with its owner). `undefined` when the object is not ours or
+ * its owner's Kind is not watched.
+ */
+export function deletedOwnedObjectOwnerKey(
+  type: OwnedType,
+  obj: KubernetesObject,
+  lookup: (group: string, kind: string) => KindRef | undefined,
+): string | undefined {
+  if (!isOwnedObject(type, obj)) return undefined;
+  const owner = ownerOf({ annotations: obj.metadata?.annotations });
+  if (owner === undefined) return undefined;
+  const kind = lookup(owner.group, owner.kind);
+  if (kind === undefined) return undefined;
+  return encodeInstanceKey({ ...kind, namespace: owner.namespace, name: owner.name });
+}
+
+/** One cached instance, with the GVR its informer watches. */
+export interface CachedInstance {
+  gvr: GroupVersionResource;
+  obj: KubernetesObject;
+}
+
+/**
+ * On any RuntimeClass change: the key of every instance asking for sandbox isolation (the
+ * allowed RuntimeClasses of its admission policy are computed from the cluster's classes).
+ */
+export function sandboxInstanceKeys(
+  instances: Iterable<CachedInstance>,
+  kindOf: (gvr: GroupVersionResource) => string | undefined,
+): string[] {
+  const keys: string[] = [];
+  for (const { gvr, obj } of instances) {
+    if (obj.metadata?.annotations?.[SANDBOX_ISOLATION_ANNOTATION] === undefined) continue;
+    const key = instanceEventKey(gvr, obj, kindOf);
+    if (key !== undefined) keys.push(key);
+  }
+  return keys;
+}

@@ -1,0 +1,93 @@
+/**
+ * The operator's dependencies on a real cluster (thin: client-node constructors only). Tests
+ * replace all of it with in-memory fakes (test/wiring).
+ */
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+} from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import { coreV1EventSink } from '../controller/events.js';
+import {
+  crdSource,
+  customResourceSource,
+  type InformerSource,
+  namespaceSource,
+  runtimeClassSource,
+} from '../controller/informers.js';
+import { KubeLeaseLock } from '../controller/lease-lock.js';
+import type { InformerSources, OperatorDeps } from '../operator.js';
+import { KubeClusterPort } from '../reconcile/kube-port.js';
+import { discoverPolicyApis, type PolicyResource } from './discovery.js';
+
+/** `path` (a kubeconfig file) or, without it, the in-cluster service account. */
+export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const kc = new KubeConfig();
+  if (path !== undefined) {
+    kc.loadFromFile(path);
+  } else if (env.KUBERNETES_SERVICE_HOST !== undefined) {
+    kc.loadFromCluster();
+  } else {
+    throw new Error('not running in a cluster (KUBERNETES_SERVICE_HOST unset): pass --kubeconfig');
+  }
+  return kc;
+}
+
+/** Every object of a cluster-scoped built-in kind matching `labelSelector`. */
+function clusterObjectSource(
+  kc: KubeConfig,
+  type: PolicyResource,
+  labelSelector: string,
+): InformerSource<KubernetesObject> {
+  const slash = type.apiVersion.lastIndexOf('/');
+  const group = type.apiVersion.slice(0, slash);
+  const version = type.apiVersion.slice(slash + 1);
+  const api = kc.makeApiClient(CustomObjectsApi);
+  return makeInformer(
+    kc,
+    `/apis/${type.apiVersion}/${type.resource}`,
+    async () =>
+      (await api.listClusterCustomObject({
+        group,
+        version,
+        plural: type.resource,
+        labelSelector,
+      })) as KubernetesListObject<KubernetesObject>,
+    labelSelector,
+  );
+}
+
+export function kubeInformerSources(kc: KubeConfig): InformerSources {
+  return {
+    crds: (labelSelector) => crdSource(kc, labelSelector),
+    namespaces: (labelSelector) => namespaceSource(kc, labelSelector),
+    runtimeClasses: () => runtimeClassSource(kc),
+    policies: (type, labelSelector) => clusterObjectSource(kc, type, labelSelector),
+    instances: (gvr) => customResourceSource(kc, gvr),
+  };
+}
+
+/** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
+export async function kubeOperatorDeps(
+  kc: KubeConfig,
+  config: Config,
+  identity: string,
+): Promise<Omit<OperatorDeps, 'logger'>> {
+  const policyApis = await discoverPolicyApis(kc);
+  return {
+    config,
+    identity,
+    policyApis,
+    sources: kubeInformerSources(kc),
+    clusterPort: (options) => new KubeClusterPort(kc, options),
+    eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
+    leaseLock: config.leaderElect
+      ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
+      : undefined,
+  };
+}

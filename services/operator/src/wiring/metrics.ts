@@ -1,0 +1,62 @@
+/**
+ * The reconciler's hooks as metrics: the runtime's OperatorMetrics (reconciles, queues, leader,
+ * informers, invalid annotations) plus the series only this operator has. Every label value is
+ * fixed by code, so cardinality is bounded; every series starts at 0.
+ */
+import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
+import { Counter, Gauge } from 'prom-client';
+import type { OperatorMetrics } from '../controller/metrics.js';
+import type { AnnotationName, ConflictKind, ReconcilerHooks } from '../reconcile/instance-reconciler.js';
+
+/** The annotation keys whose parse failures are counted (OperatorMetrics `annotations`). */
+export const COUNTED_ANNOTATIONS = [NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION] as const;
+
+const ANNOTATION_KEYS: Readonly<Record<AnnotationName, string>> = {
+  'node-isolation': NODE_ISOLATION_ANNOTATION,
+  'sandbox-isolation': SANDBOX_ISOLATION_ANNOTATION,
+};
+
+const CONFLICT_KINDS: readonly ConflictKind[] = ['Namespace', 'RuntimeClass', 'AdmissionPolicy'];
+
+export interface WiringMetrics {
+  hooks: ReconcilerHooks;
+  /** How many instance Kinds are watched; read at scrape time. */
+  trackInstanceKinds(count: () => number): void;
+}
+
+export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
+  const registers = [metrics.registry];
+  const unavailable = new Counter({
+    name: 'kubeplus_operator_mutating_policy_unavailable_total',
+    help: 'Advisory-mode reconciles on a cluster serving no MutatingAdmissionPolicy API: an unset runtimeClassName is warned about, not defaulted.',
+    registers,
+  });
+  const conflicts = new Counter({
+    name: 'kubeplus_operator_conflicts_total',
+    help: 'Reconciles that found an object held by another instance and left it alone, by kind (Namespace, RuntimeClass, AdmissionPolicy).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  let countKinds: () => number = () => 0;
+  new Gauge({
+    name: 'kubeplus_operator_instance_kinds',
+    help: 'Instance Kinds (CRDs) currently watched.',
+    registers,
+    collect() {
+      this.set(countKinds());
+    },
+  });
+  unavailable.inc(0);
+  for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
+
+  return {
+    hooks: {
+      invalidAnnotation: (annotation) => metrics.invalidAnnotation(ANNOTATION_KEYS[annotation]),
+      mutatingPolicyUnavailable: () => unavailable.inc(),
+      conflict: (kind) => conflicts.inc({ kind }),
+    },
+    trackInstanceKinds(count) {
+      countKinds = count;
+    },
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * An in-memory API server for wiring tests: `FakeCluster` (test/reconcile) holds the state and
+ * takes the reconciler's reads and writes; every informer source of every replica is a
+ * `FakeInformerSource` (test/controller) fed from that state, so the operator's own writes come
+ * back to it as watch events, as on a real cluster. `sync()` delivers pending changes (called
+ * after every ClusterPort call and after the test changes the state).
+ */
+import type {
+  KubernetesObject,
+  V1CustomResourceDefinition,
+  V1Namespace,
+  V1RuntimeClass,
+} from '@kubernetes/client-node';
+import { type GroupVersionResource, gvrString } from '../../src/controller/informers.js';
+import type { ClusterPortOptions, InformerSources } from '../../src/operator.js';
+import type { ClusterPort, EventTarget, InstanceEvent } from '../../src/reconcile/port.js';
+import { FakeInformerSource } from '../controller/fakes.js';
+import { FakeCluster } from '../reconcile/fake-cluster.js';
+
+const POLICY_RESOURCES: Readonly<Record<string, string>> = {
+  ValidatingAdmissionPolicy: 'validatingadmissionpolicies',
+  ValidatingAdmissionPolicyBinding: 'validatingadmissionpolicybindings',
+  MutatingAdmissionPolicy: 'mutatingadmissionpolicies',
+  MutatingAdmissionPolicyBinding: 'mutatingadmissionpolicybindings',
+};
+
+type Objects = Map<string, KubernetesObject>;
+
+function keyOf(obj: KubernetesObject): string {
+  return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+}
+
+export class FakeWorld {
+  readonly cluster = new FakeCluster();
+  /** CRDs exist only here (the reconciler never reads them). */
+  readonly crds: Objects = new Map();
+  private readonly sources = new Map<string, Array<FakeInformerSource<KubernetesObject>>>();
+
+  /** Informer sources of one replica. */
+  informerSources(): InformerSources {
+    return {
+      crds: () => this.source('crds') as unknown as FakeInformerSource<V1CustomResourceDefinition>,
+      namespaces: () => this.source('namespaces') as unknown as FakeInformerSource<V1Namespace>,
+      runtimeClasses: () => this.source('runtimeclasses') as unknown as FakeInformerSource<V1RuntimeClass>,
+      policies: (type) => this.source(type.resource),
+      instances: (gvr) => this.source(gvrString(gvr)),
+    };
+  }
+
+  putCrd(crd: V1CustomResourceDefinition): void {
+    this.crds.set(keyOf(crd), crd);
+    this.sync();
+  }
+
+  deleteCrd(name: string): void {
+    this.crds.delete(`/${name}`);
+    this.sync();
+  }
+
+  /**
+   * The ClusterPort of one replica: FakeCluster, wired as operator.ts wires KubeClusterPort
+   * (RuntimeClasses from the replica's informer cache, Events through its recorder), with
+   * `calls` naming every call and a `sync()` after each.
+   */
+  port(options: ClusterPortOptions, calls: string[]): ClusterPort {
+    const cluster = this.cluster;
+    const delegated: Record<string, unknown> = {
+      listRuntimeClasses: async () => options.runtimeClasses(),
+      recordEvent: (target: EventTarget, event: InstanceEvent) => options.recordEvent(target, event),
+    };
+    return new Proxy(cluster, {
+      get: (target, property, receiver) => {
+        const value: unknown =
+          typeof property === 'string' && property in delegated
+            ? delegated[property]
+            : Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]): Promise<unknown> => {
+          calls.push(String(property));
+          try {
+            return await Reflect.apply(value, target, args);
+          } finally {
+            this.sync();
+          }
+        };
+      },
+    });
+  }
+
+  /** Brings every informer source to the current state, emitting add/update/delete events. */
+  sync(): void {
+    const views = this.views();
+    for (const [resource, sources] of this.sources) {
+      const want = views.get(resource) ?? new Map();
+      for (const source of sources) {
+        for (const [key, obj] of source.objects) if (!want.has(key)) source.remove(obj);
+        for (const [key, obj] of want) {
+          const have = source.objects.get(key);
+          if (have?.metadata?.resourceVersion !== obj.metadata?.resourceVersion || have === undefined) {
+            source.upsert(structuredClone(obj));
+          }
+        }
+      }
+    }
+  }
+
+  private source(resource: string): FakeInformerSource<KubernetesObject> {
+    const source = new FakeInformerSource<KubernetesObject>();
+    for (const [key, obj] of this.views().get(resource) ?? []) source.objects.set(key, structuredClone(obj));
+    const list = this.sources.get(resource) ?? [];
+    list.push(source);
+    this.sources.set(resource, list);
+    return source;
+  }
+
+  /** What each informer would list now, by resource (label selectors applied as operator.ts sets them). */
+  private views(): Map<string, Objects> {
+    const views = new Map<string, Objects>();
+    const add = (resource: string, obj: KubernetesObject): void => {
+      const view = views.get(resource) ?? new Map();
+      view.set(keyOf(obj), obj);
+      views.set(resource, view);
+    };
+    for (const crd of this.crds.values()) add('crds', crd);
+    for (const ns of this.cluster.namespaces.values()) {
+      if (ns.labels['kubeplus.io/owner-uid'] === undefined) continue;
+      add('namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: ns.name,
+          uid: ns.uid,
+          resourceVersion: ns.resourceVersion,
+          labels: { ...ns.labels },
+          annotations: { ...ns.annotations },
+        },
+      });
+    }
+    for (const obj of this.cluster.objects.values()) {
+      const policy = POLICY_RESOURCES[obj.kind];
+      if (obj.kind === 'RuntimeClass') add('runtimeclasses', obj as KubernetesObject);
+      else if (policy !== undefined && obj.metadata.labels?.['app.kubernetes.io/managed-by'] === 'kubeplus-isolation') {
+        add(policy, obj as KubernetesObject);
+      }
+    }
+    for (const obj of this.cluster.instances.values()) {
+      const kind = this.cluster.kinds.find((k) => k.kind === obj.kind);
+      if (kind === undefined) continue;
+      const gvr: GroupVersionResource = { group: kind.group, version: kind.version, resource: kind.plural };
+      add(gvrString(gvr), obj as unknown as KubernetesObject);
+    }
+    return views;
+  }
+}

@@ -1,0 +1,142 @@
+import { describe, expect, it } from '@jest/globals';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { GroupVersionResource } from '../../src/controller/informers.js';
+import { decodeInstanceKey, type KindRef } from '../../src/desired/instance.js';
+import {
+  decodeOwnedRef,
+  deletedOwnedObjectOwnerKey,
+  encodeOwnedRef,
+  instanceEventKey,
+  isOwnedObject,
+  type OwnedType,
+  ownedObjectKey,
+  sandboxInstanceKeys,
+} from '../../src/wiring/keys.js';
+import { instance, ownedMeta } from './fixtures.js';
+
+const AGENTS: GroupVersionResource = { group: 'cloudark.io', version: 'v1', resource: 'agents' };
+const kindOf = (gvr: GroupVersionResource): string | undefined => (gvr.resource === 'agents' ? 'Agent' : undefined);
+const AGENT: KindRef = { group: 'cloudark.io', version: 'v1', kind: 'Agent', plural: 'agents' };
+const lookup = (group: string, kind: string): KindRef | undefined =>
+  group === 'cloudark.io' && kind === 'Agent' ? AGENT : undefined;
+
+const NAMESPACE: OwnedType = { apiVersion: 'v1', kind: 'Namespace' };
+const RUNTIME_CLASS: OwnedType = { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' };
+const MAP: OwnedType = { apiVersion: 'admissionregistration.k8s.io/v1beta1', kind: 'MutatingAdmissionPolicy' };
+const OWNER = 'cloudark.io/Agent/team-a/agent-x';
+const OWNER_KEY = 'cloudark.io/v1/Agent/agents/team-a/agent-x';
+
+function object(metadata: KubernetesObject['metadata']): KubernetesObject {
+  return { metadata };
+}
+
+describe('instanceEventKey', () => {
+  it('keys an instance by group, watched version, Kind, plural, namespace and name', () => {
+    const key = instanceEventKey(AGENTS, instance('agent-x', 'team-a'), kindOf);
+    expect(key).toBe(OWNER_KEY);
+    expect(key === undefined ? undefined : decodeInstanceKey(key)).toEqual({
+      ...AGENT,
+      namespace: 'team-a',
+      name: 'agent-x',
+    });
+  });
+
+  it("falls back to the object's kind, and skips objects without name, namespace or kind", () => {
+    const robots: GroupVersionResource = { group: 'cloudark.io', version: 'v1', resource: 'robots' };
+    expect(instanceEventKey(robots, instance('r', 'ns', {}, { kind: 'Robot' }), kindOf)).toBe(
+      'cloudark.io/v1/Robot/robots/ns/r',
+    );
+    expect(instanceEventKey(robots, instance('r', 'ns'), kindOf)).toBeUndefined();
+    expect(instanceEventKey(AGENTS, object({ name: 'cluster-scoped' }), kindOf)).toBeUndefined();
+    expect(instanceEventKey(AGENTS, object({ namespace: 'ns' }), kindOf)).toBeUndefined();
+  });
+});
+
+describe('owned objects', () => {
+  it('recognizes managed objects by managed-by, and Namespaces by the owner-uid label', () => {
+    expect(isOwnedObject(RUNTIME_CLASS, object(ownedMeta('kubeplus-sandbox-agent-x', OWNER)))).toBe(true);
+    expect(isOwnedObject(RUNTIME_CLASS, object(ownedMeta('kata', OWNER, false)))).toBe(false);
+    expect(isOwnedObject(RUNTIME_CLASS, object({ name: 'kata' }))).toBe(false);
+    // A Namespace the operator only labelled has no managed-by (Helm may own that label).
+    expect(isOwnedObject(NAMESPACE, object(ownedMeta('team-a', OWNER, false)))).toBe(true);
+    expect(
+      isOwnedObject(
+        NAMESPACE,
+        object({ name: 'team-b', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } }),
+      ),
+    ).toBe(false);
+  });
+
+  it('keys add/update events of owned objects by apiVersion, Kind and name, and round-trips them', () => {
+    expect(ownedObjectKey(RUNTIME_CLASS, object(ownedMeta('kubeplus-sandbox-agent-x', OWNER)))).toBe(
+      'node.k8s.io/v1/RuntimeClass/kubeplus-sandbox-agent-x',
+    );
+    expect(ownedObjectKey(NAMESPACE, object(ownedMeta('team-a', OWNER, false)))).toBe('v1/Namespace/team-a');
+    expect(ownedObjectKey(MAP, object(ownedMeta('kubeplus-sandbox-agent-x-default', OWNER)))).toBe(
+      'admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy/kubeplus-sandbox-agent-x-default',
+    );
+    expect(ownedObjectKey(RUNTIME_CLASS, object({ name: 'gvisor' }))).toBeUndefined();
+
+    for (const ref of [
+      { apiVersion: 'v1', kind: 'Namespace', name: 'team-a' },
+      { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: 'kubeplus-sandbox-a' },
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', name: 'p' },
+    ] as const) {
+      expect(decodeOwnedRef(encodeOwnedRef(ref))).toEqual(ref);
+    }
+  });
+
+  it('rejects malformed owned-object keys', () => {
+    for (const key of [
+      '',
+      'RuntimeClass/x',
+      'node.k8s.io/v1/Pod/x',
+      'node.k8s.io/v1/RuntimeClass/',
+      'apps/v1/Namespace/x',
+      '/Namespace/x',
+    ]) {
+      expect(decodeOwnedRef(key)).toBeUndefined();
+    }
+  });
+
+  it("maps the deletion of an owned object to its owner's instance key (drift restore)", () => {
+    expect(
+      deletedOwnedObjectOwnerKey(RUNTIME_CLASS, object(ownedMeta('kubeplus-sandbox-agent-x', OWNER)), lookup),
+    ).toBe(OWNER_KEY);
+    expect(deletedOwnedObjectOwnerKey(NAMESPACE, object(ownedMeta('team-a', OWNER, false)), lookup)).toBe(OWNER_KEY);
+  });
+
+  it('maps no deletion to an owner when the object is not ours, names no owner, or its Kind is not watched', () => {
+    expect(deletedOwnedObjectOwnerKey(RUNTIME_CLASS, object(ownedMeta('x', OWNER, false)), lookup)).toBeUndefined();
+    const noOwner = ownedMeta('x', OWNER);
+    expect(deletedOwnedObjectOwnerKey(RUNTIME_CLASS, object({ ...noOwner, annotations: {} }), lookup)).toBeUndefined();
+    expect(
+      deletedOwnedObjectOwnerKey(
+        RUNTIME_CLASS,
+        object({ ...noOwner, annotations: { 'kubeplus.io/owner': 'garbage' } }),
+        lookup,
+      ),
+    ).toBeUndefined();
+    expect(
+      deletedOwnedObjectOwnerKey(RUNTIME_CLASS, object(ownedMeta('x', 'other.io/Thing/ns/t')), lookup),
+    ).toBeUndefined();
+  });
+});
+
+describe('sandboxInstanceKeys', () => {
+  it('keys every cached instance that carries the sandbox-isolation annotation, and no other', () => {
+    const sandbox = { 'kubeplus.io/sandbox-isolation': '{"minRuntimeClass":"kata"}' };
+    const keys = sandboxInstanceKeys(
+      [
+        { gvr: AGENTS, obj: instance('a', 'team-a', sandbox) },
+        { gvr: AGENTS, obj: instance('b', 'team-b', { 'kubeplus.io/node-isolation': '{}' }) },
+        { gvr: AGENTS, obj: instance('c', 'team-c') },
+        // Invalid annotations are reconciled too: the reconciler reports them.
+        { gvr: AGENTS, obj: instance('d', 'team-d', { 'kubeplus.io/sandbox-isolation': 'not json' }) },
+      ],
+      kindOf,
+    );
+    expect(keys).toEqual(['cloudark.io/v1/Agent/agents/team-a/a', 'cloudark.io/v1/Agent/agents/team-d/d']);
+    expect(sandboxInstanceKeys([], kindOf)).toEqual([]);
+  });
+});

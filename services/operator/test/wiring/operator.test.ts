@@ -1,0 +1,259 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { CoreV1Event } from '@kubernetes/client-node';
+import { type Config, parseConfig } from '../../src/config.js';
+import type { EventSink } from '../../src/controller/events.js';
+import type { ManagerExit } from '../../src/controller/manager.js';
+import { createOperator, type Operator } from '../../src/operator.js';
+import { captureLogger, FakeClock, MemoryLease } from '../controller/fakes.js';
+import { FakeWorld } from './fake-world.js';
+import { crd } from './fixtures.js';
+
+const SANDBOX = 'kubeplus.io/sandbox-isolation';
+const NODE = 'kubeplus.io/node-isolation';
+const KATA = '{"minRuntimeClass":"kata","enforce":true}';
+const RUNSC = '{"minRuntimeClass":"runsc","enforce":true}';
+const NODE_SPEC = '{"nodeSelector":{"pool":"team-a-pool"},"tolerations":[]}';
+const LABELLED = { 'registered-by': 'kubeplus' };
+
+function config(...argv: string[]): Config {
+  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', ...argv], { env: {} });
+  if (r.kind !== 'config') throw new Error(JSON.stringify(r));
+  return r.config;
+}
+
+interface Replica {
+  operator: Operator;
+  calls: string[];
+  events: CoreV1Event[];
+  logs(): Array<Record<string, unknown>>;
+  stop: AbortController;
+  done: Promise<ManagerExit>;
+}
+
+const running: Replica[] = [];
+
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    r.stop.abort();
+    await r.done.catch(() => undefined);
+  }
+});
+
+function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Config, lease?: MemoryLease): Replica {
+  const calls: string[] = [];
+  const events: CoreV1Event[] = [];
+  const sink: EventSink = {
+    create: async (_namespace, event) => {
+      events.push(event);
+      return event;
+    },
+    patch: async (_namespace, _name, update) => ({ involvedObject: {}, metadata: {}, count: update.count }),
+  };
+  const { logger, lines } = captureLogger('debug');
+  const operator = createOperator({
+    config: cfg,
+    logger,
+    identity,
+    policyApis: { validating: true, mutatingVersion: 'admissionregistration.k8s.io/v1' },
+    sources: world.informerSources(),
+    clusterPort: (options) => world.port(options, calls),
+    eventSink: sink,
+    leaseLock: lease?.view(identity),
+    clock,
+    random: () => 0,
+  });
+  const stop = new AbortController();
+  const done = operator.run(stop.signal);
+  const r = { operator, calls, events, logs: lines, stop, done };
+  running.push(r);
+  return r;
+}
+
+/** Lets watch events, queues and reconciles run to quiescence (plus `ms` of fake time). */
+async function settle(clock: FakeClock, ms = 0): Promise<void> {
+  for (let i = 0; i < 10; i++) await clock.advance(10);
+  if (ms > 0) await clock.advance(ms);
+  for (let i = 0; i < 10; i++) await clock.advance(10);
+}
+
+async function httpGet(r: Replica, path: string): Promise<{ status: number; body: string }> {
+  const port = r.operator.server()?.port;
+  if (port === undefined) throw new Error('not serving');
+  const res = await fetch(`http://127.0.0.1:${port}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+
+function reconciledKeys(r: Replica): unknown[] {
+  return r
+    .logs()
+    .filter((l) => l.msg === 'reconciled' && l.controller === 'instances')
+    .map((l) => l.key);
+}
+
+const writes = (r: Replica): string[] =>
+  r.calls.filter((c) => /^(create|replace|patch|delete|set)/.test(c) && c !== 'recordEvent');
+
+describe('operator wiring', () => {
+  it('a standby keeps warm caches and is ready but never reconciles; the leader does; a graceful stop hands over at once', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    const lease = new MemoryLease();
+    world.putCrd(crd({ labels: LABELLED }));
+    const key = world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.sync();
+
+    const a = replica(world, clock, 'a', config(), lease);
+    await settle(clock);
+    const b = replica(world, clock, 'b', config(), lease);
+    await settle(clock);
+
+    expect(a.operator.manager.isLeading()).toBe(true);
+    expect(reconciledKeys(a)).toContain('cloudark.io/v1/Agent/agents/team-a/agent-x');
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')?.handler).toBe('kata');
+    expect(world.cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-x-enforce')).toBeDefined();
+    expect(world.cluster.finalizersOf(key)).toEqual(['isolation.kubeplus.io/cleanup']);
+    expect(a.events.map((e) => e.reason)).toContain('SandboxIsolationApplied');
+
+    // Changes keep coming; the standby sees them in its caches and does nothing.
+    for (const min of [RUNSC, KATA, RUNSC]) {
+      world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: min } });
+      world.sync();
+      await settle(clock, 5_000);
+    }
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')?.handler).toBe('runsc');
+    expect(b.calls).toEqual([]);
+    expect(b.events).toEqual([]);
+    expect(reconciledKeys(b)).toEqual([]);
+    expect(b.operator.manager.isLeading()).toBe(false);
+    expect((await httpGet(b, '/readyz')).status).toBe(200);
+    expect((await httpGet(b, '/metrics')).body).toMatch(/^kubeplus_operator_leader 0$/m);
+    expect((await httpGet(a, '/metrics')).body).toMatch(/^kubeplus_operator_leader 1$/m);
+
+    // Graceful stop of the leader: it releases the Lease and B takes over on its next retry.
+    a.stop.abort();
+    await expect(a.done).resolves.toBe('shutdown');
+    expect(lease.lease?.record.holderIdentity).toBe('');
+    await settle(clock, 2_000);
+    expect(b.operator.manager.isLeading()).toBe(true);
+    expect(reconciledKeys(b)).toContain('cloudark.io/v1/Agent/agents/team-a/agent-x');
+
+    const before = writes(b).length;
+    world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.sync();
+    await settle(clock);
+    expect(writes(b).length).toBeGreaterThan(before);
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')?.handler).toBe('kata');
+  });
+
+  it('picks up an instance Kind registered after start, and forgets one that is removed', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    await settle(clock);
+    expect(r.operator.kinds.list()).toEqual([]);
+
+    world.cluster.putInstance({
+      name: 'agent-y',
+      namespace: 'kubeplus',
+      annotations: { [NODE]: NODE_SPEC },
+    });
+    world.putCrd(crd({ labels: LABELLED }));
+    await settle(clock);
+    expect(r.operator.kinds.list().map((k) => k.kind)).toEqual(['Agent']);
+    // An instance in the platform namespace gets a namespace named after it, node-isolated.
+    const ns = world.cluster.namespaces.get('agent-y');
+    expect(ns?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
+    expect(ns?.annotations['kubeplus.io/created-for']).toBe('cloudark.io/Agent/kubeplus/agent-y');
+    expect(JSON.parse(ns?.annotations['kubeplus.io/node-isolation-resolved'] ?? '{}')).toEqual({
+      nodeSelector: { pool: 'team-a-pool' },
+      tolerations: [],
+    });
+    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds 1$/m);
+
+    world.deleteCrd('agents.cloudark.io');
+    await settle(clock);
+    expect(r.operator.kinds.list()).toEqual([]);
+    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds 0$/m);
+  });
+
+  it('re-reconciles every sandbox instance when any RuntimeClass changes, from the informer cache', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.putCrd(crd({ labels: LABELLED }));
+    world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: RUNSC } });
+    world.cluster.putInstance({ name: 'plain', namespace: 'team-b', annotations: {} });
+    world.sync();
+    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    await settle(clock);
+    const vap = (): string =>
+      JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-x-enforce'));
+    expect(vap()).not.toContain('gvisor');
+
+    const reconcilesBefore = reconciledKeys(r).length;
+    world.cluster.putRuntimeClass('gvisor', 'runsc');
+    world.sync();
+    await settle(clock);
+    expect(vap()).toContain('gvisor');
+    const fannedOut = reconciledKeys(r).slice(reconcilesBefore);
+    expect(fannedOut).toContain('cloudark.io/v1/Agent/agents/team-a/agent-x');
+    expect(fannedOut).not.toContain('cloudark.io/v1/Agent/agents/team-b/plain');
+  });
+
+  it('restores an owned object deleted by hand, and counts invalid annotations', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.putCrd(crd({ labels: LABELLED }));
+    world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.cluster.putInstance({
+      name: 'broken',
+      namespace: 'team-c',
+      annotations: { [SANDBOX]: '{"minRuntimeClass":"vm"}' },
+    });
+    world.sync();
+    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    await settle(clock);
+    // A binding: nothing but its own deletion event points back at its owner.
+    const binding = 'kubeplus-sandbox-agent-x-enforce';
+    const uid = world.cluster.stored('ValidatingAdmissionPolicyBinding', binding)?.metadata.uid;
+    expect(uid).toBeDefined();
+
+    world.cluster.objects.delete(`ValidatingAdmissionPolicyBinding/${binding}`);
+    world.sync();
+    await settle(clock);
+    const restored = world.cluster.stored('ValidatingAdmissionPolicyBinding', binding);
+    expect(restored?.spec).toMatchObject({ policyName: binding, validationActions: ['Deny'] });
+    expect(restored?.metadata.uid).not.toBe(uid);
+
+    const metrics = (await httpGet(r, '/metrics')).body;
+    expect(metrics).toMatch(
+      /^kubeplus_operator_invalid_annotations_total\{annotation="kubeplus.io\/sandbox-isolation"\} [1-9]\d*$/m,
+    );
+    expect(metrics).toMatch(/^kubeplus_operator_reconcile_total\{controller="instances",result="success"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^kubeplus_operator_informer_synced\{resource="instances"\} 1$/m);
+    expect(metrics).toMatch(/^kubeplus_operator_informer_synced\{resource="mutatingadmissionpolicies"\} 1$/m);
+    expect(r.events.map((e) => e.reason)).toContain('InvalidSandboxIsolation');
+  });
+
+  it('deletes an object whose owner is gone when it is seen (orphan cleanup)', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.putCrd(crd({ labels: LABELLED }));
+    const key = world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.sync();
+    const first = replica(world, clock, 'first', config('--leader-elect=false'));
+    await settle(clock);
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')).toBeDefined();
+    first.stop.abort();
+    await first.done;
+
+    // While no operator runs, the instance's finalizer is force-removed and it goes away.
+    world.cluster.deleteInstance(key);
+    world.cluster.forceRemoveFinalizers(key);
+    world.sync();
+    const second = replica(world, clock, 'second', config('--leader-elect=false'));
+    await settle(clock);
+    expect(world.cluster.storedOfKind('RuntimeClass')).toEqual([]);
+    expect(world.cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
+    expect(second.logs().some((l) => l.controller === 'owned-objects' && l.msg === 'reconciled')).toBe(true);
+  });
+});
