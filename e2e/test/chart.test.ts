@@ -14,7 +14,7 @@
  */
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -36,9 +36,12 @@ import {
 import {
   AdmissionregistrationV1Api,
   ApiException,
+  ApiextensionsV1Api,
   AppsV1Api,
   AuthorizationV1Api,
+  CoordinationV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   type KubeConfig,
   NodeV1Api,
   PatchStrategy,
@@ -523,6 +526,225 @@ describe('the umbrella Helm chart on a real control plane', () => {
         { timeoutMs: 120_000, intervalMs: 500 },
       );
     });
+  });
+
+  describe('the operator, run as the chart configures it', () => {
+    const crdName = `widgets.${INSTANCE_GROUP}`;
+    const instance = uniqueName('w');
+    let operatorProcess: RunningService | undefined;
+    let tenantNs = '';
+    let custom: CustomObjectsApi;
+    const widget = { group: INSTANCE_GROUP, version: 'v1', plural: 'widgets' };
+    const owned = (): string => `${MANAGED_BY}=kubeplus-isolation,kubeplus.io/owner-name=${instance}`;
+
+    beforeAll(async () => {
+      // An instance Kind as KubePlus registers it (label registered-by=kubeplus).
+      const ext = admin.makeApiClient(ApiextensionsV1Api);
+      await ext.createCustomResourceDefinition({
+        body: {
+          metadata: { name: crdName, labels: { 'registered-by': 'kubeplus' } },
+          spec: {
+            group: INSTANCE_GROUP,
+            names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+            scope: 'Namespaced',
+            versions: [
+              {
+                name: 'v1',
+                served: true,
+                storage: true,
+                schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+              },
+            ],
+          },
+        },
+      });
+      await waitFor(
+        `CRD ${crdName} established`,
+        async () => {
+          const crd = await ext.readCustomResourceDefinition({ name: crdName });
+          return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
+        },
+        { timeoutMs: 30_000 },
+      );
+      custom = admin.makeApiClient(CustomObjectsApi);
+
+      // The chart's own Deployment args, as the kubelet would expand them, plus what a process
+      // outside the cluster needs: the ServiceAccount's token and a loopback metrics port.
+      const deployment = await admin
+        .makeApiClient(AppsV1Api)
+        .readNamespacedDeployment({ name: `${release}-operator`, namespace: releaseNs });
+      const env = { POD_NAMESPACE: releaseNs, POD_NAME: `${release}-operator-e2e` };
+      const chartArgs = (deployment.spec?.template.spec?.containers[0]?.args ?? [])
+        .map((a) => a.replace(/\$\((\w+)\)/g, (_m, v: string) => env[v as keyof typeof env] ?? `$(${v})`))
+        .filter((a) => !a.startsWith('--metrics-port='));
+      expect(chartArgs).toContain(`--leader-election-namespace=${releaseNs}`);
+      const metricsPort = await freePort();
+      const kubeconfig = await writeServiceAccountKubeconfig(cluster, {
+        namespace: releaseNs,
+        serviceAccount: `${release}-operator`,
+        path: join(cluster.dir, `${release}-operator-process.kubeconfig`),
+        create: false,
+      });
+      operatorProcess = await startService(cluster, {
+        name: `${release}-operator`,
+        entry: join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
+        args: [...chartArgs, `--metrics-port=${metricsPort}`, '--bind-address=127.0.0.1', `--kubeconfig=${kubeconfig}`],
+        env,
+        readiness: { url: `http://127.0.0.1:${metricsPort}/readyz`, timeoutMs: 60_000 },
+      });
+    });
+
+    afterAll(async () => {
+      // Leave no finalizer behind that would block the CRD's deletion.
+      try {
+        const list = (await custom.listClusterCustomObject(widget)) as {
+          items: { metadata: { name: string; namespace: string } }[];
+        };
+        for (const item of list.items) {
+          await custom.patchNamespacedCustomObject(
+            {
+              ...widget,
+              namespace: item.metadata.namespace,
+              name: item.metadata.name,
+              body: { metadata: { finalizers: null } },
+            },
+            mergePatch,
+          );
+        }
+      } finally {
+        await operatorProcess?.stop();
+        await admin.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: crdName });
+      }
+    });
+
+    test('it takes the Lease in the release namespace through the chart’s Role', async () => {
+      const leases = admin.makeApiClient(CoordinationV1Api);
+      await waitFor(
+        `the operator to hold Lease ${releaseNs}/${release}-operator`,
+        async (observe) => {
+          try {
+            const lease = await leases.readNamespacedLease({ name: `${release}-operator`, namespace: releaseNs });
+            observe(`holder ${lease.spec?.holderIdentity ?? ''}`);
+            return lease.spec?.holderIdentity?.startsWith(`${release}-operator-e2e_`) === true;
+          } catch (error) {
+            if (isApiStatus(error, 404)) return false;
+            throw error;
+          }
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+    });
+
+    test('it isolates an instance’s namespace under the guard; the chart’s webhook applies it', async () => {
+      tenantNs = await createTestNamespace(admin, 'kpi-instance');
+      namespaces.push(tenantNs);
+      const placement = {
+        nodeSelector: { pool: `${instance}-pool` },
+        tolerations: [{ key: 'dedicated', operator: 'Equal', value: `${instance}-pool`, effect: 'NoSchedule' }],
+      };
+      await custom.createNamespacedCustomObject({
+        ...widget,
+        namespace: tenantNs,
+        body: {
+          apiVersion: `${INSTANCE_GROUP}/v1`,
+          kind: 'Widget',
+          metadata: {
+            name: instance,
+            annotations: {
+              'kubeplus.io/node-isolation': JSON.stringify(placement),
+              'kubeplus.io/sandbox-isolation': JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+            },
+          },
+        },
+      });
+      const core = admin.makeApiClient(CoreV1Api);
+      await waitFor(
+        `the operator to label namespace ${tenantNs}`,
+        async (observe) => {
+          const ns = await core.readNamespace({ name: tenantNs });
+          observe(JSON.stringify({ labels: ns.metadata?.labels, annotations: ns.metadata?.annotations }));
+          return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      const node = admin.makeApiClient(NodeV1Api);
+      await waitFor(
+        'the operator to create the instance’s RuntimeClass and policies',
+        async (observe) => {
+          const classes = await node.listRuntimeClass({ labelSelector: owned() });
+          const policies = await admin
+            .makeApiClient(AdmissionregistrationV1Api)
+            .listValidatingAdmissionPolicy({ labelSelector: owned() });
+          observe(`${classes.items.length} RuntimeClasses, ${policies.items.length} policies`);
+          return classes.items.length === 1 && classes.items[0]?.handler === 'kata' && policies.items.length > 0;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      // The chart's webhook (running since the webhook test) now places the namespace's Pods.
+      await waitFor(
+        'Pods in the instance namespace to get the mandated placement',
+        async () => {
+          const pod = await core.createNamespacedPod({ namespace: tenantNs, body: testPod('placed'), dryRun: 'All' });
+          return pod.spec?.nodeSelector?.pool === placement.nodeSelector.pool;
+        },
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+      // A tenant can undo none of it.
+      const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
+      const tenantKc = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${tenantUser}-instance.kubeconfig`), tenantUser, cert),
+      );
+      await forbidden(
+        tenantKc
+          .makeApiClient(CoreV1Api)
+          .patchNamespace({ name: tenantNs, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch),
+      );
+      const [runtimeClass] = (await node.listRuntimeClass({ labelSelector: owned() })).items;
+      await forbidden(
+        tenantKc.makeApiClient(NodeV1Api).deleteRuntimeClass({ name: runtimeClass?.metadata?.name ?? '' }),
+      );
+    });
+
+    test('deleting the instance removes what the operator created, through its finalizer', async () => {
+      await custom.deleteNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
+      const core = admin.makeApiClient(CoreV1Api);
+      const node = admin.makeApiClient(NodeV1Api);
+      const adm = admin.makeApiClient(AdmissionregistrationV1Api);
+      await waitFor(
+        'the instance, its RuntimeClass, policies and namespace isolation to be gone',
+        async (observe) => {
+          let instanceGone = false;
+          try {
+            await custom.getNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
+          } catch (error) {
+            if (!isApiStatus(error, 404)) throw error;
+            instanceGone = true;
+          }
+          const classes = (await node.listRuntimeClass({ labelSelector: owned() })).items.length;
+          const policies =
+            (await adm.listValidatingAdmissionPolicy({ labelSelector: owned() })).items.length +
+            (await adm.listValidatingAdmissionPolicyBinding({ labelSelector: owned() })).items.length;
+          const ns = await core.readNamespace({ name: tenantNs });
+          const label = ns.metadata?.labels?.[ENABLED];
+          observe(JSON.stringify({ instanceGone, classes, policies, label }));
+          return instanceGone && classes === 0 && policies === 0 && label === undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+    });
+
+    test('nothing the operator did was refused by the API server (its RBAC is complete)', () => {
+      const log = readFileSync(operatorProcess?.logPath ?? '', 'utf8');
+      expect(log).toContain('informer caches synced');
+      const refused = log.split('\n').filter((line) => /forbidden|\b403\b|Unauthorized|\b401\b/i.test(line));
+      expect(refused).toEqual([]);
+    });
+  });
+
+  test('nothing the webhook did was refused by the API server (its RBAC is complete)', () => {
+    const log = readFileSync(webhook?.logPath ?? '', 'utf8');
+    expect(log.length).toBeGreaterThan(0);
+    expect(log.split('\n').filter((line) => /forbidden|\b403\b|Unauthorized|\b401\b/i.test(line))).toEqual([]);
   });
 
   test('helm upgrade keeps the CA and caBundle; a stale leaf is re-issued by the same CA', async () => {
