@@ -49,7 +49,7 @@ test-e2e: build components ## End-to-end suites against a real etcd + kube-apise
 	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand
 
 .PHONY: test
-test: lint test-unit test-e2e ## Everything CI runs: lint, unit tests, e2e on a real control plane
+test: lint test-unit chart-test test-e2e ## Everything CI runs: lint, unit tests, chart + image checks, e2e on a real control plane
 
 .PHONY: clean
 clean: ## Remove build output (keeps .tools and node_modules)
@@ -75,5 +75,5 @@ images: ## Build the webhook and operator images (needs a Docker/Podman engine; 
 	done
 
 .PHONY: chart-test
-chart-test: install ## Helm chart + Dockerfile tests: helm lint/template, RBAC, PSS, TLS, schema, image payloads
+chart-test: install components ## Helm chart + Dockerfile tests: helm lint/template, RBAC, PSS, TLS, schema, image payloads
 	HELM="$$(e2e/scripts/build-components.sh | tail -1)/helm" $(JEST) --selectProjects chart
