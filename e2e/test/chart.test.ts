@@ -705,6 +705,28 @@ describe('the umbrella Helm chart on a real control plane', () => {
       );
     });
 
+    test('an admission policy binding deleted behind its back is restored (admission cannot guard it)', async () => {
+      const adm = admin.makeApiClient(AdmissionregistrationV1Api);
+      const [binding] = (await adm.listValidatingAdmissionPolicyBinding({ labelSelector: owned() })).items;
+      const name = binding?.metadata?.name ?? '';
+      const uid = binding?.metadata?.uid;
+      expect(name).not.toBe('');
+      await adm.deleteValidatingAdmissionPolicyBinding({ name });
+      await waitFor(
+        `the operator to re-create ValidatingAdmissionPolicyBinding ${name}`,
+        async () => {
+          try {
+            const again = await adm.readValidatingAdmissionPolicyBinding({ name });
+            return again.metadata?.uid !== uid;
+          } catch (error) {
+            if (isApiStatus(error, 404)) return false;
+            throw error;
+          }
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+    });
+
     test('deleting the instance removes what the operator created, through its finalizer', async () => {
       await custom.deleteNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
       const core = admin.makeApiClient(CoreV1Api);
