@@ -30,6 +30,7 @@ import {
   DynamicInformers,
   type GroupVersionResource,
   type InformerSource,
+  informersReady,
   ResourceInformer,
   type SyncedInformer,
 } from './controller/informers.js';
@@ -37,7 +38,13 @@ import { LeaderElector, type LeaseLock } from './controller/leader-election.js';
 import type { Logger } from './controller/log.js';
 import { type KeySource, Manager, type ManagerExit } from './controller/manager.js';
 import { createOperatorMetrics, type OperatorMetrics } from './controller/metrics.js';
-import { createHttpApp, EventLoopMonitor, type RunningServer, startHttpServer } from './controller/server.js';
+import {
+  createHttpApp,
+  EventLoopMonitor,
+  type HealthCheck,
+  type RunningServer,
+  startHttpServer,
+} from './controller/server.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import type { RuntimeClassInfo } from './desired/sandbox-policy.js';
 import { InstanceReconciler } from './reconcile/instance-reconciler.js';
@@ -194,6 +201,9 @@ export function createOperator(deps: OperatorDeps): Operator {
   let server: RunningServer | undefined;
   const monitor = new EventLoopMonitor({ clock });
   const unbinds: Array<() => void> = [];
+  const unbindAll = (): void => {
+    for (const unbind of unbinds.splice(0)) unbind();
+  };
   const lock = deps.leaseLock;
   const manager = new Manager({
     informers,
@@ -216,21 +226,23 @@ export function createOperator(deps: OperatorDeps): Operator {
               logger,
             })
         : undefined,
+    // Closed after the informers have stopped.
     closers: [
-      {
-        name: 'http',
-        close: async () => {
-          monitor.stop();
-          for (const unbind of unbinds.splice(0)) unbind();
-          await server?.close();
-        },
-      },
+      { name: 'crd-binding', close: async () => unbindAll() },
+      { name: 'event-loop-monitor', close: async () => monitor.stop() },
+      { name: 'http', close: async () => server?.close() },
     ],
   });
+  // The Manager's readiness check, but naming each instance Kind whose cache is not synced.
+  const staticInformers = informers.filter((i) => i !== instances);
+  const readiness: HealthCheck = {
+    name: 'informers',
+    check: () => informersReady([...staticInformers, ...instances.kinds().flatMap((gvr) => instances.get(gvr) ?? [])]),
+  };
   const app = createHttpApp({
     registry: metrics.registry,
     liveness: [monitor.healthCheck()],
-    readiness: [manager.readinessCheck()],
+    readiness: [readiness],
     logger,
   });
 
@@ -275,7 +287,7 @@ export function createOperator(deps: OperatorDeps): Operator {
         server = await startHttpServer(app, { port: config.metricsPort, host: config.bindAddress });
       } catch (err) {
         monitor.stop();
-        for (const unbind of unbinds.splice(0)) unbind();
+        unbindAll();
         throw new Error(`cannot listen on port ${config.metricsPort}: ${(err as Error).message}`, { cause: err });
       }
       logger.info('operator starting', {

@@ -35,6 +35,7 @@ export class FakeWorld {
   /** CRDs exist only here (the reconciler never reads them). */
   readonly crds: Objects = new Map();
   private readonly sources = new Map<string, Array<FakeInformerSource<KubernetesObject>>>();
+  private readonly forbidden = new Set<string>();
 
   /** Informer sources of one replica. */
   informerSources(): InformerSources {
@@ -104,8 +105,14 @@ export class FakeWorld {
     }
   }
 
+  /** Every list of `resource` fails from now on (e.g. 403: no RBAC for it). */
+  forbid(resource: string): void {
+    this.forbidden.add(resource);
+  }
+
   private source(resource: string): FakeInformerSource<KubernetesObject> {
     const source = new FakeInformerSource<KubernetesObject>();
+    if (this.forbidden.has(resource)) source.startPlan.push(...Array<'list-error'>(1000).fill('list-error'));
     for (const [key, obj] of this.views().get(resource) ?? []) source.objects.set(key, structuredClone(obj));
     const list = this.sources.get(resource) ?? [];
     list.push(source);

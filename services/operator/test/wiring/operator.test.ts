@@ -170,6 +170,17 @@ describe('operator wiring', () => {
     });
     expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds 1$/m);
 
+    // A Kind whose instances cannot be listed (no RBAC): /readyz fails and names it.
+    world.forbid('other.io/v1/robots');
+    world.putCrd(crd({ group: 'other.io', kind: 'Robot', plural: 'robots', labels: LABELLED }));
+    await settle(clock, 5_000);
+    const readyz = await httpGet(r, '/readyz');
+    expect(readyz.status).toBe(503);
+    expect(JSON.parse(readyz.body).checks.informers.message).toBe('not synced: other.io/v1/robots');
+    world.deleteCrd('robots.other.io');
+    await settle(clock);
+    expect((await httpGet(r, '/readyz')).status).toBe(200);
+
     world.deleteCrd('agents.cloudark.io');
     await settle(clock);
     expect(r.operator.kinds.list()).toEqual([]);
