@@ -287,8 +287,8 @@ export const FLAGS: readonly Flag[] = [
     env: 'BIND_ADDRESS',
     placeholder: '<address>',
     default: undefined,
-    defaultHelp: 'none (every address)',
-    help: 'Address the HTTP port listens on.',
+    defaultHelp: 'none (0.0.0.0: every IPv4 address)',
+    help: 'Address the HTTP port listens on, e.g. 127.0.0.1 or :: (IPv6 and, where the OS allows, IPv4).',
     parse: text,
   },
   {

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { DEFAULT_HANDLER_LEVELS, DEFAULT_LEVEL_HANDLERS, levelOfHandler } from '@kubeplus-isolation/spec';
 import { type Config, type ConfigSources, FLAGS, parseConfig, usage } from '../../src/config.js';
@@ -230,6 +232,11 @@ describe('usage', () => {
     }
     expect(text).toContain('--help');
     expect(text).toContain('POD_NAMESPACE');
+  });
+
+  it('is mirrored by the README flags table', () => {
+    const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+    for (const f of FLAGS) expect(readme).toMatch(new RegExp(`^\\| \`--${f.name}\` +\\| \`${f.env}\` +\\|`, 'm'));
   });
 
   it('shows defaults that parse to the configured defaults', () => {
