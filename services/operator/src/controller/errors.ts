@@ -39,8 +39,22 @@ export function isNotFound(err: unknown): boolean {
 /**
  * A one-line description of any thrown value, for logs and Events. Never throws. Prefers the
  * API server's Status message (client-node's ApiException puts the whole response in `message`).
+ * Causes are appended (`fetch failed: connect ECONNREFUSED 127.0.0.1:6443 (ECONNREFUSED)`):
+ * fetch reports every network and TLS failure as a bare "fetch failed" with the reason in `cause`.
  */
 export function describeError(err: unknown): string {
+  const parts = [describeOne(err)];
+  let cause = err instanceof Error ? err.cause : undefined;
+  for (let depth = 0; depth < 3 && cause !== undefined && cause !== null; depth++) {
+    const text = describeOne(cause);
+    const code = typeof cause === 'object' ? (cause as { code?: unknown }).code : undefined;
+    parts.push(typeof code === 'string' && !text.includes(code) ? `${text} (${code})` : text);
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return parts.filter((p) => p !== '').join(': ');
+}
+
+function describeOne(err: unknown): string {
   const status = httpStatusOf(err);
   const prefix = status === undefined ? '' : `HTTP ${status}: `;
   const body = typeof err === 'object' && err !== null ? (err as { body?: unknown }).body : undefined;
