@@ -4,7 +4,7 @@ import { type Config, parseConfig } from '../../src/config.js';
 import type { EventSink } from '../../src/controller/events.js';
 import type { ManagerExit } from '../../src/controller/manager.js';
 import { createOperator, type Operator } from '../../src/operator.js';
-import { captureLogger, FakeClock, MemoryLease } from '../controller/fakes.js';
+import { captureLogger, FakeClock, MemoryLease, type MemoryLeaseLock } from '../controller/fakes.js';
 import { FakeWorld } from './fake-world.js';
 import { crd } from './fixtures.js';
 
@@ -23,6 +23,7 @@ function config(...argv: string[]): Config {
 
 interface Replica {
   operator: Operator;
+  lock: MemoryLeaseLock | undefined;
   calls: string[];
   events: CoreV1Event[];
   logs(): Array<Record<string, unknown>>;
@@ -50,6 +51,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     patch: async (_namespace, _name, update) => ({ involvedObject: {}, metadata: {}, count: update.count }),
   };
   const { logger, lines } = captureLogger('debug');
+  const lock = lease?.view(identity);
   const operator = createOperator({
     config: cfg,
     logger,
@@ -58,13 +60,13 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     sources: world.informerSources(),
     clusterPort: (options) => world.port(options, calls),
     eventSink: sink,
-    leaseLock: lease?.view(identity),
+    leaseLock: lock,
     clock,
     random: () => 0,
   });
   const stop = new AbortController();
   const done = operator.run(stop.signal);
-  const r = { operator, calls, events, logs: lines, stop, done };
+  const r = { operator, lock, calls, events, logs: lines, stop, done };
   running.push(r);
   return r;
 }
@@ -143,6 +145,43 @@ describe('operator wiring', () => {
     await settle(clock);
     expect(writes(b).length).toBeGreaterThan(before);
     expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')?.handler).toBe('kata');
+  });
+
+  it('a leader that cannot renew stops at once and exits leadership-lost; the standby takes over after the lease expires', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    const lease = new MemoryLease();
+    world.putCrd(crd({ labels: LABELLED }));
+    world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.sync();
+    const a = replica(world, clock, 'a', config(), lease);
+    await settle(clock);
+    const b = replica(world, clock, 'b', config(), lease);
+    await settle(clock);
+    expect(a.operator.manager.isLeading()).toBe(true);
+
+    // A is cut off from the Lease (but not from the rest of the API).
+    if (a.lock === undefined) throw new Error('no lock');
+    a.lock.fault = 'error';
+    const lostAt = clock.now();
+    let exit: ManagerExit | undefined;
+    void a.done.then((e) => {
+      exit = e;
+    });
+    while (exit === undefined && clock.now() - lostAt < 30_000) await clock.advance(500);
+    expect(exit).toBe('leadership-lost');
+    // Within the renew deadline (10s) after the first failed renewal (at most a retry period, 2s, later).
+    expect(clock.now() - lostAt).toBeLessThanOrEqual(12_500);
+    expect(a.operator.manager.isLeading()).toBe(false);
+    const writesOfA = writes(a).length;
+
+    world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: RUNSC } });
+    world.sync();
+    await settle(clock, 5_000); // B takes over once 15s have passed since it saw the last renewal
+    expect(b.operator.manager.isLeading()).toBe(true);
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')?.handler).toBe('runsc');
+    expect(writes(b).length).toBeGreaterThan(0);
+    expect(writes(a).length).toBe(writesOfA);
   });
 
   it('picks up an instance Kind registered after start, and forgets one that is removed', async () => {
