@@ -288,7 +288,7 @@ export function createOperator(deps: OperatorDeps): Operator {
       } catch (err) {
         monitor.stop();
         unbindAll();
-        throw new Error(`cannot listen on port ${config.metricsPort}: ${(err as Error).message}`, { cause: err });
+        throw new Error(`cannot listen on port ${config.metricsPort}`, { cause: err });
       }
       logger.info('operator starting', {
         identity: deps.identity,

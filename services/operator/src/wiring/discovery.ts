@@ -7,7 +7,7 @@
  * another version later is picked up at the next restart.
  */
 import { AdmissionregistrationV1Api, AdmissionregistrationV1beta1Api, type KubeConfig } from '@kubernetes/client-node';
-import { describeError, httpStatusOf } from '../controller/errors.js';
+import { httpStatusOf } from '../controller/errors.js';
 import {
   type ManagedKind,
   MUTATING_POLICY_API_VERSIONS,
@@ -79,7 +79,7 @@ async function resourcesOf(
   } catch (err) {
     // 404: the group version is not served (beta APIs are off by default).
     if (httpStatusOf(err) === 404) return undefined;
-    throw new Error(`API discovery of admissionregistration.k8s.io failed: ${describeError(err)}`, { cause: err });
+    throw new Error('API discovery of admissionregistration.k8s.io failed', { cause: err });
   }
 }
 
