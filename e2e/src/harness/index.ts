@@ -1,3 +1,10 @@
+export {
+  type ApiProxy,
+  type ApiProxyOptions,
+  type Hold,
+  type ProxiedRequest,
+  startApiProxy,
+} from './api-proxy.js';
 export { type Assets, assetsIn, CONTROL_PLANE_BINARIES, REQUIRED_BINARIES, resolveAssets } from './assets.js';
 export { Cluster, type ClusterState, FAILURE_MARKER, logFilesIn, logReport, readState, STATE_FILE } from './cluster.js';
 export {
@@ -20,6 +27,13 @@ export {
   startFakeNodes,
 } from './fake-nodes.js';
 export { kubeconfigYaml, loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
+export {
+  type MetricSample,
+  parsePrometheusText,
+  scrapeApiServerMetrics,
+  scrapeMetrics,
+  sumMetric,
+} from './metrics.js';
 export { createTestNamespace, deleteNamespace, type NamespaceOptions } from './namespaces.js';
 export { isApiStatus, labelNode, taintNode, untaintNode } from './node-api.js';
 export { type CertAndKey, CertificateAuthority } from './pki.js';
