@@ -48,6 +48,12 @@ components: ## Build etcd, kube-apiserver, kube-controller-manager, kube-schedul
 test-e2e: build components ## End-to-end suites against a real etcd + kube-apiserver + controllers (KEEP_E2E_TMP=1 keeps logs of a failed run)
 	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand
 
+# `make demo`: both design documents' demo steps on a fresh local control plane, with the real
+# webhook and operator processes (see e2e/DEMO.md). Exit status 0 only if every step passed.
+.PHONY: demo
+demo: build components ## Walk both design documents' demo steps on a fresh local cluster (ARGS=--keep or KEEP=1 leaves it running)
+	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh 2>/dev/null | tail -1)" node e2e/dist/demo/main.js $(ARGS)
+
 .PHONY: test
 test: lint test-unit chart-test test-e2e ## Everything CI runs: lint, unit tests, chart + image checks, e2e on a real control plane
 

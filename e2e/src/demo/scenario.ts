@@ -1,0 +1,907 @@
+import { readFileSync } from 'node:fs';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  NodeV1Api,
+  type V1Namespace,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { installSandboxCrds } from '../harness/crds.js';
+import { scrapeApiServerMetrics, scrapeMetrics, sumMetric } from '../harness/metrics.js';
+import { isApiStatus } from '../harness/node-api.js';
+import { waitFor } from '../harness/wait.js';
+import { DemoEnvironment, NODES } from './environment.js';
+import type { KubectlResult } from './kubectl.js';
+import {
+  AGENT_CRD,
+  AGENT_DEPLOYMENT,
+  NODE_ISOLATION,
+  PLATFORM_NAMESPACE,
+  POOL,
+  RUNC_RUNTIME_CLASS,
+  runtimeClassOf,
+  sandbox,
+  TEAM_A_AGENT,
+  TEAM_A_INSTANCE,
+  TEAM_A_NAMESPACE,
+  TEAM_B_INSTANCE,
+  TEAM_B_NAMESPACE,
+  teamBAgent,
+  UNRELATED_NAMESPACE,
+} from './manifests.js';
+import type { Report, StepResult } from './report.js';
+
+// The design documents' protocol, spelled out.
+const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
+const RESOLVED_ANNOTATION = 'kubeplus.io/node-isolation-resolved';
+const CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
+const OWNER_NAME_LABEL = 'kubeplus.io/owner-name';
+const WEBHOOK_ENTRY_NAME = 'node-isolation.kubeplus.io';
+const SANDBOX = { group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes' };
+const AGENT = { group: 'cloudark.io', version: 'v1', plural: 'agents' };
+const POLICY_PLURALS = [
+  'validatingadmissionpolicies',
+  'validatingadmissionpolicybindings',
+  'mutatingadmissionpolicies',
+  'mutatingadmissionpolicybindings',
+] as const;
+
+interface SandboxObject {
+  metadata: { name: string; uid: string; resourceVersion: string };
+  spec: { podTemplate: { spec: { runtimeClassName?: string } } };
+}
+
+/** JSON with object keys sorted, so two values compare regardless of key order. */
+function canonical(value: unknown): string {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v as Record<string, unknown>)
+              .sort(([a], [b]) => a.localeCompare(b))
+              .map(([k, x]) => [k, sort(x)]),
+          )
+        : v;
+  return JSON.stringify(sort(value));
+}
+
+const json = (value: unknown): string => JSON.stringify(value) ?? 'undefined';
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+export class Scenario {
+  readonly env = new DemoEnvironment();
+  #kc: KubeConfig | undefined;
+
+  constructor(readonly report: Report) {}
+
+  get kc(): KubeConfig {
+    this.#kc ??= this.env.controlPlane.kc;
+    return this.#kc;
+  }
+  get core(): CoreV1Api {
+    return this.kc.makeApiClient(CoreV1Api);
+  }
+  get custom(): CustomObjectsApi {
+    return this.kc.makeApiClient(CustomObjectsApi);
+  }
+
+  // ---- helpers: commands and checks --------------------------------------------------------
+
+  /** Runs kubectl and prints the command and its output (stdout, then stderr). */
+  async sh(args: readonly string[], opts: { display?: string; maxLines?: number } = {}): Promise<KubectlResult> {
+    const res = await this.env.kubectl(args);
+    const output = [res.stdout, res.stderr]
+      .map((s) => s.replace(/\n+$/, ''))
+      .filter((s) => s.trim() !== '')
+      .join('\n');
+    this.report.command(opts.display ?? res.display, output, opts.maxLines);
+    return res;
+  }
+
+  /** Saves a manifest, prints it, and `kubectl apply -f`s it. */
+  async apply(file: string, yaml: string): Promise<KubectlResult> {
+    this.env.writeManifest(file, yaml);
+    this.report.file(file, yaml);
+    return this.sh(['apply', '-f', file]);
+  }
+
+  check(what: string, expected: string, seen: string, ok: boolean): boolean {
+    return this.report.check(what, expected, seen, ok);
+  }
+
+  /** Polls until `probe` yields a value; records a check either way. */
+  async eventually<T>(
+    what: string,
+    expected: string,
+    probe: (observe: (state: unknown) => void) => Promise<T | undefined | false>,
+    describe: (value: T) => string,
+    timeoutMs = 60_000,
+  ): Promise<T | undefined> {
+    try {
+      const value = await waitFor(what, probe, { timeoutMs, intervalMs: 250 });
+      this.check(what, expected, describe(value), true);
+      return value;
+    } catch (error) {
+      this.check(what, expected, message(error), false);
+      return undefined;
+    }
+  }
+
+  async readNamespace(name: string): Promise<V1Namespace | undefined> {
+    try {
+      return await this.core.readNamespace({ name });
+    } catch (error) {
+      if (isApiStatus(error, 404)) return undefined;
+      throw error;
+    }
+  }
+
+  async runtimeClassNames(): Promise<string[]> {
+    const list = await this.kc.makeApiClient(NodeV1Api).listRuntimeClass();
+    return list.items.map((rc) => rc.metadata?.name ?? '').sort();
+  }
+
+  async runtimeClassHandler(name: string): Promise<string | undefined> {
+    try {
+      return (await this.kc.makeApiClient(NodeV1Api).readRuntimeClass({ name })).handler;
+    } catch (error) {
+      if (isApiStatus(error, 404)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Names of the admission policies and bindings owned by `instance` (by the operator's owner label). */
+  async policiesOf(instance: string): Promise<string[]> {
+    const names: string[] = [];
+    for (const plural of POLICY_PLURALS) {
+      const list = (await this.custom.listClusterCustomObject({
+        group: 'admissionregistration.k8s.io',
+        version: 'v1',
+        plural,
+        labelSelector: `${OWNER_NAME_LABEL}=${instance}`,
+      })) as { items: { metadata: { name: string } }[] };
+      names.push(...list.items.map((o) => `${plural}/${o.metadata.name}`));
+    }
+    return names.sort();
+  }
+
+  async sandboxes(namespace: string): Promise<SandboxObject[]> {
+    const list = (await this.custom.listNamespacedCustomObject({ ...SANDBOX, namespace })) as {
+      items: SandboxObject[];
+    };
+    return list.items;
+  }
+
+  /**
+   * The API server loads new admission policies asynchronously. Before showing an outcome,
+   * wait (server-side dry run, nothing stored) until the policy in question is in force.
+   */
+  async untilInForce(
+    what: string,
+    file: string,
+    inForce: (res: KubectlResult) => boolean,
+    extraArgs: readonly string[] = [],
+  ): Promise<void> {
+    const started = performance.now();
+    await waitFor(
+      what,
+      async (observe) => {
+        const res = await this.env.kubectl(['apply', '--dry-run=server', '-f', file, ...extraArgs]);
+        observe({ code: res.code, stdout: res.stdout, stderr: res.stderr });
+        return inForce(res);
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    this.report.note(
+      `${what}: in force after ${((performance.now() - started) / 1000).toFixed(1)} s (checked with kubectl apply --dry-run=server)`,
+    );
+  }
+
+  async webhookCounts(): Promise<{ webhook: number; apiServer: number }> {
+    const webhook = this.env.webhook;
+    if (!webhook) throw new Error('the webhook is not running');
+    const [mine, apiServer] = await Promise.all([scrapeMetrics(webhook.metricsUrl), scrapeApiServerMetrics(this.kc)]);
+    return {
+      webhook: sumMetric(mine, 'kubeplus_webhook_admissions_total'),
+      apiServer: sumMetric(apiServer, 'apiserver_admission_webhook_admission_duration_seconds_count', {
+        name: WEBHOOK_ENTRY_NAME,
+      }),
+    };
+  }
+
+  // ---- the steps --------------------------------------------------------------------------
+
+  async setup(): Promise<boolean> {
+    const r = this.report;
+    const steps: (() => Promise<StepResult>)[] = [
+      () =>
+        r.step(
+          'S1',
+          'Start a control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler',
+          'setup',
+          async () => {
+            const cp = await this.env.startControlPlane((m) => r.note(m));
+            const version = await this.sh(['version']);
+            this.check(
+              'API server ready',
+              'kubectl reaches the API server',
+              version.code === 0 ? 'reachable' : version.stderr,
+              version.code === 0,
+            );
+            r.note(`kubeconfig ${cp.kubeconfigPath}; logs in ${cp.state.logDir}`);
+          },
+        ),
+      () =>
+        r.step(
+          'S2',
+          `Add nodes ${NODES.join(', ')} (fake kubelets: Ready, heartbeating; Pods are bound, never run)`,
+          'setup',
+          async () => {
+            await this.env.startNodes();
+            const res = await this.sh(['get', 'nodes']);
+            const ready = NODES.filter((n) => new RegExp(`^${n}\\s+Ready\\s`, 'm').test(res.stdout));
+            this.check(
+              'all three nodes Ready',
+              NODES.join(', '),
+              ready.join(', ') || res.stdout,
+              ready.length === NODES.length,
+            );
+          },
+        ),
+      () =>
+        r.step(
+          'S3',
+          'Install the Agent Sandbox CRDs, the Agent Kind (registered-by: kubeplus), a plain "runc" RuntimeClass',
+          'setup',
+          async () => {
+            const crds = await installSandboxCrds(this.kc);
+            r.note(
+              `Agent Sandbox CRDs installed unmodified except their conversion webhook (no Agent Sandbox controller runs here): ${crds.join(', ')}`,
+            );
+            const agent = await this.apply('agent-crd.yaml', AGENT_CRD);
+            const established = await this.sh([
+              'wait',
+              '--for=condition=Established',
+              'crd/agents.cloudark.io',
+              '--timeout=60s',
+            ]);
+            const rc = await this.apply('runc-runtimeclass.yaml', RUNC_RUNTIME_CLASS);
+            const ns = await this.sh(['create', 'namespace', PLATFORM_NAMESPACE]);
+            this.check(
+              'Agent Kind served, "runc" RuntimeClass and platform namespace created',
+              'kubectl exit 0 each',
+              json([agent.code, established.code, rc.code, ns.code]),
+              [agent.code, established.code, rc.code, ns.code].every((c) => c === 0),
+            );
+          },
+        ),
+      () =>
+        r.step(
+          'S4',
+          'Start the node-isolation webhook (registered from the chart’s webhook-entry.json) and the operator',
+          'setup',
+          async () => {
+            const webhook = await this.env.startWebhook();
+            const operator = await this.env.startOperator();
+            r.note(`webhook ${webhook.url} (metrics ${webhook.metricsUrl}, log ${webhook.logPath})`);
+            r.note(`operator ${this.env.operatorUrl} (log ${operator.logPath})`);
+            const res = await this.sh(['get', 'mutatingwebhookconfigurations']);
+            this.check(
+              'webhook registered',
+              'kubeplus-node-isolation',
+              res.stdout.trim(),
+              /kubeplus-node-isolation/.test(res.stdout),
+            );
+          },
+        ),
+    ];
+    for (const step of steps) {
+      const result = await step();
+      if (result.error !== undefined || result.checks.some((c) => !c.ok)) return false;
+    }
+    return true;
+  }
+
+  async run(): Promise<void> {
+    const r = this.report;
+    let runtimeClassesBefore: string[] = [];
+
+    await r.step('1', 'Taint and label node-a for the dedicated pool', 'seed 1, demo step 1', async () => {
+      await this.sh(['taint', 'nodes', 'node-a', `dedicated=${POOL}:NoSchedule`]);
+      await this.sh(['label', 'nodes', 'node-a', `pool=${POOL}`]);
+      await this.sh([
+        'get',
+        'nodes',
+        '-o',
+        'custom-columns=NAME:.metadata.name,POOL:.metadata.labels.pool,TAINTS:.spec.taints[*].key',
+      ]);
+      const nodes = await Promise.all(NODES.map((name) => this.core.readNode({ name })));
+      const describe = nodes.map((n) => ({
+        node: n.metadata?.name,
+        pool: n.metadata?.labels?.pool,
+        taints: (n.spec?.taints ?? []).map((t) => `${t.key}=${t.value ?? ''}:${t.effect}`),
+      }));
+      const [a, ...rest] = describe;
+      this.check(
+        'node-a carries the taint and the label; node-b and node-c carry neither',
+        `node-a pool=${POOL}, taint dedicated=${POOL}:NoSchedule; others plain`,
+        json(describe),
+        a?.pool === POOL &&
+          json(a?.taints) === json([`dedicated=${POOL}:NoSchedule`]) &&
+          rest.every((n) => n.pool === undefined && n.taints.length === 0),
+      );
+    });
+
+    await r.step(
+      '2',
+      `Create Agent "${TEAM_A_INSTANCE}" with kubeplus.io/node-isolation and kubeplus.io/sandbox-isolation`,
+      'seed 1 step 2, seed 2 step 2',
+      async () => {
+        runtimeClassesBefore = await this.runtimeClassNames();
+        const res = await this.apply('agent-team-a.yaml', TEAM_A_AGENT);
+        this.check('instance accepted', 'kubectl exit 0', `exit ${res.code}`, res.code === 0);
+        r.note(
+          `The instance is in the platform namespace "${PLATFORM_NAMESPACE}", so KubePlus gives it a namespace of its own named after it: "${TEAM_A_NAMESPACE}" (see DEMO.md).`,
+        );
+        await this.eventually(
+          `the operator creates namespace ${TEAM_A_NAMESPACE} for the instance`,
+          `namespace ${TEAM_A_NAMESPACE} with ${CREATED_FOR_ANNOTATION} naming the instance`,
+          async (observe) => {
+            const ns = await this.readNamespace(TEAM_A_NAMESPACE);
+            observe(ns?.metadata ?? 'not found');
+            const createdFor = ns?.metadata?.annotations?.[CREATED_FOR_ANNOTATION];
+            return createdFor?.endsWith(`/${PLATFORM_NAMESPACE}/${TEAM_A_INSTANCE}`) ? createdFor : undefined;
+          },
+          (createdFor) => `${CREATED_FOR_ANNOTATION}: ${createdFor}`,
+        );
+        await this.sh(['get', 'agents', '-n', PLATFORM_NAMESPACE]);
+      },
+    );
+
+    await r.step(
+      '3',
+      `Namespace ${TEAM_A_NAMESPACE} carries the label and the resolved annotation`,
+      'seed 1 step 3',
+      async () => {
+        const res = await this.sh([
+          'get',
+          'namespace',
+          TEAM_A_NAMESPACE,
+          '-o',
+          'jsonpath={.metadata.labels}{"\\n"}{.metadata.annotations}',
+        ]);
+        const [labelsLine = '{}', annotationsLine = '{}'] = res.stdout.split('\n');
+        const labels = JSON.parse(labelsLine || '{}') as Record<string, string>;
+        const annotations = JSON.parse(annotationsLine || '{}') as Record<string, string>;
+        this.check(`label ${ENABLED_LABEL}`, '"true"', json(labels[ENABLED_LABEL]), labels[ENABLED_LABEL] === 'true');
+        let resolved: unknown;
+        try {
+          resolved = JSON.parse(annotations[RESOLVED_ANNOTATION] ?? '');
+        } catch {
+          resolved = annotations[RESOLVED_ANNOTATION];
+        }
+        this.check(
+          `annotation ${RESOLVED_ANNOTATION}`,
+          canonical(NODE_ISOLATION),
+          canonical(resolved),
+          canonical(resolved) === canonical(NODE_ISOLATION),
+        );
+      },
+    );
+
+    await r.step(
+      '4',
+      `Exactly one RuntimeClass for the instance: ${runtimeClassOf(TEAM_A_INSTANCE)}, handler kata`,
+      'seed 2 step 2',
+      async () => {
+        const rcName = runtimeClassOf(TEAM_A_INSTANCE);
+        await this.eventually(
+          `RuntimeClass ${rcName} exists`,
+          'created by the operator',
+          async () => (await this.runtimeClassHandler(rcName)) !== undefined,
+          () => 'exists',
+        );
+        const list = await this.env.kubectl(['get', 'runtimeclass', '-o', 'name']);
+        const matching = list.stdout.split('\n').filter((l) => l.includes(rcName));
+        r.command(`kubectl get runtimeclass -o name | grep ${rcName}`, matching.join('\n'));
+        this.check(
+          'one RuntimeClass for the instance',
+          `runtimeclass.node.k8s.io/${rcName}`,
+          matching.join(', '),
+          json(matching) === json([`runtimeclass.node.k8s.io/${rcName}`]),
+        );
+        const handler = await this.sh(['get', 'runtimeclass', rcName, '-o', 'jsonpath={.handler}']);
+        this.check('its handler', 'kata', handler.stdout, handler.stdout === 'kata');
+        const after = await this.runtimeClassNames();
+        const added = after.filter((n) => !runtimeClassesBefore.includes(n));
+        this.check(
+          'RuntimeClasses added to the cluster by an instance with BOTH annotations',
+          `exactly [${rcName}]`,
+          `[${added.join(', ')}] (before: [${runtimeClassesBefore.join(', ')}])`,
+          json(added) === json([rcName]),
+        );
+        await this.sh([
+          'get',
+          'validatingadmissionpolicies,validatingadmissionpolicybindings',
+          '-l',
+          `${OWNER_NAME_LABEL}=${TEAM_A_INSTANCE}`,
+        ]);
+      },
+    );
+
+    await r.step(
+      '5',
+      `A Deployment without nodeSelector/tolerations: its Pods get the mandate and land only on node-a`,
+      'seed 1 step 4, seed 2 step 3',
+      async () => {
+        await this.apply('agent-runtime-deployment.yaml', AGENT_DEPLOYMENT);
+        const pods = await this.eventually(
+          'the controllers create 3 Pods and the scheduler binds them',
+          '3 Pods, each with spec.nodeName',
+          async (observe) => {
+            const list = await this.core.listNamespacedPod({
+              namespace: TEAM_A_NAMESPACE,
+              labelSelector: 'app=agent-runtime',
+            });
+            observe(
+              list.items.map((p) => ({
+                name: p.metadata?.name,
+                node: p.spec?.nodeName,
+                conditions: p.status?.conditions,
+              })),
+            );
+            return list.items.length === 3 && list.items.every((p) => p.spec?.nodeName) ? list.items : undefined;
+          },
+          (items: V1Pod[]) => items.map((p) => `${p.metadata?.name} → ${p.spec?.nodeName}`).join(', '),
+          90_000,
+        );
+        const template = (
+          await this.kc
+            .makeApiClient(AppsV1Api)
+            .readNamespacedDeployment({ name: 'agent-runtime', namespace: TEAM_A_NAMESPACE })
+        ).spec?.template.spec;
+        this.check(
+          'the Deployment itself declares neither field',
+          'nodeSelector and tolerations unset in the Pod template',
+          json({ nodeSelector: template?.nodeSelector, tolerations: template?.tolerations }),
+          template?.nodeSelector === undefined && template?.tolerations === undefined,
+        );
+        await this.sh(['get', 'pods', '-n', TEAM_A_NAMESPACE, '-o', 'jsonpath={.items[*].spec.nodeSelector}']);
+        await this.sh([
+          'get',
+          'pods',
+          '-n',
+          TEAM_A_NAMESPACE,
+          '-o',
+          'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.spec.tolerations[?(@.key=="dedicated")]}{"\\n"}{end}',
+        ]);
+        await this.sh(['get', 'pods', '-n', TEAM_A_NAMESPACE, '-o', 'wide']);
+        if (pods) {
+          const seen = pods.map((p) => ({
+            pod: p.metadata?.name,
+            nodeSelector: p.spec?.nodeSelector,
+            dedicated: (p.spec?.tolerations ?? []).filter((t) => t.key === 'dedicated'),
+            node: p.spec?.nodeName,
+          }));
+          this.check(
+            'every Pod carries the mandated nodeSelector',
+            json(NODE_ISOLATION.nodeSelector),
+            json([...new Set(seen.map((s) => json(s.nodeSelector)))]),
+            seen.every((s) => canonical(s.nodeSelector) === canonical(NODE_ISOLATION.nodeSelector)),
+          );
+          this.check(
+            'every Pod carries the mandated toleration, once',
+            json(NODE_ISOLATION.tolerations),
+            json([...new Set(seen.map((s) => json(s.dedicated)))]),
+            seen.every((s) => canonical(s.dedicated) === canonical(NODE_ISOLATION.tolerations)),
+          );
+          this.check(
+            'every Pod is bound to node-a',
+            'node-a ×3',
+            seen.map((s) => s.node).join(', '),
+            seen.every((s) => s.node === 'node-a'),
+          );
+        }
+      },
+    );
+
+    await r.step('6', 'A Pod in a namespace without the label never reaches the webhook', 'seed 1 step 5', async () => {
+      const webhook = this.env.webhook;
+      if (!webhook) throw new Error('the webhook is not running');
+      await this.sh(['create', 'namespace', UNRELATED_NAMESPACE]);
+      await waitFor(
+        `ServiceAccount ${UNRELATED_NAMESPACE}/default`,
+        () => this.core.readNamespacedServiceAccount({ name: 'default', namespace: UNRELATED_NAMESPACE }),
+        { timeoutMs: 30_000 },
+      );
+      const before = await this.webhookCounts();
+      await this.sh([
+        'run',
+        'hello',
+        '-n',
+        UNRELATED_NAMESPACE,
+        '--image=registry.k8s.io/pause:3.10',
+        '--restart=Never',
+      ]);
+      const after = await this.webhookCounts();
+      r.command(
+        `curl -s ${webhook.metricsUrl} | grep -E '^kubeplus_webhook_admissions_total'   # summed over result`,
+        `before: ${before.webhook}   after: ${after.webhook}`,
+      );
+      r.command(
+        `kubectl get --raw /metrics | grep 'apiserver_admission_webhook_admission_duration_seconds_count{name="${WEBHOOK_ENTRY_NAME}"'   # summed`,
+        `before: ${before.apiServer}   after: ${after.apiServer}`,
+      );
+      this.check(
+        'the webhook counted no admission',
+        `${before.webhook} → ${before.webhook}`,
+        `${before.webhook} → ${after.webhook}`,
+        after.webhook === before.webhook,
+      );
+      this.check(
+        'the API server made no call to it',
+        `${before.apiServer} → ${before.apiServer}`,
+        `${before.apiServer} → ${after.apiServer}`,
+        after.apiServer === before.apiServer,
+      );
+      const log = readFileSync(webhook.logPath, 'utf8');
+      const count = (ns: string): number => log.split('\n').filter((l) => l.includes(`"namespace":"${ns}"`)).length;
+      r.command(
+        `grep -c '"namespace":"${UNRELATED_NAMESPACE}"' webhook.log; grep -c '"namespace":"${TEAM_A_NAMESPACE}"' webhook.log   # every admission is logged (--log-level=debug)`,
+        `${count(UNRELATED_NAMESPACE)}\n${count(TEAM_A_NAMESPACE)}`,
+      );
+      this.check(
+        'the webhook log names team-a’s admissions, never the unrelated namespace',
+        `${UNRELATED_NAMESPACE}: 0 lines, ${TEAM_A_NAMESPACE}: > 0`,
+        `${UNRELATED_NAMESPACE}: ${count(UNRELATED_NAMESPACE)}, ${TEAM_A_NAMESPACE}: ${count(TEAM_A_NAMESPACE)}`,
+        count(UNRELATED_NAMESPACE) === 0 && count(TEAM_A_NAMESPACE) > 0,
+      );
+      const pod = await this.eventually(
+        'the unrelated Pod is scheduled like any other',
+        'bound to node-b or node-c (node-a is tainted), no nodeSelector',
+        async () => {
+          const p = await this.core.readNamespacedPod({ name: 'hello', namespace: UNRELATED_NAMESPACE });
+          return p.spec?.nodeName ? p : undefined;
+        },
+        (p: V1Pod) => `bound to ${p.spec?.nodeName}, nodeSelector ${json(p.spec?.nodeSelector)}`,
+      );
+      if (pod) {
+        this.check(
+          'its placement',
+          'node-b or node-c, nodeSelector undefined',
+          `${pod.spec?.nodeName}, nodeSelector ${json(pod.spec?.nodeSelector)}`,
+          ['node-b', 'node-c'].includes(pod.spec?.nodeName ?? '') && pod.spec?.nodeSelector === undefined,
+        );
+      }
+    });
+
+    await r.step(
+      '7',
+      'No sandbox-isolation instance, no constraint: a Sandbox without runtimeClassName is accepted',
+      'seed 2, acceptance 1',
+      async () => {
+        const res = await this.apply('sandbox-unrelated.yaml', sandbox('scratch', UNRELATED_NAMESPACE));
+        this.check(
+          'accepted in the unrelated namespace',
+          'kubectl exit 0, no warning',
+          `exit ${res.code}${res.stderr ? `; ${res.stderr.trim()}` : ''}`,
+          res.code === 0 && !/warning/i.test(res.stderr),
+        );
+      },
+    );
+
+    await r.step(
+      '8',
+      `A Sandbox in ${TEAM_A_NAMESPACE} without runtimeClassName (or with runc) is denied`,
+      'seed 2 step 4',
+      async () => {
+        this.env.writeManifest('sandbox-no-runtimeclass.yaml', sandbox('code-interpreter', TEAM_A_NAMESPACE));
+        await this.untilInForce(
+          'team-a’s enforce policy',
+          'sandbox-no-runtimeclass.yaml',
+          (res) => res.code !== 0 && /denied/i.test(res.stderr),
+        );
+        const unset = await this.apply('sandbox-no-runtimeclass.yaml', sandbox('code-interpreter', TEAM_A_NAMESPACE));
+        this.check(
+          'no runtimeClassName: denied at admission',
+          'kubectl fails: "... denied request ..."',
+          unset.stderr.trim() || `exit ${unset.code}`,
+          unset.code !== 0 && /denied/i.test(unset.stderr),
+        );
+        const runc = await this.apply('sandbox-runc.yaml', sandbox('code-interpreter', TEAM_A_NAMESPACE, 'runc'));
+        this.check(
+          'runtimeClassName runc: denied',
+          'kubectl fails: "... denied request ..."',
+          runc.stderr.trim() || `exit ${runc.code}`,
+          runc.code !== 0 && /denied/i.test(runc.stderr),
+        );
+        const stored = await this.sandboxes(TEAM_A_NAMESPACE);
+        this.check(
+          'nothing was stored',
+          'no Sandbox in team-a',
+          json(stored.map((s) => s.metadata.name)),
+          stored.length === 0,
+        );
+      },
+    );
+
+    await r.step(
+      '9',
+      `A Sandbox referencing ${runtimeClassOf(TEAM_A_INSTANCE)} is accepted`,
+      'seed 2 step 5',
+      async () => {
+        const rc = runtimeClassOf(TEAM_A_INSTANCE);
+        const res = await this.apply('sandbox-kata.yaml', sandbox('code-interpreter', TEAM_A_NAMESPACE, rc));
+        await this.sh(['get', 'sandbox', '-n', TEAM_A_NAMESPACE]);
+        const stored = await this.sandboxes(TEAM_A_NAMESPACE);
+        this.check(
+          'accepted and stored',
+          `Sandbox code-interpreter with runtimeClassName ${rc}`,
+          `exit ${res.code}; ${json(stored.map((s) => [s.metadata.name, s.spec.podTemplate.spec.runtimeClassName]))}`,
+          res.code === 0 && stored.length === 1 && stored[0]?.spec.podTemplate.spec.runtimeClassName === rc,
+        );
+        r.note(
+          'It does not "start" here: no Agent Sandbox controller runs (nothing turns the Sandbox into a Pod) and the fake nodes run no containers, let alone Kata VMs. Admission is what this demo proves.',
+        );
+      },
+    );
+
+    let existing: SandboxObject[] = [];
+    await r.step(
+      '10',
+      `Agent "${TEAM_B_INSTANCE}" with only sandbox-isolation, enforce: false (advisory)`,
+      'seed 2 step 6',
+      async () => {
+        const rc = runtimeClassOf(TEAM_B_INSTANCE);
+        await this.sh(['create', 'namespace', TEAM_B_NAMESPACE]);
+        r.note(
+          `${TEAM_B_NAMESPACE} is an existing tenant namespace: the instance is created inside it, so the operator never deletes it (see DEMO.md).`,
+        );
+        const res = await this.apply('agent-team-b.yaml', teamBAgent('{"minRuntimeClass": "runsc", "enforce": false}'));
+        this.check('instance accepted', 'kubectl exit 0', `exit ${res.code}`, res.code === 0);
+        await this.eventually(
+          `RuntimeClass ${rc} with handler runsc`,
+          'handler runsc',
+          async () => (await this.runtimeClassHandler(rc)) === 'runsc' && 'runsc',
+          (h) => h,
+        );
+        await this.sh([
+          'get',
+          'validatingadmissionpolicies,mutatingadmissionpolicies',
+          '-l',
+          `${OWNER_NAME_LABEL}=${TEAM_B_INSTANCE}`,
+        ]);
+        const ns = await this.readNamespace(TEAM_B_NAMESPACE);
+        this.check(
+          'no node isolation asked, none applied',
+          `namespace ${TEAM_B_NAMESPACE} without ${ENABLED_LABEL}`,
+          json(ns?.metadata?.labels),
+          ns?.metadata?.labels?.[ENABLED_LABEL] === undefined,
+        );
+
+        this.env.writeManifest('sandbox-team-b-unset.yaml', sandbox('notebook', TEAM_B_NAMESPACE));
+        this.env.writeManifest('sandbox-team-b-runc.yaml', sandbox('legacy-tool', TEAM_B_NAMESPACE, 'runc'));
+        await this.untilInForce(
+          'team-b’s defaulting policy',
+          'sandbox-team-b-unset.yaml',
+          (dry) => dry.code === 0 && dry.stdout.trim() === rc,
+          ['-o', 'jsonpath={.spec.podTemplate.spec.runtimeClassName}'],
+        );
+        await this.untilInForce(
+          'team-b’s warning policy',
+          'sandbox-team-b-runc.yaml',
+          (dry) => dry.code === 0 && /warning/i.test(dry.stderr),
+        );
+        const unset = await this.apply('sandbox-team-b-unset.yaml', sandbox('notebook', TEAM_B_NAMESPACE));
+        const runc = await this.apply('sandbox-team-b-runc.yaml', sandbox('legacy-tool', TEAM_B_NAMESPACE, 'runc'));
+        await this.sh([
+          'get',
+          'sandbox',
+          '-n',
+          TEAM_B_NAMESPACE,
+          '-o',
+          'custom-columns=NAME:.metadata.name,RUNTIMECLASS:.spec.podTemplate.spec.runtimeClassName',
+        ]);
+        existing = await this.sandboxes(TEAM_B_NAMESPACE);
+        const byName = Object.fromEntries(
+          existing.map((s) => [s.metadata.name, s.spec.podTemplate.spec.runtimeClassName]),
+        );
+        this.check(
+          'unset runtimeClassName: admitted with the namespace default applied',
+          `notebook → ${rc}`,
+          `exit ${unset.code}; notebook → ${byName.notebook ?? 'unset'}`,
+          unset.code === 0 && byName.notebook === rc,
+        );
+        this.check(
+          'explicit weaker runc: admitted, with a warning',
+          'kubectl exit 0 and "Warning: ..." on stderr',
+          `exit ${runc.code}; ${runc.stderr.trim() || 'no warning'}`,
+          runc.code === 0 && byName['legacy-tool'] === 'runc' && /warning/i.test(runc.stderr),
+        );
+      },
+    );
+
+    await r.step(
+      '11',
+      `Tighten ${TEAM_B_INSTANCE} (runsc → kata, enforce): existing Sandboxes are left alone, new ones are held to it`,
+      'seed 2, how to handle 5',
+      async () => {
+        const annotate = await this.sh([
+          'annotate',
+          'agent',
+          TEAM_B_INSTANCE,
+          '-n',
+          TEAM_B_NAMESPACE,
+          '--overwrite',
+          'kubeplus.io/sandbox-isolation={"minRuntimeClass": "kata", "enforce": true}',
+        ]);
+        this.check('annotation updated', 'kubectl exit 0', `exit ${annotate.code}`, annotate.code === 0);
+        const rc = runtimeClassOf(TEAM_B_INSTANCE);
+        await this.eventually(
+          `RuntimeClass ${rc} now has handler kata`,
+          'kata',
+          async () => (await this.runtimeClassHandler(rc)) === 'kata' && 'kata',
+          (h) => h,
+        );
+        this.env.writeManifest('sandbox-team-b-runc-2.yaml', sandbox('legacy-tool-2', TEAM_B_NAMESPACE, 'runc'));
+        const enforcePair = ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'].map(
+          (plural) => `${plural}/kubeplus-sandbox-${TEAM_B_INSTANCE}-enforce`,
+        );
+        await this.eventually(
+          'the advisory policies are replaced by the enforce pair',
+          enforcePair.join(', '),
+          async (observe) => {
+            const now = await this.policiesOf(TEAM_B_INSTANCE);
+            observe(now);
+            return json(now) === json(enforcePair) && now;
+          },
+          (now) => now.join(', '),
+        );
+        await this.sh([
+          'get',
+          'validatingadmissionpolicies,mutatingadmissionpolicies',
+          '-l',
+          `${OWNER_NAME_LABEL}=${TEAM_B_INSTANCE}`,
+        ]);
+        await this.untilInForce(
+          'team-b’s enforce policy (and the advisory ones unloaded)',
+          'sandbox-team-b-runc-2.yaml',
+          (res) => res.code !== 0 && /denied/i.test(res.stderr) && !/warning/i.test(res.stderr),
+        );
+        const now = await this.sandboxes(TEAM_B_NAMESPACE);
+        const before = existing.map((s) => [
+          s.metadata.name,
+          s.metadata.uid,
+          s.metadata.resourceVersion,
+          s.spec.podTemplate.spec.runtimeClassName,
+        ]);
+        const after = now.map((s) => [
+          s.metadata.name,
+          s.metadata.uid,
+          s.metadata.resourceVersion,
+          s.spec.podTemplate.spec.runtimeClassName,
+        ]);
+        this.check(
+          'existing Sandboxes untouched (same uid, resourceVersion, runtimeClassName)',
+          json(before),
+          json(after),
+          json(before) === json(after) && before.length === 2,
+        );
+        const label = await this.sh(['label', 'sandbox', 'legacy-tool', '-n', TEAM_B_NAMESPACE, 'reviewed=true']);
+        this.check(
+          'an existing runc Sandbox can still be updated (its class is not judged again)',
+          'kubectl exit 0',
+          `exit ${label.code}${label.stderr ? `; ${label.stderr.trim()}` : ''}`,
+          label.code === 0,
+        );
+        const denied = await this.apply(
+          'sandbox-team-b-runc-2.yaml',
+          sandbox('legacy-tool-2', TEAM_B_NAMESPACE, 'runc'),
+        );
+        this.check(
+          'a NEW runc Sandbox is now denied',
+          'kubectl fails: "... denied request ..."',
+          denied.stderr.trim() || `exit ${denied.code}`,
+          denied.code !== 0 && /denied/i.test(denied.stderr),
+        );
+      },
+    );
+
+    await r.step(
+      '12',
+      `Delete ${TEAM_B_INSTANCE}: its policies and RuntimeClass go, its Sandboxes and namespace stay`,
+      'seed 2, acceptance 6',
+      async () => {
+        const rc = runtimeClassOf(TEAM_B_INSTANCE);
+        const sandboxesBefore = (await this.sandboxes(TEAM_B_NAMESPACE)).map((s) => s.metadata.uid).sort();
+        await this.sh(['delete', 'agent', TEAM_B_INSTANCE, '-n', TEAM_B_NAMESPACE]);
+        await this.eventually(
+          'admission policies and bindings removed',
+          'none labelled for the instance',
+          async (observe) => {
+            const left = await this.policiesOf(TEAM_B_INSTANCE);
+            observe(left);
+            return left.length === 0 && 'none left';
+          },
+          (v) => v,
+        );
+        await this.eventually(
+          `RuntimeClass ${rc} removed`,
+          'not found',
+          async () => (await this.runtimeClassHandler(rc)) === undefined && 'not found',
+          (v) => v,
+        );
+        await this.sh(['get', 'sandbox', '-n', TEAM_B_NAMESPACE]);
+        const sandboxesAfter = (await this.sandboxes(TEAM_B_NAMESPACE)).map((s) => s.metadata.uid).sort();
+        this.check(
+          'the Sandboxes are still there (same uids)',
+          json(sandboxesBefore),
+          json(sandboxesAfter),
+          sandboxesBefore.length === 2 && json(sandboxesBefore) === json(sandboxesAfter),
+        );
+        const ns = await this.readNamespace(TEAM_B_NAMESPACE);
+        this.check(
+          `namespace ${TEAM_B_NAMESPACE} (not created by KubePlus) stays`,
+          'Active',
+          ns?.status?.phase ?? 'not found',
+          ns?.status?.phase === 'Active',
+        );
+      },
+    );
+
+    await r.step(
+      '13',
+      `Delete ${TEAM_A_INSTANCE}: namespace ${TEAM_A_NAMESPACE} (and its label) is gone, with its RuntimeClass and policies`,
+      'seed 1 step 6, seed 2 acceptance 6',
+      async () => {
+        const rc = runtimeClassOf(TEAM_A_INSTANCE);
+        const policiesBefore = await this.policiesOf(TEAM_A_INSTANCE);
+        r.note(`owned before deletion: runtimeclasses/${rc}, ${policiesBefore.join(', ')}`);
+        await this.sh(['delete', 'agent', TEAM_A_INSTANCE, '-n', PLATFORM_NAMESPACE]);
+        const started = performance.now();
+        await this.eventually(
+          `namespace ${TEAM_A_NAMESPACE} finalized and removed by the namespace controller`,
+          'gone (404)',
+          async (observe) => {
+            const ns = await this.readNamespace(TEAM_A_NAMESPACE);
+            observe(
+              ns
+                ? { phase: ns.status?.phase, conditions: ns.status?.conditions?.filter((c) => c.status === 'True') }
+                : 'gone',
+            );
+            return ns === undefined && `gone after ${((performance.now() - started) / 1000).toFixed(1)} s`;
+          },
+          (v) => v,
+          120_000,
+        );
+        const get = await this.sh(['get', 'namespace', TEAM_A_NAMESPACE]);
+        this.check(
+          `kubectl get namespace ${TEAM_A_NAMESPACE}`,
+          'not found',
+          get.stderr.trim() || get.stdout.trim(),
+          get.code !== 0 && /NotFound|not found/.test(get.stderr),
+        );
+        const labeled = await this.sh(['get', 'namespaces', '-l', `${ENABLED_LABEL}=true`]);
+        this.check(
+          'no namespace carries the isolation label any more',
+          'No resources found',
+          (labeled.stdout + labeled.stderr).trim(),
+          labeled.code === 0 && labeled.stdout.trim() === '',
+        );
+        this.check(
+          `RuntimeClass ${rc} removed`,
+          'not found',
+          (await this.runtimeClassHandler(rc)) === undefined ? 'not found' : 'still there',
+          (await this.runtimeClassHandler(rc)) === undefined,
+        );
+        const policies = await this.policiesOf(TEAM_A_INSTANCE);
+        this.check('admission policies and bindings removed', 'none', json(policies), policies.length === 0);
+        const agents = (await this.custom.listClusterCustomObject(AGENT)) as { items: unknown[] };
+        this.check('no Agent instance left', '0', String(agents.items.length), agents.items.length === 0);
+      },
+    );
+  }
+}
