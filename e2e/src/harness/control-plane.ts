@@ -19,7 +19,14 @@ import { httpGet, type ProbeTls } from './http-probe.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { type CertAndKey, CertificateAuthority, generateServiceAccountKeyPair } from './pki.js';
 import { freePorts } from './ports.js';
-import { describeExit, type ManagedProcess, signalProcessGroup, startProcess, tailFile } from './process.js';
+import {
+  describeExit,
+  type ManagedProcess,
+  type ProcessExit,
+  signalProcessGroup,
+  startProcess,
+  tailFile,
+} from './process.js';
 import { REAPER_PID_FILE, startReaper } from './reaper.js';
 import { FatalWaitError, waitFor } from './wait.js';
 
@@ -49,7 +56,18 @@ export interface StopOptions {
   failed?: boolean;
 }
 
+export interface StopComponentOptions {
+  /** SIGTERM (default: a graceful stop, SIGKILL after 10 s) or SIGKILL (a crash). */
+  signal?: 'SIGTERM' | 'SIGKILL';
+}
+
 const START_ATTEMPTS = 3;
+
+/** Stops and starts single components of a running control plane (see ControlPlane.stopComponent). */
+export interface ComponentControl {
+  stop(name: Component, signal: 'SIGTERM' | 'SIGKILL'): Promise<ProcessExit>;
+  start(name: Component): Promise<void>;
+}
 
 /** A control plane this process started; stop() tears it down. */
 export class ControlPlane extends Cluster {
@@ -59,8 +77,10 @@ export class ControlPlane extends Cluster {
   constructor(
     state: ClusterState,
     ca: CertificateAuthority,
+    /** The running component processes; a restarted component's entry is replaced by its new process. */
     readonly processes: readonly ManagedProcess[],
     private readonly teardown: (failed: boolean) => Promise<void>,
+    private readonly control?: ComponentControl,
   ) {
     super(state, ca);
   }
@@ -69,6 +89,33 @@ export class ControlPlane extends Cluster {
   stop(opts: StopOptions = {}): Promise<void> {
     this.stopping ??= this.teardown(opts.failed === true || existsSync(join(this.dir, FAILURE_MARKER)));
     return this.stopping;
+  }
+
+  /**
+   * Stops one component (its whole process group) and resolves with its exit once it is gone; the
+   * others keep running. Its ports, data (etcd's data dir) and certificates stay, so
+   * startComponent() brings the same component back and every kubeconfig stays valid.
+   * For fault-injection suites on their OWN control plane: never on the shared one.
+   */
+  stopComponent(name: Component, opts: StopComponentOptions = {}): Promise<ProcessExit> {
+    return this.requireControl().stop(name, opts.signal ?? 'SIGTERM');
+  }
+
+  /** Starts a component stopped by stopComponent() again, same flags; resolves once it is healthy. */
+  startComponent(name: Component): Promise<void> {
+    return this.requireControl().start(name);
+  }
+
+  /** stopComponent() then startComponent(). */
+  async restart(name: Component, opts: StopComponentOptions = {}): Promise<void> {
+    await this.stopComponent(name, opts);
+    await this.startComponent(name);
+  }
+
+  private requireControl(): ComponentControl {
+    if (this.stopping) throw new Error('control plane is stopped');
+    if (!this.control) throw new Error('this ControlPlane cannot stop or start single components');
+    return this.control;
   }
 }
 
@@ -276,7 +323,41 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           extraAdmissionPlugins: [...settings.extraAdmissionPlugins],
           timings,
         };
-        const cp = new ControlPlane(state, pki.ca, [...processes], teardown);
+        const running = [...processes];
+        const argsOf: Record<Component, () => [string, string[]]> = {
+          etcd: () => [assets.etcd, etcdArgs(layout, settings)],
+          'kube-apiserver': () => [assets['kube-apiserver'], apiServerArgs(layout, settings)],
+          'kube-controller-manager': () => [assets['kube-controller-manager'], controllerManagerArgs(layout, settings)],
+          'kube-scheduler': () => [assets['kube-scheduler'], schedulerArgs(layout, settings)],
+        };
+        const healthOf: Record<Component, () => [string, ProbeTls | undefined]> = {
+          etcd: () => [`http://127.0.0.1:${layout.ports.etcdClient}/health`, undefined],
+          'kube-apiserver': () => [`${server}/readyz`, tls],
+          'kube-controller-manager': () => [`https://127.0.0.1:${layout.ports.controllerManager}/healthz`, tls],
+          'kube-scheduler': () => [`https://127.0.0.1:${layout.ports.scheduler}/healthz`, tls],
+        };
+        const control: ComponentControl = {
+          async stop(name, signal) {
+            const proc = processes.find((p) => p.name === name);
+            if (!proc) throw new Error(`${name} is not running`);
+            if (signal === 'SIGKILL') signalProcessGroup(proc.pid, 'SIGKILL');
+            const exit = signal === 'SIGKILL' ? await proc.exit : await proc.stop();
+            signalProcessGroup(proc.pid, 'SIGKILL'); // nothing it forked survives it
+            processes.splice(processes.indexOf(proc), 1);
+            return exit;
+          },
+          async start(name) {
+            if (processes.some((p) => p.name === name)) throw new Error(`${name} is already running`);
+            const [command, args] = argsOf[name]();
+            const proc = launch(name, command, args);
+            const index = running.findIndex((p) => p.name === name);
+            if (index >= 0) running[index] = proc;
+            else running.push(proc);
+            const [url, probeTls] = healthOf[name]();
+            await waitHealthy(proc, url, probeTls);
+          },
+        };
+        const cp = new ControlPlane(state, pki.ca, running, teardown, control);
         // The token and service-account controllers run (with their own credentials) once this exists.
         const core = cp.kc.makeApiClient(CoreV1Api);
         await waitFor(

@@ -16,7 +16,14 @@ export {
   SERVICE_ACCOUNT_ISSUER,
   SERVICE_CLUSTER_IP_RANGE,
 } from './components.js';
-export { ControlPlane, type ControlPlaneOptions, type StopOptions, startControlPlane } from './control-plane.js';
+export {
+  type ComponentControl,
+  ControlPlane,
+  type ControlPlaneOptions,
+  type StopComponentOptions,
+  type StopOptions,
+  startControlPlane,
+} from './control-plane.js';
 export { installCrds, installSandboxCrds, loadCrds } from './crds.js';
 export {
   FAKE_NODE_LABEL,
@@ -38,6 +45,8 @@ export { createTestNamespace, deleteNamespace, type NamespaceOptions } from './n
 export { isApiStatus, labelNode, taintNode, untaintNode } from './node-api.js';
 export { type CertAndKey, CertificateAuthority } from './pki.js';
 export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedulable } from './pods.js';
+export { freePorts } from './ports.js';
+export { describeExit, type ManagedProcess, type ProcessExit } from './process.js';
 export { repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
 export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
 export { writeServiceAccountKubeconfig } from './service-accounts.js';

@@ -24,7 +24,13 @@ export interface RunningService {
   readonly process: ManagedProcess;
   readonly logPath: string;
   logTail(lines?: number): string;
+  /** SIGTERM, then SIGKILL after 5 s; resolves once the process has exited. */
   stop(): Promise<void>;
+  /**
+   * Sends `signal` to the service's process group at once (e.g. SIGKILL: a crash; SIGTERM: a
+   * graceful stop whose exit the test awaits through `process.exit`). False if it is already gone.
+   */
+  signal(signal: NodeJS.Signals): boolean;
 }
 
 /**
@@ -57,6 +63,7 @@ export async function startService(cluster: Cluster, opts: ServiceOptions): Prom
       process.off('exit', killNow);
       await proc.stop(5_000);
     },
+    signal: (signal) => signalProcessGroup(proc.pid, signal),
   };
   const { readiness } = opts;
   if (readiness) {
@@ -92,6 +99,13 @@ export interface WebhookOptions {
   /** Flags appended after the harness's, so they override them (e.g. --log-level=debug). */
   extraArgs?: readonly string[];
   env?: NodeJS.ProcessEnv;
+  /**
+   * Listen on this HTTPS port instead of a free one: e.g. a webhook started again behind the URL
+   * an earlier one registered. Its certificate files are written anew (same names, same CA).
+   */
+  port?: number;
+  /** Metrics port instead of a free one. */
+  metricsPort?: number;
 }
 
 export interface RunningWebhook extends RunningService {
@@ -102,6 +116,9 @@ export interface RunningWebhook extends RunningService {
   readonly metricsUrl: string;
   /** PEM of the CA that signed the webhook's serving certificate (the cluster CA): the caBundle. */
   readonly caPem: string;
+  /** The serving certificate and key files it was started with (--tls-cert-file / --tls-key-file). */
+  readonly tlsCertFile: string;
+  readonly tlsKeyFile: string;
 }
 
 /**
@@ -110,7 +127,9 @@ export interface RunningWebhook extends RunningService {
  * (its Namespace informer has synced).
  */
 export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}): Promise<RunningWebhook> {
-  const [port, metricsPort] = (await freePorts(2)) as [number, number];
+  const [freePort, freeMetricsPort] = (await freePorts(2)) as [number, number];
+  const port = opts.port ?? freePort;
+  const metricsPort = opts.metricsPort ?? freeMetricsPort;
   const serving = await cluster.issueServingCert(['127.0.0.1', 'localhost']);
   const certFile = join(cluster.dir, 'pki', `webhook-${port}.crt`);
   const keyFile = join(cluster.dir, 'pki', `webhook-${port}.key`);
@@ -140,6 +159,8 @@ export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}):
     url: `${base}/mutate/pods`,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     caPem: cluster.caPem,
+    tlsCertFile: certFile,
+    tlsKeyFile: keyFile,
   };
 }
 
