@@ -550,7 +550,7 @@ export class Scenario {
       const log = readFileSync(webhook.logPath, 'utf8');
       const count = (ns: string): number => log.split('\n').filter((l) => l.includes(`"namespace":"${ns}"`)).length;
       r.command(
-        `grep -c '"namespace":"${UNRELATED_NAMESPACE}"' webhook.log; grep -c '"namespace":"${TEAM_A_NAMESPACE}"' webhook.log   # every admission is logged (--log-level=debug)`,
+        `grep -c '"namespace":"${UNRELATED_NAMESPACE}"' ${webhook.logPath}; grep -c '"namespace":"${TEAM_A_NAMESPACE}"' ${webhook.logPath}   # the webhook logs every request it gets (--log-level=debug)`,
         `${count(UNRELATED_NAMESPACE)}\n${count(TEAM_A_NAMESPACE)}`,
       );
       this.check(
