@@ -1,0 +1,97 @@
+/**
+ * A lean HTTPS client for the API server (node:https, keep-alive, the kubeconfig's client
+ * certificate): client-side overhead stays small and equal across the compared setups, so the
+ * measured latency is the API server's. @kubernetes/client-node is used for everything untimed.
+ */
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export interface ApiResponse {
+  status: number;
+  body: string;
+}
+
+export class RawApi {
+  private constructor(
+    private readonly base: URL,
+    private readonly options: https.RequestOptions,
+    private readonly agent: https.Agent,
+  ) {}
+
+  static async connect(kc: KubeConfig, maxSockets: number): Promise<RawApi> {
+    const server = kc.getCurrentCluster()?.server;
+    if (!server) throw new Error('kubeconfig has no current cluster');
+    const options: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(options);
+    const agent = new https.Agent({
+      keepAlive: true,
+      maxSockets,
+      ca: options.ca,
+      cert: options.cert,
+      key: options.key,
+    });
+    return new RawApi(new URL(server), { ca: options.ca, cert: options.cert, key: options.key }, agent);
+  }
+
+  request(method: string, path: string, body?: unknown): Promise<ApiResponse> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        {
+          ...this.options,
+          agent: this.agent,
+          host: this.base.hostname,
+          port: this.base.port,
+          method,
+          path,
+          headers: {
+            accept: 'application/json',
+            ...(payload !== undefined && {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(payload),
+            }),
+          },
+          timeout: 60_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no response within 60s`)));
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  /** POST that must succeed (2xx); returns the parsed body. */
+  async create<T = unknown>(path: string, body: unknown): Promise<T> {
+    const res = await this.request('POST', path, body);
+    if (res.status < 200 || res.status >= 300) {
+      throw new Error(`POST ${path}: HTTP ${res.status}: ${res.body.slice(0, 300)}`);
+    }
+    return JSON.parse(res.body) as T;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** Runs `task(i)` for i in [0, count) with at most `concurrency` in flight. */
+export async function forEachConcurrent(
+  count: number,
+  concurrency: number,
+  task: (i: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      await task(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+}

@@ -1,0 +1,450 @@
+/**
+ * `make bench`: runs every benchmark (or those in BENCH_ONLY), writes bench/results/latest.json,
+ * then renders docs/benchmarks.md and its plots from it (BENCH_REPORT_ONLY=1: render only).
+ * See bench/README.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import {
+  type ControlPlane,
+  createTestNamespace,
+  type FakeNodes,
+  loadWebhookEntry,
+  NODE_PLACEMENT_ADMISSION_PLUGINS,
+  type RunningService,
+  type RunningWebhook,
+  registerWebhook,
+  repoRoot,
+  resolveAssets,
+  scrapeApiServerMetrics,
+  startControlPlane,
+  startFakeNodes,
+  startService,
+  startWebhook,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import type { NodeIsolationSpec } from '@kubeplus-isolation/spec';
+import {
+  canonicalNodeIsolation,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { runChartComplexityBench } from './chart-complexity.js';
+import { type BenchConfig, loadConfig, type Section } from './config.js';
+import { RawApi } from './kube.js';
+import { runLoad } from './load.js';
+import { runPatchBench } from './patch-bench.js';
+import { renderPlots } from './plot.js';
+import { runPodCreateBench, type WebhookCallTotals } from './pod-create.js';
+import { poolMandate } from './pods.js';
+import { freePort } from './ports.js';
+import { allCpus, canPin, machineInfo, machineSnapshot, pinToCpus, rssBytes } from './proc.js';
+import { summarizeProfile } from './profile.js';
+import { renderReport } from './report.js';
+import type { BenchResults } from './results.js';
+import { runOperatorScale, runWebhookScale } from './scale.js';
+import { reviewBody, runWebhookLoad } from './webhook-bench.js';
+
+const log = (line: string): void => {
+  process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+};
+
+function isolatedNamespaceMetadata(mandate: NodeIsolationSpec): {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
+  return {
+    labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+    annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: canonicalNodeIsolation(mandate) },
+  };
+}
+
+/** The namespace annotations PodNodeSelector and PodTolerationRestriction read, for the same mandate. */
+function pluginNamespaceAnnotations(mandate: NodeIsolationSpec): Record<string, string> {
+  return {
+    'scheduler.alpha.kubernetes.io/node-selector': Object.entries(mandate.nodeSelector)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+    'scheduler.alpha.kubernetes.io/defaultTolerations': JSON.stringify(mandate.tolerations),
+  };
+}
+
+/** Dry-run Pods until the API server applies the expected selector in `namespace` (config loads asynchronously). */
+async function waitForPlacement(api: RawApi, namespace: string, pool: string | undefined): Promise<void> {
+  await waitFor(
+    `Pods in ${namespace} to get nodeSelector ${pool ?? '(none)'}`,
+    async (observe) => {
+      const res = await api.request('POST', `/api/v1/namespaces/${namespace}/pods?dryRun=All`, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'probe' },
+        spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+      });
+      if (res.status !== 201)
+        throw new Error(`dry-run Pod in ${namespace}: HTTP ${res.status}: ${res.body.slice(0, 300)}`);
+      const pod = JSON.parse(res.body) as {
+        spec: { nodeSelector?: Record<string, string>; tolerations?: { key?: string; value?: string }[] };
+      };
+      observe({ nodeSelector: pod.spec.nodeSelector, tolerations: pod.spec.tolerations });
+      if (pool === undefined) return pod.spec.nodeSelector === undefined;
+      return (
+        pod.spec.nodeSelector?.pool === pool &&
+        (pod.spec.tolerations ?? []).some((t) => t.key === 'dedicated' && t.value === pool)
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+async function versions(api: RawApi): Promise<BenchResults['versions']> {
+  const v = JSON.parse((await api.request('GET', '/version')).body) as { gitVersion?: string };
+  let etcd: string | undefined;
+  try {
+    const assets = await resolveAssets(['etcd']);
+    etcd = /etcd Version:\s*(\S+)/.exec(execFileSync(assets.etcd, ['--version'], { encoding: 'utf8' }))?.[1];
+  } catch {
+    etcd = undefined;
+  }
+  return { kubernetes: v.gitVersion, etcd };
+}
+
+async function runAll(cfg: BenchConfig): Promise<BenchResults> {
+  const started = Date.now();
+  const want = (s: Section): boolean => cfg.sections.includes(s);
+  const pinned = canPin();
+  log(`machine: ${JSON.stringify(machineInfo())}`);
+  const results: BenchResults = {
+    startedAt: new Date(started).toISOString(),
+    finishedAt: '',
+    durationSeconds: 0,
+    config: cfg,
+    machine: machineInfo(),
+    versions: {},
+    loadStart: await machineSnapshot(new Set()),
+    pinned,
+    errors: {},
+  };
+  log(`load at start: ${JSON.stringify(results.loadStart)}`);
+  const section = async (name: Section, body: () => Promise<void>): Promise<void> => {
+    if (!want(name)) return;
+    log(`== ${name}`);
+    const t0 = Date.now();
+    try {
+      await body();
+      log(`== ${name} done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    } catch (error) {
+      results.errors[name] = (error as Error).stack ?? String(error);
+      log(`== ${name} FAILED: ${(error as Error).message}`);
+    }
+  };
+
+  await section('patch', async () => {
+    results.patch = await runPatchBench(
+      { rounds: cfg.rounds, containers: [1, 10, 100], tolerations: [0, 10, 50], timeMs: cfg.patchTimeMs },
+      log,
+    );
+  });
+
+  const clusterSections: Section[] = ['webhook', 'podcreate', 'chart', 'scale-webhook', 'scale-operator'];
+  if (!clusterSections.some(want)) return finish(results, started);
+
+  log('starting a control plane with PodNodeSelector + PodTolerationRestriction');
+  const cp = await startControlPlane({ extraAdmissionPlugins: NODE_PLACEMENT_ADMISSION_PLUGINS });
+  let webhook: RunningWebhook | undefined;
+  let reference: RunningService | undefined;
+  let nodes: FakeNodes | undefined;
+  const api = await RawApi.connect(cp.kc, Math.max(cfg.podConcurrency, 32));
+  /** Pins `pid` to CPU 0 and this process (the load generator) to CPU 1; returns the undo. */
+  const pin = (pid: number): (() => void) => {
+    if (!pinned) return () => undefined;
+    pinToCpus(pid, '0');
+    pinToCpus(process.pid, '1');
+    return () => {
+      pinToCpus(pid, allCpus());
+      pinToCpus(process.pid, allCpus());
+    };
+  };
+  try {
+    results.versions = await versions(api);
+    log(`control plane ready: Kubernetes ${results.versions.kubernetes}, etcd ${results.versions.etcd}`);
+    const pool = 'bench-pool';
+    const mandate = poolMandate(pool);
+    const iso = isolatedNamespaceMetadata(mandate);
+    const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
+    webhook = await startWebhook(cp);
+    results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
+    results.versions.webhookFlags = webhookFlags(webhook.logPath);
+    await registerWebhook(cp.kc, { url: webhook.url, caPem: webhook.caPem });
+    await waitForPlacement(api, nsC, pool);
+    reference = await startReferenceWebhook(cp, pool);
+    const referenceUrl = `${referenceBase(reference)}/mutate`;
+    const running = webhook;
+
+    await section('webhook', async () => {
+      const result = await runWebhookLoad(
+        {
+          namespace: nsC,
+          targets: [
+            { name: 'webhook', url: running.url, pid: running.process.pid, containerCounts: [1, 10, 100] },
+            {
+              name: 'reference',
+              url: referenceUrl,
+              pid: (reference as RunningService).process.pid,
+              containerCounts: [1],
+            },
+          ],
+          rounds: cfg.rounds,
+          durationSeconds: cfg.loadSeconds,
+          connections: cfg.loadConnections,
+          pin,
+        },
+        log,
+      );
+      results.webhook = result;
+      if (results.webhookMemory) results.webhookMemory.afterLoadRssMiB = rssBytes(running.process.pid) / MiB;
+      if (cfg.profileSeconds > 0) results.webhookProfile = await profileWebhook(cp, nsC, cfg, pin);
+    });
+
+    await section('podcreate', async () => {
+      const nsA = await createTestNamespace(cp.kc, 'bench-plain');
+      const nsB = await createTestNamespace(cp.kc, 'bench-plugins', {
+        annotations: pluginNamespaceAnnotations(mandate),
+      });
+      const nsD = await createTestNamespace(cp.kc, 'bench-reference', { labels: { [REFERENCE_LABEL]: 'true' } });
+      await registerReferenceWebhook(cp, referenceUrl);
+      await waitForPlacement(api, nsA, undefined);
+      await waitForPlacement(api, nsB, pool);
+      await waitForPlacement(api, nsD, pool);
+      results.podCreate = await runPodCreateBench(
+        api,
+        {
+          rounds: cfg.rounds,
+          serialCreates: cfg.podSerial,
+          parallelCreates: cfg.podParallel,
+          concurrency: cfg.podConcurrency,
+          namespaces: { a: nsA, b: nsB, c: nsC, d: nsD },
+          webhookNames: { c: loadWebhookEntry().name, d: REFERENCE_WEBHOOK_NAME },
+          webhookCalls: () => webhookCallTotals(cp),
+        },
+        log,
+      );
+    });
+
+    await section('chart', async () => {
+      nodes = await startFakeNodes(cp.kc, ['bench-node-1', 'bench-node-2'], {
+        labels: { pool },
+        taints: [{ key: 'dedicated', value: pool, effect: 'NoSchedule' }],
+        capacity: { pods: '1000' },
+      });
+      const plain = await createTestNamespace(cp.kc, 'bench-chart-plain', iso);
+      const chain = await createTestNamespace(cp.kc, 'bench-chart-chain', iso);
+      await waitForPlacement(api, chain, pool);
+      results.chart = await runChartComplexityBench(
+        cp.kc,
+        {
+          rounds: cfg.rounds,
+          replicas: cfg.chainReplicas,
+          group: 'chain.bench.kubeplus.io',
+          namespaces: { plain, chain },
+          webhookMetricsUrl: running.metricsUrl,
+          webhookLogPath: running.logPath,
+        },
+        log,
+      );
+    });
+
+    await section('scale-webhook', async () => {
+      let unpin: () => void = () => undefined;
+      results.scaleWebhook = await runWebhookScale(
+        api,
+        {
+          namespaces: cfg.scaleNamespaces,
+          isolated: cfg.scaleIsolated,
+          createConcurrency: 32,
+          rounds: cfg.rounds,
+          loadSeconds: cfg.loadSeconds,
+          connections: cfg.loadConnections,
+          webhookPid: running.process.pid,
+          webhookUrl: running.url,
+          webhookMetricsUrl: running.metricsUrl,
+          pin: () => {
+            unpin = pin(running.process.pid);
+          },
+          unpin: () => unpin(),
+        },
+        log,
+      );
+    });
+
+    await section('scale-operator', async () => {
+      results.scaleOperator = await runOperatorScale(
+        cp,
+        api,
+        {
+          instances: cfg.operatorInstances,
+          createConcurrency: 16,
+          platformNamespace: 'kubeplus',
+          group: 'apps.bench.kubeplus.io',
+          timeoutSeconds: cfg.operatorTimeoutSeconds,
+          metricsPort: await freePort(),
+        },
+        log,
+      );
+    });
+  } finally {
+    api.close();
+    await nodes?.stop().catch(() => undefined);
+    await webhook?.stop().catch(() => undefined);
+    await reference?.stop().catch(() => undefined);
+    await cp.stop();
+  }
+  return finish(results, started);
+}
+
+const MiB = 1024 * 1024;
+const REFERENCE_LABEL = 'bench.kubeplus.io/reference-webhook';
+const REFERENCE_WEBHOOK_NAME = 'reference.bench.kubeplus.io';
+
+function webhookFlags(logPath: string): string[] {
+  // The harness writes the command line as the log's first line: "# <time> <node> <entry> <flags...>".
+  const first = readFileSync(logPath, 'utf8').split('\n', 1)[0] ?? '';
+  return first.split(' ').slice(4);
+}
+
+function referenceBase(service: RunningService): string {
+  const port = /--port=(\d+)/.exec(readFileSync(service.logPath, 'utf8').split('\n', 1)[0] ?? '')?.[1];
+  return `https://127.0.0.1:${port}`;
+}
+
+async function startReferenceWebhook(cp: ControlPlane, pool: string): Promise<RunningService> {
+  const port = await freePort();
+  const serving = await cp.issueServingCert(['127.0.0.1']);
+  const certFile = join(cp.dir, 'pki', `reference-${port}.crt`);
+  const keyFile = join(cp.dir, 'pki', `reference-${port}.key`);
+  writeFileSync(certFile, serving.certPem, { mode: 0o600 });
+  writeFileSync(keyFile, serving.keyPem, { mode: 0o600 });
+  return startService(cp, {
+    name: `reference-webhook-${port}`,
+    entry: join(repoRoot(), 'bench', 'dist', 'reference-webhook.js'),
+    args: [`--port=${port}`, `--tls-cert-file=${certFile}`, `--tls-key-file=${keyFile}`, `--pool=${pool}`],
+    readiness: { url: `https://127.0.0.1:${port}/healthz`, tls: { caPem: cp.caPem } },
+  });
+}
+
+/** The chart's webhook entry, pointed at the reference webhook and at namespaces labeled for it. */
+async function registerReferenceWebhook(cp: ControlPlane, url: string): Promise<void> {
+  await cp.kc.makeApiClient(AdmissionregistrationV1Api).createMutatingWebhookConfiguration({
+    body: {
+      metadata: { name: 'kubeplus-bench-reference' },
+      webhooks: [
+        {
+          ...loadWebhookEntry(),
+          name: REFERENCE_WEBHOOK_NAME,
+          namespaceSelector: { matchLabels: { [REFERENCE_LABEL]: 'true' } },
+          clientConfig: { url, caBundle: Buffer.from(cp.caPem).toString('base64') },
+        },
+      ],
+    },
+  });
+}
+
+async function webhookCallTotals(cp: ControlPlane): Promise<WebhookCallTotals> {
+  const out: WebhookCallTotals = {};
+  for (const s of await scrapeApiServerMetrics(cp.kc)) {
+    const name = s.labels.name;
+    if (name === undefined) continue;
+    const acc = out[name] ?? { sum: 0, count: 0 };
+    if (s.name === 'apiserver_admission_webhook_admission_duration_seconds_sum') acc.sum += s.value;
+    else if (s.name === 'apiserver_admission_webhook_admission_duration_seconds_count') acc.count += s.value;
+    else continue;
+    out[name] = acc;
+  }
+  return out;
+}
+
+/**
+ * A second webhook process, identical but started with NODE_OPTIONS=--cpu-prof, under the same
+ * pinned load for cfg.profileSeconds; the profile (bench/results/webhook-load.cpuprofile) is
+ * summarized over the load window only.
+ */
+async function profileWebhook(
+  cp: ControlPlane,
+  namespace: string,
+  cfg: BenchConfig,
+  pin: (pid: number) => () => void,
+): Promise<BenchResults['webhookProfile']> {
+  const dir = join(cp.dir, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  const profiled = await startWebhook(cp, { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } });
+  const body = reviewBody(1, namespace);
+  let window: [number, number];
+  let rps: number;
+  const unpin = pin(profiled.process.pid);
+  try {
+    await runLoad({ url: profiled.url, bodies: [body], connections: cfg.loadConnections, durationSeconds: 2 });
+    const t0 = Number(process.hrtime.bigint() / 1000n);
+    const r = await runLoad({
+      url: profiled.url,
+      bodies: [body],
+      connections: cfg.loadConnections,
+      durationSeconds: cfg.profileSeconds,
+      serverPid: profiled.process.pid,
+    });
+    window = [t0, Number(process.hrtime.bigint() / 1000n)];
+    rps = r.rps;
+  } finally {
+    unpin();
+    await profiled.stop();
+  }
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no CPU profile written to ${dir}`);
+  const kept = join(repoRoot(), 'bench', 'results', 'webhook-load.cpuprofile');
+  mkdirSync(dirname(kept), { recursive: true });
+  copyFileSync(join(dir, file), kept);
+  return {
+    seconds: cfg.profileSeconds,
+    rps,
+    file: 'bench/results/webhook-load.cpuprofile',
+    ...summarizeProfile(kept, window),
+  };
+}
+
+async function finish(results: BenchResults, started: number): Promise<BenchResults> {
+  results.loadEnd = await machineSnapshot(new Set());
+  log(`load at end: ${JSON.stringify(results.loadEnd)}`);
+  results.finishedAt = new Date().toISOString();
+  results.durationSeconds = (Date.now() - started) / 1000;
+  return results;
+}
+
+async function main(): Promise<void> {
+  const cfg = loadConfig();
+  // The harness awaits the exit of unref'ed children during teardown; keep the event loop alive
+  // meanwhile, or Node would end the process with that await still pending.
+  const keepAlive = setInterval(() => undefined, 1000);
+  const resultsPath = resolve(repoRoot(), cfg.resultsFile);
+  let results: BenchResults;
+  if (cfg.reportOnly) {
+    results = JSON.parse(readFileSync(resultsPath, 'utf8')) as BenchResults;
+  } else {
+    results = await runAll(cfg);
+    mkdirSync(dirname(resultsPath), { recursive: true });
+    writeFileSync(resultsPath, `${JSON.stringify(results, null, 2)}\n`);
+    log(`results: ${resultsPath}`);
+  }
+  const outDir = resolve(repoRoot(), cfg.reportOnly ? cfg.outDir : results.config.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const plots = await renderPlots(results, outDir);
+  writeFileSync(join(outDir, 'benchmarks.md'), renderReport(results, plots));
+  log(`report: ${join(outDir, 'benchmarks.md')} (plots: ${plots.map((p) => p.file).join(', ')})`);
+  clearInterval(keepAlive);
+  const failed = Object.keys(results.errors);
+  if (failed.length > 0) {
+    log(`sections that failed: ${failed.join(', ')} (see the report)`);
+    process.exitCode = 1;
+  }
+}
+
+await main();

@@ -1,0 +1,193 @@
+/**
+ * Benchmark 3: Pod CREATE latency through the real kube-apiserver, three setups side by side on
+ * one control plane (started with PodNodeSelector + PodTolerationRestriction):
+ *   a  plain namespace: no webhook call (namespaceSelector does not match), the plugins find no
+ *      annotation — the baseline;
+ *   b  namespace annotated for PodNodeSelector + PodTolerationRestriction: the same placement done
+ *      in process by the API server itself, the zero-network-hop floor;
+ *   c  namespace labeled + annotated for this webhook: the API server calls it over HTTPS;
+ *   d  namespace labeled for the reference webhook (reference-webhook.ts: the least a Node.js
+ *      webhook can do for the same patch), registered the same way: what any webhook costs.
+ * Rounds interleave a/b/c (rotating the order) at each concurrency, so drift and the other
+ * engineers' load hit all three alike. Pods name a scheduler that does not exist, so no
+ * scheduling work competes with the measurement; they are deleted after each block (untimed).
+ */
+import { type ApiResponse, forEachConcurrent, type RawApi } from './kube.js';
+import { cdfPoints, type Percentiles, percentiles, type Summary, summarize } from './stats.js';
+
+export type Setup = 'a' | 'b' | 'c' | 'd';
+export const SETUPS: readonly Setup[] = ['a', 'b', 'c', 'd'];
+
+/** Sum (seconds) and count of the API server's calls to each webhook, by webhook name. */
+export type WebhookCallTotals = Record<string, { sum: number; count: number }>;
+
+export interface PodCreateOptions {
+  rounds: number;
+  /** Creates per block at concurrency 1 and at the high concurrency. */
+  serialCreates: number;
+  parallelCreates: number;
+  concurrency: number;
+  namespaces: Record<Setup, string>;
+  /** Webhook name the API server calls for setups c and d. */
+  webhookNames: Partial<Record<Setup, string>>;
+  /** The API server's apiserver_admission_webhook_admission_duration_seconds sum/count by webhook. */
+  webhookCalls: () => Promise<WebhookCallTotals>;
+}
+
+export interface BlockStats {
+  setup: Setup;
+  concurrency: number;
+  /** All rounds pooled. */
+  pooled: Percentiles;
+  /** Per-round p50 / p99, summarized over rounds. */
+  p50: Summary;
+  p99: Summary;
+  /** Creates per second (wall time of the block), summarized over rounds. */
+  throughput: Summary;
+  cdf: { q: number; value: number }[];
+  /** Mean duration of the API server's call to the webhook (c, d), from its own metric, ms. */
+  apiServerWebhookCallMs?: number;
+}
+
+export interface RatioStats {
+  concurrency: number;
+  /** Per-round ratios and differences (same round, side by side), summarized over rounds. */
+  caP50: Summary;
+  caP99: Summary;
+  cbP50: Summary;
+  cbP99: Summary;
+  baP50: Summary;
+  baP99: Summary;
+  cdP50: Summary;
+  cdP99: Summary;
+  daP50: Summary;
+  daP99: Summary;
+  /** c − a in ms. */
+  addedP50Ms: Summary;
+  addedP99Ms: Summary;
+}
+
+export interface PodCreateResult {
+  blocks: BlockStats[];
+  ratios: RatioStats[];
+  errors: string[];
+}
+
+function podBody(): unknown {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { generateName: 'bench-' },
+    spec: {
+      // No scheduler has this name: the Pod stays Pending and costs the scheduler nothing.
+      schedulerName: 'kubeplus-bench-unscheduled',
+      containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }],
+    },
+  };
+}
+
+async function block(
+  api: RawApi,
+  namespace: string,
+  count: number,
+  concurrency: number,
+  errors: string[],
+): Promise<{ latencies: number[]; seconds: number }> {
+  const latencies: number[] = [];
+  const path = `/api/v1/namespaces/${namespace}/pods`;
+  const started = process.hrtime.bigint();
+  await forEachConcurrent(count, concurrency, async () => {
+    const t0 = process.hrtime.bigint();
+    const res: ApiResponse = await api.request('POST', path, podBody());
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (res.status === 201) latencies.push(ms);
+    else if (errors.length < 20) errors.push(`POST ${path}: HTTP ${res.status}: ${res.body.slice(0, 200)}`);
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const del = await api.request('DELETE', path);
+  if (del.status !== 200) throw new Error(`DELETE ${path}: HTTP ${del.status}: ${del.body.slice(0, 200)}`);
+  return { latencies, seconds };
+}
+
+export async function runPodCreateBench(
+  api: RawApi,
+  opts: PodCreateOptions,
+  log: (line: string) => void,
+): Promise<PodCreateResult> {
+  const concurrencies = [1, opts.concurrency];
+  const key = (s: Setup, c: number): string => `${s}/${c}`;
+  const pooled = new Map<string, number[]>();
+  const perRound = new Map<string, Percentiles[]>();
+  const rates = new Map<string, number[]>();
+  const errors: string[] = [];
+  const calls = new Map<string, { sum: number; count: number }>();
+  // Round 0 warms every path (connections, the API server's caches, the webhook's JIT) and is discarded.
+  for (let round = 0; round <= opts.rounds; round++) {
+    const order = SETUPS.map((_, i) => SETUPS[(i + round) % SETUPS.length] as Setup);
+    for (const c of concurrencies) {
+      const count = c === 1 ? opts.serialCreates : opts.parallelCreates;
+      for (const setup of order) {
+        const webhook = opts.webhookNames[setup];
+        const before = webhook && round > 0 ? (await opts.webhookCalls())[webhook] : undefined;
+        const { latencies, seconds } = await block(api, opts.namespaces[setup], count, c, errors);
+        if (round === 0) continue;
+        const k = key(setup, c);
+        if (webhook) {
+          // Scraped after the block's Pods were deleted: DELETE calls no webhook (CREATE only).
+          const after = (await opts.webhookCalls())[webhook];
+          const acc = calls.get(k) ?? { sum: 0, count: 0 };
+          acc.sum += (after?.sum ?? 0) - (before?.sum ?? 0);
+          acc.count += (after?.count ?? 0) - (before?.count ?? 0);
+          calls.set(k, acc);
+        }
+        pooled.set(k, [...(pooled.get(k) ?? []), ...latencies]);
+        perRound.set(k, [...(perRound.get(k) ?? []), percentiles(latencies)]);
+        rates.set(k, [...(rates.get(k) ?? []), latencies.length / seconds]);
+      }
+    }
+    log(
+      `  pod create: ${round === 0 ? 'warm-up round' : `round ${round}/${opts.rounds}`} done (order ${order.join('')})`,
+    );
+  }
+  const blocks: BlockStats[] = [];
+  for (const c of concurrencies) {
+    for (const setup of SETUPS) {
+      const k = key(setup, c);
+      const rounds = perRound.get(k) ?? [];
+      blocks.push({
+        setup,
+        concurrency: c,
+        pooled: percentiles(pooled.get(k) ?? []),
+        p50: summarize(rounds.map((r) => r.p50)),
+        p99: summarize(rounds.map((r) => r.p99)),
+        throughput: summarize(rates.get(k) ?? []),
+        cdf: cdfPoints(pooled.get(k) ?? []),
+        ...(calls.has(k) && {
+          apiServerWebhookCallMs: ((calls.get(k)?.sum ?? 0) / (calls.get(k)?.count || Number.NaN)) * 1000,
+        }),
+      });
+    }
+  }
+  const ratios: RatioStats[] = concurrencies.map((c) => {
+    const r = (s: Setup): Percentiles[] => perRound.get(key(s, c)) ?? [];
+    const [a, b, cc, d] = [r('a'), r('b'), r('c'), r('d')];
+    const each = (f: (i: number) => number): Summary => summarize(a.map((_, i) => f(i)));
+    const at = (list: Percentiles[], i: number): Percentiles => list[i] as Percentiles;
+    return {
+      concurrency: c,
+      caP50: each((i) => at(cc, i).p50 / at(a, i).p50),
+      caP99: each((i) => at(cc, i).p99 / at(a, i).p99),
+      cbP50: each((i) => at(cc, i).p50 / at(b, i).p50),
+      cbP99: each((i) => at(cc, i).p99 / at(b, i).p99),
+      baP50: each((i) => at(b, i).p50 / at(a, i).p50),
+      baP99: each((i) => at(b, i).p99 / at(a, i).p99),
+      cdP50: each((i) => at(cc, i).p50 / at(d, i).p50),
+      cdP99: each((i) => at(cc, i).p99 / at(d, i).p99),
+      daP50: each((i) => at(d, i).p50 / at(a, i).p50),
+      daP99: each((i) => at(d, i).p99 / at(a, i).p99),
+      addedP50Ms: each((i) => at(cc, i).p50 - at(a, i).p50),
+      addedP99Ms: each((i) => at(cc, i).p99 - at(a, i).p99),
+    };
+  });
+  return { blocks, ratios, errors };
+}

@@ -1,0 +1,380 @@
+/**
+ * Benchmark 5: scale.
+ *   webhook   many namespaces on the real API server, half of them isolated (labeled + annotated,
+ *             each with its own mandate), all delivered to the webhook by its real informer; its
+ *             RSS before/after, and lookup latency: AdmissionReviews all for one namespace vs.
+ *             spread round-robin over every isolated namespace, interleaved in the same run.
+ *   operator  many annotated instances (node-isolation + sandbox-isolation) created in the
+ *             platform namespace at once; time until every tenant namespace is labeled +
+ *             annotated and every RuntimeClass exists; reconcile p99 from its metrics; RSS.
+ */
+import {
+  type Cluster,
+  installSandboxCrds,
+  type MetricSample,
+  type RunningService,
+  scrapeMetrics,
+  startOperator,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import {
+  canonicalNodeIsolation,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import { ApiextensionsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { forEachConcurrent, type RawApi } from './kube.js';
+import { type LoadResult, runLoad } from './load.js';
+import { admissionReview, makePod, poolMandate } from './pods.js';
+import { cpuSeconds, peakRssBytes, rssBytes } from './proc.js';
+import { type Buckets, histogramQuantile, type Summary, summarize } from './stats.js';
+
+const MiB = 1024 * 1024;
+
+export interface WebhookScaleOptions {
+  namespaces: number;
+  isolated: number;
+  createConcurrency: number;
+  rounds: number;
+  loadSeconds: number;
+  connections: number;
+  webhookPid: number;
+  webhookUrl: string;
+  webhookMetricsUrl: string;
+  /** Pin/unpin the webhook around load runs. */
+  pin: () => void;
+  unpin: () => void;
+}
+
+export interface WebhookScaleResult {
+  namespacesCreated: number;
+  isolatedCreated: number;
+  createSeconds: number;
+  /** Seconds from the first create until the webhook's cache held every isolated namespace. */
+  cacheFilledSeconds: number;
+  cacheEntriesBefore: Record<string, number>;
+  cacheEntriesAfter: Record<string, number>;
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+  peakRssMiB: number;
+  single: { rps: Summary; p50: Summary; p99: Summary; p999: Summary };
+  spread: { rps: Summary; p50: Summary; p99: Summary; p999: Summary };
+  /** spread / single per round, summarized. */
+  ratioP50: Summary;
+  ratioP99: Summary;
+  ratioRps: Summary;
+  errors: number;
+}
+
+function cacheEntries(samples: readonly MetricSample[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of samples) {
+    if (s.name === 'kubeplus_webhook_namespace_cache_entries') out[s.labels.state ?? ''] = s.value;
+  }
+  return out;
+}
+
+function summarizeLoads(results: LoadResult[]): { rps: Summary; p50: Summary; p99: Summary; p999: Summary } {
+  return {
+    rps: summarize(results.map((r) => r.rps)),
+    p50: summarize(results.map((r) => r.latencyMs.p50)),
+    p99: summarize(results.map((r) => r.latencyMs.p99)),
+    p999: summarize(results.map((r) => r.latencyMs.p999)),
+  };
+}
+
+export async function runWebhookScale(
+  api: RawApi,
+  opts: WebhookScaleOptions,
+  log: (line: string) => void,
+): Promise<WebhookScaleResult> {
+  const before = cacheEntries(await scrapeMetrics(opts.webhookMetricsUrl));
+  const rssBefore = rssBytes(opts.webhookPid);
+  const every = Math.max(1, Math.floor(opts.namespaces / Math.max(1, opts.isolated)));
+  const isolatedNames: string[] = [];
+  const run = Date.now().toString(36);
+  const t0 = process.hrtime.bigint();
+  let done = 0;
+  await forEachConcurrent(opts.namespaces, opts.createConcurrency, async (i) => {
+    const name = `scale-${run}-${i}`;
+    const isolated = i % every === 0 && isolatedNames.length < opts.isolated;
+    if (isolated) isolatedNames.push(name);
+    const mandate = poolMandate(`pool-${i % 250}`);
+    await api.create('/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name,
+        labels: { 'bench.kubeplus.io/scale': run, ...(isolated && { [NODE_ISOLATION_ENABLED_LABEL]: 'true' }) },
+        ...(isolated && { annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: canonicalNodeIsolation(mandate) } }),
+      },
+    });
+    if (++done % 2000 === 0) log(`  webhook scale: ${done}/${opts.namespaces} namespaces created`);
+  });
+  const createSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const wanted = (before.valid ?? 0) + isolatedNames.length;
+  let after: Record<string, number> = {};
+  await waitFor(
+    `the webhook's cache to hold ${wanted} valid namespaces`,
+    async (observe) => {
+      after = cacheEntries(await scrapeMetrics(opts.webhookMetricsUrl));
+      observe(after);
+      return (after.valid ?? 0) >= wanted;
+    },
+    { timeoutMs: 300_000, intervalMs: 250 },
+  );
+  const cacheFilledSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  log(`  webhook scale: ${opts.namespaces} namespaces in ${createSeconds.toFixed(1)} s; cache filled`);
+
+  const bodyFor = (ns: string): string =>
+    JSON.stringify(admissionReview(makePod({ containers: 1, tolerations: 0 }), ns));
+  const single = [bodyFor(isolatedNames[0] as string)];
+  const spread = isolatedNames.map(bodyFor);
+  const singles: LoadResult[] = [];
+  const spreads: LoadResult[] = [];
+  let errors = 0;
+  opts.pin();
+  try {
+    // Warm-up of both paths, discarded.
+    await runLoad({ url: opts.webhookUrl, bodies: spread, connections: opts.connections, durationSeconds: 2 });
+    for (let round = 0; round < opts.rounds; round++) {
+      const order = round % 2 === 0 ? (['single', 'spread'] as const) : (['spread', 'single'] as const);
+      for (const which of order) {
+        const r = await runLoad({
+          url: opts.webhookUrl,
+          bodies: which === 'single' ? single : spread,
+          connections: opts.connections,
+          durationSeconds: opts.loadSeconds,
+          serverPid: opts.webhookPid,
+        });
+        errors += r.errors + r.non2xx + r.timeouts;
+        (which === 'single' ? singles : spreads).push(r);
+      }
+      log(`  webhook scale: lookup round ${round + 1}/${opts.rounds} done`);
+    }
+  } finally {
+    opts.unpin();
+  }
+  const ratio = (f: (r: LoadResult) => number): Summary =>
+    summarize(spreads.map((s, i) => f(s) / f(singles[i] as LoadResult)));
+  return {
+    namespacesCreated: opts.namespaces,
+    isolatedCreated: isolatedNames.length,
+    createSeconds,
+    cacheFilledSeconds,
+    cacheEntriesBefore: before,
+    cacheEntriesAfter: after,
+    rssBeforeMiB: rssBefore / MiB,
+    rssAfterMiB: rssBytes(opts.webhookPid) / MiB,
+    peakRssMiB: peakRssBytes(opts.webhookPid) / MiB,
+    single: summarizeLoads(singles),
+    spread: summarizeLoads(spreads),
+    ratioP50: ratio((r) => r.latencyMs.p50),
+    ratioP99: ratio((r) => r.latencyMs.p99),
+    ratioRps: ratio((r) => r.rps),
+    errors,
+  };
+}
+
+export interface OperatorScaleOptions {
+  instances: number;
+  createConcurrency: number;
+  platformNamespace: string;
+  group: string;
+  timeoutSeconds: number;
+  metricsPort: number;
+}
+
+export interface OperatorScaleResult {
+  instances: number;
+  concurrency: string;
+  createSeconds: number;
+  /** From the first instance create until every tenant namespace is labeled + annotated. */
+  namespacesIsolatedSeconds: number;
+  /** … until every kubeplus-sandbox-<instance> RuntimeClass exists. */
+  runtimeClassesSeconds: number;
+  /** … until both: fully isolated. */
+  fullyIsolatedSeconds: number;
+  policyBindings: number;
+  reconcileP50Ms: Record<string, number>;
+  reconcileP99Ms: Record<string, number>;
+  reconciles: Record<string, number>;
+  rssMiB: number;
+  peakRssMiB: number;
+  cpuSeconds: number;
+  timedOut: boolean;
+}
+
+const OPERATOR_CONCURRENCY_DEFAULT = '2 (the operator’s default --concurrency)';
+
+export async function runOperatorScale(
+  cluster: Cluster,
+  api: RawApi,
+  opts: OperatorScaleOptions,
+  log: (line: string) => void,
+): Promise<OperatorScaleResult> {
+  const kc = cluster.kc;
+  // An instance Kind as KubePlus registers it (label registered-by=kubeplus).
+  const crdName = `benchapps.${opts.group}`;
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  await ext.createCustomResourceDefinition({
+    body: {
+      metadata: { name: crdName, labels: { 'registered-by': 'kubeplus' } },
+      spec: {
+        group: opts.group,
+        names: { kind: 'BenchApp', plural: 'benchapps', singular: 'benchapp', listKind: 'BenchAppList' },
+        scope: 'Namespaced',
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+          },
+        ],
+      },
+    },
+  });
+  await waitFor(
+    `CRD ${crdName} established`,
+    async () => {
+      const crd = await ext.readCustomResourceDefinition({ name: crdName });
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
+    },
+    { timeoutMs: 30_000 },
+  );
+  await installSandboxCrds(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: opts.platformNamespace } } });
+  await waitFor(
+    `ServiceAccount default in ${opts.platformNamespace}`,
+    () => core.readNamespacedServiceAccount({ name: 'default', namespace: opts.platformNamespace }),
+    { timeoutMs: 30_000 },
+  );
+
+  const metricsBase = `http://127.0.0.1:${opts.metricsPort}`;
+  const operator: RunningService = await startOperator(cluster, {
+    name: 'operator-bench',
+    args: [
+      `--kubeconfig=${cluster.kubeconfigPath}`,
+      `--platform-namespace=${opts.platformNamespace}`,
+      '--leader-elect=false',
+      `--metrics-port=${opts.metricsPort}`,
+      '--bind-address=127.0.0.1',
+    ],
+    readiness: { url: `${metricsBase}/readyz`, timeoutMs: 60_000 },
+  });
+  try {
+    const pid = operator.process.pid;
+    const cpu0 = cpuSeconds(pid);
+    const names = Array.from({ length: opts.instances }, (_, i) => `tenant-${String(i).padStart(5, '0')}`);
+    const t0 = process.hrtime.bigint();
+    const since = (): number => Number(process.hrtime.bigint() - t0) / 1e9;
+    await forEachConcurrent(names.length, opts.createConcurrency, async (i) => {
+      const name = names[i] as string;
+      await api.create(`/apis/${opts.group}/v1/namespaces/${opts.platformNamespace}/benchapps`, {
+        apiVersion: `${opts.group}/v1`,
+        kind: 'BenchApp',
+        metadata: {
+          name,
+          annotations: {
+            [NODE_ISOLATION_ANNOTATION]: JSON.stringify(poolMandate(`pool-${name}`)),
+            [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+          },
+        },
+        spec: {},
+      });
+    });
+    const createSeconds = since();
+    log(`  operator scale: ${names.length} instances created in ${createSeconds.toFixed(1)} s`);
+    const wanted = new Set(names);
+    let namespacesAt = Number.NaN;
+    let classesAt = Number.NaN;
+    let timedOut = false;
+    const deadline = Date.now() + opts.timeoutSeconds * 1000;
+    let lastLog = 0;
+    while (Number.isNaN(namespacesAt) || Number.isNaN(classesAt)) {
+      if (Date.now() > deadline) {
+        timedOut = true;
+        break;
+      }
+      if (Number.isNaN(namespacesAt)) {
+        const res = await api.request(
+          'GET',
+          `/api/v1/namespaces?labelSelector=${encodeURIComponent(`${NODE_ISOLATION_ENABLED_LABEL}=true`)}`,
+        );
+        const list = JSON.parse(res.body) as {
+          items: { metadata: { name: string; annotations?: Record<string, string> } }[];
+        };
+        const n = list.items.filter(
+          (ns) =>
+            wanted.has(ns.metadata.name) && ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined,
+        ).length;
+        if (n >= wanted.size) namespacesAt = since();
+        if (Date.now() - lastLog > 10_000) {
+          lastLog = Date.now();
+          log(`  operator scale: ${n}/${wanted.size} namespaces isolated after ${since().toFixed(0)} s`);
+        }
+      }
+      if (Number.isNaN(classesAt)) {
+        const res = await api.request(
+          'GET',
+          `/apis/node.k8s.io/v1/runtimeclasses?labelSelector=${encodeURIComponent(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
+        );
+        const list = JSON.parse(res.body) as { items: { metadata: { name: string } }[] };
+        const n = list.items.filter((rc) => wanted.has(rc.metadata.name.replace(/^kubeplus-sandbox-/, ''))).length;
+        if (n >= wanted.size) classesAt = since();
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const bindings = await api.request(
+      'GET',
+      `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings?labelSelector=${encodeURIComponent(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
+    );
+    const policyBindings = (JSON.parse(bindings.body) as { items?: unknown[] }).items?.length ?? 0;
+    const samples = await scrapeMetrics(`${metricsBase}/metrics`);
+    const byController = new Map<string, Buckets>();
+    const reconciles: Record<string, number> = {};
+    for (const s of samples) {
+      if (s.name === 'kubeplus_operator_reconcile_duration_seconds_bucket') {
+        const c = s.labels.controller ?? '';
+        const b = byController.get(c) ?? new Map();
+        const le = s.labels.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(s.labels.le);
+        b.set(le, (b.get(le) ?? 0) + s.value);
+        byController.set(c, b);
+      }
+      if (s.name === 'kubeplus_operator_reconcile_total') {
+        const k = `${s.labels.controller ?? ''}/${s.labels.result ?? ''}`;
+        reconciles[k] = (reconciles[k] ?? 0) + s.value;
+      }
+    }
+    const reconcileP50Ms: Record<string, number> = {};
+    const reconcileP99Ms: Record<string, number> = {};
+    for (const [c, b] of byController) {
+      reconcileP50Ms[c] = histogramQuantile(b, 0.5) * 1000;
+      reconcileP99Ms[c] = histogramQuantile(b, 0.99) * 1000;
+    }
+    return {
+      instances: names.length,
+      concurrency: OPERATOR_CONCURRENCY_DEFAULT,
+      createSeconds,
+      namespacesIsolatedSeconds: namespacesAt,
+      runtimeClassesSeconds: classesAt,
+      fullyIsolatedSeconds: Math.max(namespacesAt, classesAt),
+      policyBindings,
+      reconcileP50Ms,
+      reconcileP99Ms,
+      reconciles,
+      rssMiB: rssBytes(pid) / MiB,
+      peakRssMiB: peakRssBytes(pid) / MiB,
+      cpuSeconds: cpuSeconds(pid) - cpu0,
+      timedOut,
+    };
+  } finally {
+    await operator.stop();
+  }
+}
