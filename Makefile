@@ -83,3 +83,10 @@ images: ## Build the webhook and operator images (needs a Docker/Podman engine; 
 .PHONY: chart-test
 chart-test: install components ## Helm chart + Dockerfile tests: helm lint/template, RBAC, PSS, TLS, schema, image payloads
 	HELM="$$(e2e/scripts/build-components.sh | tail -1)/helm" $(JEST) --selectProjects chart
+
+# ---- bench/: benchmarks (not part of `make test`; see bench/README.md) ----------------------
+node_modules/.modules.yaml: bench/package.json
+
+.PHONY: bench
+bench: build components ## Run the benchmarks and regenerate docs/benchmarks.md + plots (~15 min; BENCH_* env vars, bench/README.md)
+	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" node bench/dist/main.js
