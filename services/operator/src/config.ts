@@ -42,6 +42,8 @@ export interface Config {
   logLevel: LogLevel;
   drainTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** Period of the fail-open audit of isolated namespaces' Pods; 0: no audit. */
+  auditIntervalMs: number;
 }
 
 export const PROGRAM = 'kubeplus-isolation-operator';
@@ -86,6 +88,7 @@ interface Values {
   logLevel: LogLevel;
   drainTimeoutMs: number;
   shutdownTimeoutMs: number;
+  auditIntervalMs: number;
 }
 
 const ok = (value: unknown): Parsed => ({ ok: true, value });
@@ -165,6 +168,15 @@ function levelHandlers(raw: string): Parsed {
 }
 
 const port = integer(0, 65535, 'a port number');
+
+/** 0 (off), or from 1s to 24h. */
+function auditInterval(raw: string): Parsed {
+  const parsed = duration(0, 86_400_000)(raw);
+  if (parsed.ok && parsed.value !== 0 && (parsed.value as number) < 1_000) {
+    return fail(`must be 0 (no audit) or from 1s to 24h, got ${JSON.stringify(raw)}`);
+  }
+  return parsed;
+}
 
 export const FLAGS: readonly Flag[] = [
   {
@@ -345,6 +357,15 @@ export const FLAGS: readonly Flag[] = [
     default: '25s',
     help: "Bound on the whole graceful shutdown (drain, Lease release, close) after SIGTERM/SIGINT; past it the process exits with status 1. Keep it below the pod's terminationGracePeriodSeconds.",
     parse: duration(1_000, 600_000),
+  },
+  {
+    key: 'auditIntervalMs',
+    name: 'audit-interval',
+    env: 'AUDIT_INTERVAL',
+    placeholder: '<duration>',
+    default: '5m',
+    help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance. A namespace is also audited when it becomes isolated or its mandate or owner changes. Pods are never changed. 0 disables the audit.',
+    parse: auditInterval,
   },
 ];
 

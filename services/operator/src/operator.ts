@@ -8,10 +8,15 @@
  *   `kubeplus.io/owner-uid`; every RuntimeClass (also the reconciler's RuntimeClass list); the
  *   served admission-policy kinds labelled `app.kubernetes.io/managed-by=kubeplus-isolation`.
  *
+ *   With the audit on (--audit-interval > 0): Namespaces labelled
+ *   `kubeplus.io/node-isolation-enabled=true` (the webhook's namespaceSelector).
+ *
  * Controllers (only while this replica holds the Lease):
  *   `instances`     ← instance events; owner of a deleted owned object; every sandbox-annotated
  *                     instance on any RuntimeClass change; owners handed over by owned-objects;
- *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see wiring/keys.ts).
+ *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see wiring/keys.ts);
+ *   `node-isolation-audit` ← isolated-namespace events and a period → list the namespace's Pods,
+ *                     report those lacking the mandated placement (audit/; never writes Pods).
  */
 
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
@@ -22,6 +27,12 @@ import type {
   V1RuntimeClass,
 } from '@kubernetes/client-node';
 import type { Express } from 'express';
+import {
+  AUDIT_CONTROLLER,
+  createNodeIsolationAudit,
+  ISOLATED_NAMESPACE_SELECTOR,
+  type PodLister,
+} from './audit/index.js';
 import type { Config } from './config.js';
 import { type Clock, systemClock } from './controller/clock.js';
 import { EventRecorder, type EventSink } from './controller/events.js';
@@ -45,12 +56,14 @@ import {
   type RunningServer,
   startHttpServer,
 } from './controller/server.js';
+import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import type { RuntimeClassInfo } from './desired/sandbox-policy.js';
 import { InstanceReconciler } from './reconcile/instance-reconciler.js';
 import type { ClusterPort, EventTarget, InstanceEvent } from './reconcile/port.js';
 import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './wiring/controllers.js';
 import { type PolicyApis, type PolicyResource, policyResources } from './wiring/discovery.js';
+import { formatDuration } from './wiring/duration.js';
 import type { OwnedType } from './wiring/keys.js';
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './wiring/kinds.js';
 import { COUNTED_ANNOTATIONS, createWiringMetrics } from './wiring/metrics.js';
@@ -87,6 +100,8 @@ export interface OperatorDeps {
   sources: InformerSources;
   clusterPort(options: ClusterPortOptions): ClusterPort;
   eventSink: EventSink;
+  /** The audit's Pod LIST; required unless `config.auditIntervalMs` is 0. */
+  pods?: PodLister;
   /** Required when `config.leaderElect`. */
   leaseLock: LeaseLock | undefined;
   clock?: Clock;
@@ -111,6 +126,7 @@ export interface Operator {
 export const NAMESPACE_SELECTOR = OWNER_UID_LABEL;
 export const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 const INSTANCES_RESOURCE = 'instances';
+const ISOLATED_NAMESPACES_RESOURCE = 'isolated-namespaces';
 
 interface OwnedInformer {
   type: OwnedType;
@@ -129,6 +145,8 @@ export function createOperator(deps: OperatorDeps): Operator {
   const { config, logger, sources } = deps;
   if (config.leaderElect && deps.leaseLock === undefined)
     throw new Error('operator: leader election needs a lease lock');
+  const auditing = config.auditIntervalMs > 0;
+  if (auditing && deps.pods === undefined) throw new Error('operator: the audit needs a Pod lister');
   const clock = deps.clock ?? systemClock;
   const informerOptions = { clock, logger };
   const policies = policyResources(deps.policyApis);
@@ -163,11 +181,22 @@ export function createOperator(deps: OperatorDeps): Operator {
       }),
     })),
   ];
-  const informers: SyncedInformer[] = [crds, ...owned.map((o) => o.informer), instances];
+  const isolatedNamespaces = auditing
+    ? new ResourceInformer<KubernetesObject>(sources.namespaces(ISOLATED_NAMESPACE_SELECTOR), {
+        ...informerOptions,
+        name: ISOLATED_NAMESPACES_RESOURCE,
+      })
+    : undefined;
+  const informers: SyncedInformer[] = [
+    crds,
+    ...owned.map((o) => o.informer),
+    ...(isolatedNamespaces ? [isolatedNamespaces] : []),
+    instances,
+  ];
 
   // ---- metrics ----
   const metrics = createOperatorMetrics({
-    controllers: CONTROLLERS,
+    controllers: auditing ? [...CONTROLLERS, AUDIT_CONTROLLER] : CONTROLLERS,
     resources: informers.map((i) => i.name),
     annotations: COUNTED_ANNOTATIONS,
   });
@@ -265,6 +294,31 @@ export function createOperator(deps: OperatorDeps): Operator {
     sources: owned.map((o) => ownedObjectSource(o.informer, o.type)),
     concurrency: config.concurrency,
   });
+  if (isolatedNamespaces !== undefined && deps.pods !== undefined) {
+    // The instance an isolated namespace's owner annotation names, from the instance caches:
+    // Events go to an instance that exists and is watched, else only the metric and log report.
+    const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => {
+      const kind = kinds.lookup(owner.group, owner.kind);
+      if (kind === undefined) return undefined;
+      const gvr = { group: kind.group, version: kind.version, resource: kind.plural };
+      const uid = instances.get(gvr)?.get(owner.name, owner.namespace)?.metadata?.uid;
+      if (uid === undefined) return undefined;
+      const apiVersion = kind.group === '' ? kind.version : `${kind.group}/${kind.version}`;
+      return { apiVersion, kind: owner.kind, namespace: owner.namespace, name: owner.name, uid };
+    };
+    const audit = createNodeIsolationAudit({
+      intervalMs: config.auditIntervalMs,
+      namespaces: isolatedNamespaces,
+      pods: deps.pods,
+      resolveOwner,
+      recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
+      registry: metrics.registry,
+      logger,
+      clock,
+      random: deps.random,
+    });
+    manager.addController(audit.controller);
+  }
 
   return {
     manager,
@@ -299,6 +353,7 @@ export function createOperator(deps: OperatorDeps): Operator {
           ? `${config.leaderElectionNamespace}/${config.leaderElectionId}`
           : 'disabled',
         admissionPolicies: policies.map((p) => `${p.apiVersion}/${p.kind}`),
+        auditInterval: auditing ? formatDuration(config.auditIntervalMs) : 'disabled',
       });
       return manager.run(signal);
     },

@@ -11,6 +11,7 @@ import {
   type KubernetesObject,
   makeInformer,
 } from '@kubernetes/client-node';
+import { kubePodLister } from '../audit/kube-pods.js';
 import type { Config } from '../config.js';
 import { coreV1EventSink } from '../controller/events.js';
 import {
@@ -86,6 +87,7 @@ export async function kubeOperatorDeps(
     sources: kubeInformerSources(kc),
     clusterPort: (options) => new KubeClusterPort(kc, options),
     eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
+    pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
     leaseLock: config.leaderElect
       ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
       : undefined,

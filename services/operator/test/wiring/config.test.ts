@@ -42,6 +42,7 @@ describe('parseConfig', () => {
       logLevel: 'info',
       drainTimeoutMs: 10_000,
       shutdownTimeoutMs: 25_000,
+      auditIntervalMs: 300_000,
     });
   });
 
@@ -66,6 +67,7 @@ describe('parseConfig', () => {
       '--log-level=DEBUG',
       '--drain-timeout=500ms',
       '--shutdown-timeout=2m',
+      '--audit-interval=90s',
     ]);
     expect(c).toMatchObject({
       kubeconfig: '/home/me/.kube/config',
@@ -88,6 +90,7 @@ describe('parseConfig', () => {
       logLevel: 'debug',
       drainTimeoutMs: 500,
       shutdownTimeoutMs: 120_000,
+      auditIntervalMs: 90_000,
     });
     expect(levelOfHandler('my-vm', c.handlerLevels)).toBe('kata');
     expect(levelOfHandler('sbx-fast', c.handlerLevels)).toBe('runsc');
@@ -193,6 +196,16 @@ describe('parseConfig', () => {
     expect(ok(['--leader-elect=false', '--lease-duration=5s']).leaseDurationMs).toBe(5_000);
   });
 
+  it('takes --audit-interval 0 as off, else from 1s to 24h', () => {
+    expect(ok(['--audit-interval=0']).auditIntervalMs).toBe(0);
+    expect(ok(['--audit-interval=1s']).auditIntervalMs).toBe(1_000);
+    expect(ok(['--audit-interval=24h']).auditIntervalMs).toBe(86_400_000);
+    expect(ok([], sources({ AUDIT_INTERVAL: '10m' })).auditIntervalMs).toBe(600_000);
+    expect(error(['--audit-interval=500ms'])).toBe('--audit-interval: must be 0 (no audit) or from 1s to 24h, got "500ms"');
+    expect(error(['--audit-interval=25h'])).toBe('--audit-interval: must be from 0s to 24h, got "25h"');
+    expect(error([], sources({ AUDIT_INTERVAL: '5' }))).toMatch(/^--audit-interval: must be a duration .* \(from AUDIT_INTERVAL\)$/);
+  });
+
   it('recognizes --help and -h', () => {
     expect(parseConfig(['--help'], sources()).kind).toBe('help');
     expect(parseConfig(['-h'], sources()).kind).toBe('help');
@@ -204,6 +217,7 @@ describe('usage', () => {
     const text = usage();
     expect(FLAGS.map((f) => f.name).sort()).toEqual(
       [
+        'audit-interval',
         'bind-address',
         'concurrency',
         'drain-timeout',

@@ -11,6 +11,8 @@ import type {
   V1Namespace,
   V1RuntimeClass,
 } from '@kubernetes/client-node';
+import type { PodLister } from '../../src/audit/auditor.js';
+import type { PodLike } from '../../src/audit/unisolated.js';
 import { type GroupVersionResource, gvrString } from '../../src/controller/informers.js';
 import type { ClusterPortOptions, InformerSources } from '../../src/operator.js';
 import type { ClusterPort, EventTarget, InstanceEvent } from '../../src/reconcile/port.js';
@@ -34,6 +36,8 @@ export class FakeWorld {
   readonly cluster = new FakeCluster();
   /** CRDs exist only here (the reconciler never reads them). */
   readonly crds: Objects = new Map();
+  /** Pods by namespace, for the audit's LIST (no informer watches Pods). */
+  readonly pods = new Map<string, PodLike[]>();
   private readonly sources = new Map<string, Array<FakeInformerSource<KubernetesObject>>>();
   private readonly forbidden = new Set<string>();
 
@@ -41,11 +45,33 @@ export class FakeWorld {
   informerSources(): InformerSources {
     return {
       crds: () => this.source('crds') as unknown as FakeInformerSource<V1CustomResourceDefinition>,
-      namespaces: () => this.source('namespaces') as unknown as FakeInformerSource<V1Namespace>,
+      namespaces: (labelSelector) =>
+        this.source(`namespaces?${labelSelector}`) as unknown as FakeInformerSource<V1Namespace>,
       runtimeClasses: () => this.source('runtimeclasses') as unknown as FakeInformerSource<V1RuntimeClass>,
       policies: (type) => this.source(type.resource),
       instances: (gvr) => this.source(gvrString(gvr)),
     };
+  }
+
+  /**
+   * The audit's Pod LIST over `pods` (by namespace), `pageSize` at most per page whatever the
+   * caller asks, counting calls in `listCalls`; `listError` makes every call fail with it.
+   */
+  podLister(pageSize = Number.POSITIVE_INFINITY): PodLister & { listCalls: string[]; listError?: unknown } {
+    const world = this;
+    const lister = {
+      listCalls: [] as string[],
+      listError: undefined as unknown,
+      async listPods(namespace: string, page: { limit: number; continueToken?: string | undefined }) {
+        lister.listCalls.push(namespace);
+        if (lister.listError !== undefined) throw lister.listError;
+        const all = world.pods.get(namespace) ?? [];
+        const from = Number(page.continueToken ?? '0');
+        const to = from + Math.min(page.limit, pageSize);
+        return { items: all.slice(from, to), continueToken: to < all.length ? String(to) : undefined };
+      },
+    };
+    return lister;
   }
 
   putCrd(crd: V1CustomResourceDefinition): void {
@@ -130,8 +156,7 @@ export class FakeWorld {
     };
     for (const crd of this.crds.values()) add('crds', crd);
     for (const ns of this.cluster.namespaces.values()) {
-      if (ns.labels['kubeplus.io/owner-uid'] === undefined) continue;
-      add('namespaces', {
+      const obj: KubernetesObject = {
         apiVersion: 'v1',
         kind: 'Namespace',
         metadata: {
@@ -141,7 +166,12 @@ export class FakeWorld {
           labels: { ...ns.labels },
           annotations: { ...ns.annotations },
         },
-      });
+      };
+      // The two selectors operator.ts uses: owned namespaces, and the webhook's (isolated) ones.
+      if (ns.labels['kubeplus.io/owner-uid'] !== undefined) add('namespaces?kubeplus.io/owner-uid', obj);
+      if (ns.labels['kubeplus.io/node-isolation-enabled'] === 'true') {
+        add('namespaces?kubeplus.io/node-isolation-enabled=true', obj);
+      }
     }
     for (const obj of this.cluster.objects.values()) {
       const policy = POLICY_RESOURCES[obj.kind];

@@ -60,6 +60,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     sources: world.informerSources(),
     clusterPort: (options) => world.port(options, calls),
     eventSink: sink,
+    pods: world.podLister(),
     leaseLock: lock,
     clock,
     random: () => 0,
