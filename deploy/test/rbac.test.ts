@@ -116,6 +116,8 @@ describe('RBAC', () => {
         'delete',
       ),
       'core/events': sorted('create', 'patch'),
+      // The fail-open audit lists an isolated namespace's Pods; nothing else on Pods.
+      'core/pods': ['list'],
     });
     // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);

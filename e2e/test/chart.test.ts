@@ -319,7 +319,12 @@ describe('the umbrella Helm chart on a real control plane', () => {
       ['create', 'coordination.k8s.io', 'leases', 'kube-system', '', false],
       ['get', '', 'secrets', releaseNs, `${release}-webhook-tls`, false],
       ['list', '', 'secrets', '', '', false],
-      ['list', '', 'pods', '', '', false],
+      // Pods: only list (the fail-open audit), never read one, watch or write.
+      ['list', '', 'pods', 'team-a', '', true],
+      ['watch', '', 'pods', '', '', false],
+      ['get', '', 'pods', 'team-a', 'p', false],
+      ['delete', '', 'pods', 'team-a', 'p', false],
+      ['patch', '', 'pods', 'team-a', 'p', false],
       ['bind', 'rbac.authorization.k8s.io', 'clusterroles', '', '', false],
       ['impersonate', '', 'users', '', '', false],
     ];
