@@ -58,7 +58,7 @@ export function loadConfig(): BenchConfig {
     scaleNamespaces: int('BENCH_SCALE_NAMESPACES', 10_000),
     scaleIsolated: int('BENCH_SCALE_ISOLATED', 5_000),
     operatorInstances: int('BENCH_OPERATOR_INSTANCES', 1_000),
-    operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 300)),
+    operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 240)),
     outDir: process.env.BENCH_OUT_DIR ?? 'docs',
     resultsFile: process.env.BENCH_RESULTS ?? 'bench/results/latest.json',
     reportOnly: process.env.BENCH_REPORT_ONLY === '1',

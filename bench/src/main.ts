@@ -35,6 +35,7 @@ import { runChartComplexityBench } from './chart-complexity.js';
 import { type BenchConfig, loadConfig, type Section } from './config.js';
 import { RawApi } from './kube.js';
 import { runLoad } from './load.js';
+import { webhookFootprint } from './memory.js';
 import { runPatchBench } from './patch-bench.js';
 import { renderPlots } from './plot.js';
 import { runPodCreateBench, type WebhookCallTotals } from './pod-create.js';
@@ -204,6 +205,11 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       );
       results.webhook = result;
       if (results.webhookMemory) results.webhookMemory.afterLoadRssMiB = rssBytes(running.process.pid) / MiB;
+      results.webhookMemory = {
+        ...results.webhookMemory,
+        idleRssMiB: results.webhookMemory?.idleRssMiB ?? Number.NaN,
+        footprint: webhookFootprint(),
+      };
       if (cfg.profileSeconds > 0) results.webhookProfile = await profileWebhook(cp, nsC, cfg, pin);
     });
 

@@ -1,5 +1,6 @@
 import type { ChartComplexityResult } from './chart-complexity.js';
 import type { BenchConfig, Section } from './config.js';
+import type { FootprintStep } from './memory.js';
 import type { PatchCase } from './patch-bench.js';
 import type { PodCreateResult } from './pod-create.js';
 import type { MachineInfo, MachineSnapshot } from './proc.js';
@@ -22,7 +23,7 @@ export interface BenchResults {
   patch?: PatchCase[];
   webhook?: WebhookLoadResult;
   /** The webhook's RSS right after start (cache synced, no request yet) and after the §2 load. */
-  webhookMemory?: { idleRssMiB: number; afterLoadRssMiB?: number };
+  webhookMemory?: { idleRssMiB: number; afterLoadRssMiB?: number; footprint?: FootprintStep[] };
   /** Where a profiled copy of the webhook spent its time under the §2 load. */
   webhookProfile?: ProfileSummary & { seconds: number; rps: number; file: string };
   podCreate?: PodCreateResult;

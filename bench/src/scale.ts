@@ -207,6 +207,9 @@ export interface OperatorScaleResult {
   peakRssMiB: number;
   cpuSeconds: number;
   timedOut: boolean;
+  /** At the end (all, or as many as were done when the wait timed out). */
+  namespacesIsolated: number;
+  runtimeClasses: number;
 }
 
 const OPERATOR_CONCURRENCY_DEFAULT = '2 (the operator’s default --concurrency)';
@@ -292,6 +295,8 @@ export async function runOperatorScale(
     const createSeconds = since();
     log(`  operator scale: ${names.length} instances created in ${createSeconds.toFixed(1)} s`);
     const wanted = new Set(names);
+    let namespacesDone = 0;
+    let classesDone = 0;
     let namespacesAt = Number.NaN;
     let classesAt = Number.NaN;
     let timedOut = false;
@@ -314,6 +319,7 @@ export async function runOperatorScale(
           (ns) =>
             wanted.has(ns.metadata.name) && ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined,
         ).length;
+        namespacesDone = n;
         if (n >= wanted.size) namespacesAt = since();
         if (Date.now() - lastLog > 10_000) {
           lastLog = Date.now();
@@ -327,6 +333,7 @@ export async function runOperatorScale(
         );
         const list = JSON.parse(res.body) as { items: { metadata: { name: string } }[] };
         const n = list.items.filter((rc) => wanted.has(rc.metadata.name.replace(/^kubeplus-sandbox-/, ''))).length;
+        classesDone = n;
         if (n >= wanted.size) classesAt = since();
       }
       await new Promise((r) => setTimeout(r, 500));
@@ -373,6 +380,8 @@ export async function runOperatorScale(
       peakRssMiB: peakRssBytes(pid) / MiB,
       cpuSeconds: cpuSeconds(pid) - cpu0,
       timedOut,
+      namespacesIsolated: namespacesDone,
+      runtimeClasses: classesDone,
     };
   } finally {
     await operator.stop();
