@@ -201,9 +201,13 @@ describe('parseConfig', () => {
     expect(ok(['--audit-interval=1s']).auditIntervalMs).toBe(1_000);
     expect(ok(['--audit-interval=24h']).auditIntervalMs).toBe(86_400_000);
     expect(ok([], sources({ AUDIT_INTERVAL: '10m' })).auditIntervalMs).toBe(600_000);
-    expect(error(['--audit-interval=500ms'])).toBe('--audit-interval: must be 0 (no audit) or from 1s to 24h, got "500ms"');
+    expect(error(['--audit-interval=500ms'])).toBe(
+      '--audit-interval: must be 0 (no audit) or from 1s to 24h, got "500ms"',
+    );
     expect(error(['--audit-interval=25h'])).toBe('--audit-interval: must be from 0s to 24h, got "25h"');
-    expect(error([], sources({ AUDIT_INTERVAL: '5' }))).toMatch(/^--audit-interval: must be a duration .* \(from AUDIT_INTERVAL\)$/);
+    expect(error([], sources({ AUDIT_INTERVAL: '5' }))).toMatch(
+      /^--audit-interval: must be a duration .* \(from AUDIT_INTERVAL\)$/,
+    );
   });
 
   it('recognizes --help and -h', () => {
