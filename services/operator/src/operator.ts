@@ -41,7 +41,6 @@ import {
   DynamicInformers,
   type GroupVersionResource,
   type InformerSource,
-  informersReady,
   ResourceInformer,
   type SyncedInformer,
 } from './controller/informers.js';
@@ -65,6 +64,12 @@ import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './wiri
 import { type PolicyApis, type PolicyResource, policyResources } from './wiring/discovery.js';
 import { formatDuration } from './wiring/duration.js';
 import type { OwnedType } from './wiring/keys.js';
+import {
+  countInstanceKinds,
+  ForbiddenKindReporter,
+  instanceKindState,
+  instanceKindsReadiness,
+} from './wiring/kind-health.js';
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './wiring/kinds.js';
 import { COUNTED_ANNOTATIONS, createWiringMetrics } from './wiring/metrics.js';
 import {
@@ -157,10 +162,28 @@ export function createOperator(deps: OperatorDeps): Operator {
     ...informerOptions,
     name: 'customresourcedefinitions',
   });
+  // A Kind the operator may not read is reported once, retried, and left out of readiness.
+  const forbiddenKinds = new ForbiddenKindReporter(logger);
   const instances = new DynamicInformers<KubernetesObject>((gvr) => sources.instances(gvr), {
     ...informerOptions,
     name: INSTANCES_RESOURCE,
+    failureLogLevel: forbiddenKinds.failureLogLevel,
+    listener: forbiddenKinds.listener,
   });
+  const kindInformers = (): ResourceInformer<KubernetesObject>[] =>
+    instances.kinds().flatMap((gvr) => instances.get(gvr) ?? []);
+  // What the Manager waits for before campaigning. Instance Kinds come and go at run time and one
+  // may stay forbidden: leadership never waits for them (their instances are reconciled as their
+  // caches fill, the key sources stream every add); /readyz reports them (kind-health.ts).
+  const instanceCaches: SyncedInformer = {
+    name: instances.name,
+    start: () => instances.start(),
+    stop: () => instances.stop(),
+    // For kubeplus_operator_informer_synced{resource="instances"}: the Kinds it may read.
+    hasSynced: () => kindInformers().every((i) => i.hasSynced() || instanceKindState(i) === 'forbidden'),
+    isStale: () => kindInformers().some((i) => i.isStale() && instanceKindState(i) !== 'forbidden'),
+    waitForSync: async (signal) => !signal?.aborted,
+  };
   const namespaces = new ResourceInformer<KubernetesObject>(sources.namespaces(NAMESPACE_SELECTOR), {
     ...informerOptions,
     name: 'namespaces',
@@ -191,7 +214,7 @@ export function createOperator(deps: OperatorDeps): Operator {
     crds,
     ...owned.map((o) => o.informer),
     ...(isolatedNamespaces ? [isolatedNamespaces] : []),
-    instances,
+    instanceCaches,
   ];
 
   // ---- metrics ----
@@ -202,7 +225,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   });
   for (const informer of informers) metrics.trackInformer(informer.name, informer);
   const wiringMetrics = createWiringMetrics(metrics);
-  wiringMetrics.trackInstanceKinds(() => instances.kinds().length);
+  wiringMetrics.trackInstanceKinds(() => countInstanceKinds(kindInformers()));
 
   // ---- reconciler ----
   const recorder = new EventRecorder({
@@ -262,11 +285,12 @@ export function createOperator(deps: OperatorDeps): Operator {
       { name: 'http', close: async () => server?.close() },
     ],
   });
-  // The Manager's readiness check, but naming each instance Kind whose cache is not synced.
-  const staticInformers = informers.filter((i) => i !== instances);
+  // The Manager's readiness check, but per instance Kind: each one not synced is named, and a
+  // forbidden one is named without failing it.
+  const staticInformers = informers.filter((i) => i !== instanceCaches);
   const readiness: HealthCheck = {
     name: 'informers',
-    check: () => informersReady([...staticInformers, ...instances.kinds().flatMap((gvr) => instances.get(gvr) ?? [])]),
+    check: () => instanceKindsReadiness(staticInformers, kindInformers()),
   };
   const app = createHttpApp({
     registry: metrics.registry,
@@ -332,7 +356,11 @@ export function createOperator(deps: OperatorDeps): Operator {
         bindCrdInformer(crds, instances, (crd) => kinds.select(crd), logger),
         crds.addEventHandler({
           delete: (crd) => {
-            if (crd.metadata?.name) kinds.forget(crd.metadata.name);
+            const name = crd.metadata?.name;
+            if (!name) return;
+            const selected = kinds.get(name);
+            if (selected) forbiddenKinds.forget(selected.gvr);
+            kinds.forget(name);
           },
         }),
       );

@@ -36,6 +36,11 @@ export function isNotFound(err: unknown): boolean {
   return httpStatusOf(err) === 404;
 }
 
+/** 403: the request's identity lacks the RBAC for it. */
+export function isForbidden(err: unknown): boolean {
+  return httpStatusOf(err) === 403;
+}
+
 /**
  * A one-line description of any thrown value, for logs and Events. Never throws. Prefers the
  * API server's Status message (client-node's ApiException puts the whole response in `message`).

@@ -9,7 +9,8 @@
  * `HasSynced`) and `isStale()` while the watch has been down longer than `staleAfterMs`, so
  * /readyz can tell a replica serving from an outdated cache. Handlers added late get the
  * cached objects replayed as adds, like client-go's `AddEventHandler`; a throwing handler is
- * logged and never breaks the cache.
+ * logged and never breaks the cache. `lastFailure()` tells what is failing (e.g. HTTP 403: no
+ * RBAC) until the next successful list+watch; `listener` hears of failures and recoveries.
  *
  * `DynamicInformers` manages informers for custom-resource kinds by group/version/resource at
  * runtime (one per instance kind, started when its CRD appears and stopped when it goes),
@@ -31,7 +32,7 @@ import {
   type V1RuntimeClass,
 } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.js';
-import { describeError } from './errors.js';
+import { describeError, httpStatusOf } from './errors.js';
 import { createSilentLogger, type Logger } from './log.js';
 
 /** What `makeInformer` returns; tests supply an in-memory one. */
@@ -75,6 +76,30 @@ export interface InformerOptions {
   maxBackoffMs?: number;
   /** Down for this long → stale. Default 60s. */
   staleAfterMs?: number;
+  /**
+   * Level of the line logged for each failed list/watch (default warn). E.g. debug for a failure
+   * the listener reports once itself, instead of a warning per retry.
+   */
+  failureLogLevel?(err: unknown): 'warn' | 'debug';
+  /** Told of each failed list/watch (after the informer's own bookkeeping) and of the recovery after failures. */
+  listener?: InformerListener;
+}
+
+export interface InformerListener {
+  failed?(informer: string, err: unknown): void;
+  recovered?(informer: string): void;
+}
+
+/** The current run of failures of an informer's list/watch. */
+export interface InformerFailure {
+  /** HTTP status of the latest failure, if it had one (e.g. 403: forbidden by RBAC). */
+  status: number | undefined;
+  /** The latest failure, described. */
+  error: string;
+  /** Failures in a row. */
+  failures: number;
+  /** When the first of them happened (ms since the epoch). */
+  since: number;
 }
 
 /** A list+watch cache of one resource, restarted with backoff whenever client-node gives up. */
@@ -86,6 +111,9 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly staleAfterMs: number;
+  private readonly failureLogLevel: (err: unknown) => 'warn' | 'debug';
+  private readonly listener: InformerListener | undefined;
+  private lastError: unknown;
   private readonly syncWaiters = new Set<(synced: boolean) => void>();
   private started = false;
   private stopped = false;
@@ -105,6 +133,8 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
     this.initialBackoffMs = options.initialBackoffMs ?? 800;
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.staleAfterMs = options.staleAfterMs ?? 60_000;
+    this.failureLogLevel = options.failureLogLevel ?? (() => 'warn');
+    this.listener = options.listener;
     source.on('add', (obj) => this.dispatch('add', obj));
     source.on('update', (obj) => this.dispatch('update', obj));
     source.on('delete', (obj) => this.dispatch('delete', obj));
@@ -138,6 +168,17 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
 
   isStale(): boolean {
     return this.failingSince !== undefined && this.clock.now() - this.failingSince >= this.staleAfterMs;
+  }
+
+  /** The failures since the last successful list+watch; undefined while it works (or has not failed yet). */
+  lastFailure(): InformerFailure | undefined {
+    if (this.failingSince === undefined) return undefined;
+    return {
+      status: httpStatusOf(this.lastError),
+      error: describeError(this.lastError),
+      failures: this.consecutiveFailures,
+      since: this.failingSince,
+    };
   }
 
   waitForSync(signal?: AbortSignal): Promise<boolean> {
@@ -192,8 +233,11 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
     }
     if (this.stopped || this.errorCount !== errorsBefore) return;
     this.consecutiveFailures = 0;
-    if (this.failingSince !== undefined) this.logger.info('informer recovered');
+    const recovered = this.failingSince !== undefined;
+    if (recovered) this.logger.info('informer recovered');
     this.failingSince = undefined;
+    this.lastError = undefined;
+    if (recovered) this.notify(() => this.listener?.recovered?.(this.name));
     if (!this.synced) {
       this.synced = true;
       this.logger.info('informer synced', { objects: this.source.list().length });
@@ -208,17 +252,25 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
     this.errorCount++;
     this.consecutiveFailures++;
     this.failingSince ??= this.clock.now();
+    this.lastError = err;
     if (this.cancelRestart) return;
     const delay = Math.min(this.initialBackoffMs * 2 ** (this.consecutiveFailures - 1), this.maxBackoffMs);
-    this.logger.warn('informer list/watch failed; restarting', {
-      error: describeError(err),
-      retryInMs: delay,
-      failures: this.consecutiveFailures,
-    });
+    const fields = { error: describeError(err), retryInMs: delay, failures: this.consecutiveFailures };
+    if (this.failureLogLevel(err) === 'debug') this.logger.debug('informer list/watch failed; restarting', fields);
+    else this.logger.warn('informer list/watch failed; restarting', fields);
     this.cancelRestart = this.clock.schedule(delay, () => {
       this.cancelRestart = undefined;
       void this.connect();
     });
+    this.notify(() => this.listener?.failed?.(this.name, err));
+  }
+
+  private notify(call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      this.logger.error('informer listener failed', { error: describeError(error) });
+    }
   }
 
   private dispatch(event: keyof EventHandlers<T>, obj: T): void {

@@ -151,6 +151,11 @@ export class InstanceKindRegistry {
     return selected?.gvr;
   }
 
+  /** What the CRD named `crdName` is selected as, if it is. */
+  get(crdName: string): SelectedKind | undefined {
+    return this.byCrd.get(crdName);
+  }
+
   /** The CRD was deleted. */
   forget(crdName: string): void {
     this.byCrd.delete(crdName);

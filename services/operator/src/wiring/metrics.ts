@@ -7,6 +7,7 @@ import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubepl
 import { Counter, Gauge } from 'prom-client';
 import type { OperatorMetrics } from '../controller/metrics.js';
 import type { AnnotationName, ConflictKind, ReconcilerHooks } from '../reconcile/instance-reconciler.js';
+import { INSTANCE_KIND_STATES, type InstanceKindState } from './kind-health.js';
 
 /** The annotation keys whose parse failures are counted (OperatorMetrics `annotations`). */
 export const COUNTED_ANNOTATIONS = [NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION] as const;
@@ -20,8 +21,8 @@ const CONFLICT_KINDS: readonly ConflictKind[] = ['Namespace', 'RuntimeClass', 'A
 
 export interface WiringMetrics {
   hooks: ReconcilerHooks;
-  /** How many instance Kinds are watched; read at scrape time. */
-  trackInstanceKinds(count: () => number): void;
+  /** How many instance Kinds are watched, by state (kind-health.ts); read at scrape time. */
+  trackInstanceKinds(count: () => Readonly<Record<InstanceKindState, number>>): void;
 }
 
 export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
@@ -37,13 +38,15 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     labelNames: ['kind'] as const,
     registers,
   });
-  let countKinds: () => number = () => 0;
+  let countKinds: () => Readonly<Record<InstanceKindState, number>> | undefined = () => undefined;
   new Gauge({
     name: 'kubeplus_operator_instance_kinds',
-    help: 'Instance Kinds (CRDs) currently watched.',
+    help: 'Instance Kinds (CRDs) currently selected, by the state of their cache: synced, pending (first list not done), stale (watch down past 60s) or forbidden (RBAC refuses list/watch: not watched, retried, excluded from readiness). sum() for the total.',
+    labelNames: ['state'] as const,
     registers,
     collect() {
-      this.set(countKinds());
+      const counts = countKinds();
+      for (const state of INSTANCE_KIND_STATES) this.set({ state }, counts?.[state] ?? 0);
     },
   });
   unavailable.inc(0);

@@ -152,8 +152,8 @@ type Verb = 'add' | 'update' | 'delete' | 'change' | 'error' | 'connect';
 export class FakeInformerSource<T extends KubernetesObject> implements InformerSource<T> {
   readonly objects = new Map<string, T>();
   private readonly callbacks = new Map<Verb, Array<(arg: never) => void>>();
-  /** Outcome of each upcoming start(); when empty, starts succeed. */
-  readonly startPlan: Array<'ok' | 'list-error' | 'reject'> = [];
+  /** Outcome of each upcoming start(); when empty, starts succeed. `forbidden`: the list gets 403. */
+  readonly startPlan: Array<'ok' | 'list-error' | 'reject' | 'forbidden'> = [];
   starts = 0;
   stops = 0;
   running = false;
@@ -176,9 +176,16 @@ export class FakeInformerSource<T extends KubernetesObject> implements InformerS
     this.starts++;
     const plan = this.startPlan.shift() ?? 'ok';
     if (plan === 'reject') throw new Error('No currently active cluster');
-    if (plan === 'list-error') {
+    if (plan === 'list-error' || plan === 'forbidden') {
       // What ListWatch does when its list call fails: report through `error`, then resolve.
-      this.emitError(new HttpError(503, 'service unavailable'));
+      this.emitError(
+        plan === 'forbidden'
+          ? new HttpError(
+              403,
+              'robots.other.io is forbidden: User "system:serviceaccount:x:op" cannot list resource "robots"',
+            )
+          : new HttpError(503, 'service unavailable'),
+      );
       return;
     }
     this.running = true;

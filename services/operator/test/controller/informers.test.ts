@@ -9,7 +9,7 @@ import {
   informersReady,
   ResourceInformer,
 } from '../../src/controller/informers.js';
-import { FakeClock, FakeInformerSource, flush, HttpError, obj } from './fakes.js';
+import { captureLogger, FakeClock, FakeInformerSource, flush, HttpError, obj } from './fakes.js';
 
 function informer(source = new FakeInformerSource<KubernetesObject>(), clock = new FakeClock()) {
   return { source, clock, inf: new ResourceInformer(source, { name: 'things', clock, staleAfterMs: 60_000 }) };
@@ -76,6 +76,64 @@ describe('ResourceInformer', () => {
     expect(source.starts).toBe(7);
     await clock.advance(1);
     expect(source.starts).toBe(8);
+  });
+
+  it('tells what is failing (status, count, since) until the next successful list+watch', async () => {
+    const { source, clock, inf } = informer();
+    expect(inf.lastFailure()).toBeUndefined();
+    source.startPlan.push('forbidden', 'forbidden', 'list-error');
+    const startedAt = clock.now();
+    inf.start();
+    await flush();
+    expect(inf.lastFailure()).toEqual({
+      status: 403,
+      error: expect.stringMatching(/forbidden/),
+      failures: 1,
+      since: startedAt,
+    });
+    await clock.advance(800);
+    expect(inf.lastFailure()).toMatchObject({ status: 403, failures: 2, since: startedAt });
+    await clock.advance(1_600);
+    expect(inf.lastFailure()).toMatchObject({ status: 503, failures: 3, since: startedAt });
+    await clock.advance(3_200);
+    expect(inf.hasSynced()).toBe(true);
+    expect(inf.lastFailure()).toBeUndefined();
+    // A broken watch later: failing again, from then on.
+    source.startPlan.push('reject');
+    const brokeAt = clock.now();
+    source.failWatch(new HttpError(500, 'connection reset'));
+    expect(inf.lastFailure()).toMatchObject({ status: 500, failures: 1, since: brokeAt });
+  });
+
+  it('logs failures at the level its option picks and tells its listener of failures and the recovery', async () => {
+    const source = new FakeInformerSource<KubernetesObject>();
+    const clock = new FakeClock();
+    const { logger, lines } = captureLogger('debug');
+    const heard: string[] = [];
+    const inf = new ResourceInformer(source, {
+      name: 'things',
+      clock,
+      logger,
+      failureLogLevel: (err) => ((err as HttpError).code === 403 ? 'debug' : 'warn'),
+      listener: {
+        failed: (name, err) => heard.push(`failed ${name} ${(err as HttpError).code}`),
+        recovered: (name) => {
+          heard.push(`recovered ${name}`);
+          throw new Error('a throwing listener breaks nothing');
+        },
+      },
+    });
+    source.startPlan.push('forbidden', 'list-error');
+    inf.start();
+    await clock.advance(800 + 1_600);
+    expect(inf.hasSynced()).toBe(true);
+    expect(heard).toEqual(['failed things 403', 'failed things 503', 'recovered things']);
+    const failures = lines().filter((l) => l.msg === 'informer list/watch failed; restarting');
+    expect(failures.map((l) => [l.level, l.failures])).toEqual([
+      ['debug', 1],
+      ['warn', 2],
+    ]);
+    expect(lines().find((l) => l.msg === 'informer listener failed')).toMatchObject({ level: 'error' });
   });
 
   it('ignores the error client-node reports for its own aborted watch after stop', async () => {

@@ -28,6 +28,8 @@ const POLICY_RESOURCES: Readonly<Record<string, string>> = {
 
 type Objects = Map<string, KubernetesObject>;
 
+const FORBIDDEN_PLAN = Array<'forbidden'>(1000).fill('forbidden');
+
 function keyOf(obj: KubernetesObject): string {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 }
@@ -118,6 +120,7 @@ export class FakeWorld {
   sync(): void {
     const views = this.views();
     for (const [resource, sources] of this.sources) {
+      if (this.forbidden.has(resource)) continue; // no list, no watch events
       const want = views.get(resource) ?? new Map();
       for (const source of sources) {
         for (const [key, obj] of source.objects) if (!want.has(key)) source.remove(obj);
@@ -131,15 +134,24 @@ export class FakeWorld {
     }
   }
 
-  /** Every list of `resource` fails from now on (e.g. 403: no RBAC for it). */
+  /** Every list of `resource` is refused with 403 from now on (no RBAC for it). */
   forbid(resource: string): void {
     this.forbidden.add(resource);
+    for (const source of this.sources.get(resource) ?? []) source.startPlan.push(...FORBIDDEN_PLAN);
+  }
+
+  /** RBAC for `resource` is granted (e.g. by ClusterRole aggregation): its next list succeeds. */
+  permit(resource: string): void {
+    this.forbidden.delete(resource);
+    for (const source of this.sources.get(resource) ?? []) source.startPlan.length = 0;
+    this.sync();
   }
 
   private source(resource: string): FakeInformerSource<KubernetesObject> {
     const source = new FakeInformerSource<KubernetesObject>();
-    if (this.forbidden.has(resource)) source.startPlan.push(...Array<'list-error'>(1000).fill('list-error'));
-    for (const [key, obj] of this.views().get(resource) ?? []) source.objects.set(key, structuredClone(obj));
+    if (this.forbidden.has(resource)) source.startPlan.push(...FORBIDDEN_PLAN);
+    // A forbidden list returns nothing: its cache stays empty.
+    else for (const [key, obj] of this.views().get(resource) ?? []) source.objects.set(key, structuredClone(obj));
     const list = this.sources.get(resource) ?? [];
     list.push(source);
     this.sources.set(resource, list);

@@ -208,23 +208,65 @@ describe('operator wiring', () => {
       nodeSelector: { pool: 'team-a-pool' },
       tolerations: [],
     });
-    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds 1$/m);
-
-    // A Kind whose instances cannot be listed (no RBAC): /readyz fails and names it.
-    world.forbid('other.io/v1/robots');
-    world.putCrd(crd({ group: 'other.io', kind: 'Robot', plural: 'robots', labels: LABELLED }));
-    await settle(clock, 5_000);
-    const readyz = await httpGet(r, '/readyz');
-    expect(readyz.status).toBe(503);
-    expect(JSON.parse(readyz.body).checks.informers.message).toBe('not synced: other.io/v1/robots');
-    world.deleteCrd('robots.other.io');
-    await settle(clock);
-    expect((await httpGet(r, '/readyz')).status).toBe(200);
+    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds\{state="synced"\} 1$/m);
 
     world.deleteCrd('agents.cloudark.io');
     await settle(clock);
     expect(r.operator.kinds.list()).toEqual([]);
-    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds 0$/m);
+    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds\{state="synced"\} 0$/m);
+  });
+
+  it('a Kind it may not list stays out of readiness, is reported once and retried; the others keep working; granted later, it is watched', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.putCrd(crd({ labels: LABELLED }));
+    world.forbid('cloudark.io/v1/robots');
+    world.putCrd(crd({ kind: 'Robot', plural: 'robots', labels: LABELLED }));
+    world.cluster.putNamespace('team-r');
+    world.cluster.putInstance({
+      name: 'robot-1',
+      namespace: 'team-r',
+      kind: 'Robot',
+      annotations: { [NODE]: NODE_SPEC },
+    });
+    world.cluster.putInstance({ name: 'agent-y', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
+    world.sync();
+    // Present before start (the fake lists CRDs at once): leadership must not wait for it either.
+    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    await settle(clock, 60_000);
+
+    const readyz = await httpGet(r, '/readyz');
+    expect(readyz.status).toBe(200);
+    expect(JSON.parse(readyz.body).checks.informers.message).toBe(
+      'informers synced; forbidden by RBAC (not watched, retried): cloudark.io/v1/robots',
+    );
+    const metrics = (await httpGet(r, '/metrics')).body;
+    expect(metrics).toMatch(/^kubeplus_operator_instance_kinds\{state="forbidden"\} 1$/m);
+    expect(metrics).toMatch(/^kubeplus_operator_instance_kinds\{state="synced"\} 1$/m);
+    expect(metrics).toMatch(/^kubeplus_operator_informer_synced\{resource="instances"\} 1$/m);
+    // The permitted Kind is reconciled: its instance's namespace is isolated.
+    expect(world.cluster.namespaces.get('agent-y')?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
+    expect(world.cluster.namespaces.get('team-r')?.labels['kubeplus.io/node-isolation-enabled']).toBeUndefined();
+    // One warning for the Kind, though it was retried many times (backoff: 0.8s doubling, capped at 30s).
+    const warnings = r.logs().filter((l) => l.level === 'warn' || l.level === 'error');
+    expect(warnings.map((l) => [l.msg, l.gvr])).toEqual([
+      [expect.stringMatching(/^instance Kind forbidden: /), 'cloudark.io/v1/robots'],
+    ]);
+    const retries = r
+      .logs()
+      .filter((l) => l.informer === 'cloudark.io/v1/robots' && l.msg === 'informer list/watch failed; restarting');
+    expect(retries.length).toBeGreaterThanOrEqual(6);
+    expect(retries.every((l) => l.level === 'debug')).toBe(true);
+
+    // RBAC granted later (e.g. ClusterRole aggregation): the next retry lists it, and its instance is isolated.
+    world.permit('cloudark.io/v1/robots');
+    await settle(clock, 30_000);
+    expect(world.cluster.namespaces.get('team-r')?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
+    expect((await httpGet(r, '/metrics')).body).toMatch(/^kubeplus_operator_instance_kinds\{state="forbidden"\} 0$/m);
+    expect(JSON.parse((await httpGet(r, '/readyz')).body).checks.informers.message).toBe('informers synced');
+    expect(r.logs().filter((l) => l.msg === 'instance Kind readable again: watching its instances')).toEqual([
+      expect.objectContaining({ level: 'info', gvr: 'cloudark.io/v1/robots' }),
+    ]);
   });
 
   it('re-reconciles every sandbox instance when any RuntimeClass changes, from the informer cache', async () => {
