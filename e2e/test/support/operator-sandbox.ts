@@ -1,0 +1,170 @@
+/**
+ * Agent Sandbox objects for the operator suites: Sandbox (agents.x-k8s.io) and SandboxTemplate
+ * (extensions.agents.x-k8s.io) at both served versions, and what admission made of a write —
+ * allowed (with the API server's `Warning` headers) or refused (status code and message).
+ */
+import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
+import { CustomObjectsApi, type KubeConfig, NodeV1Api } from '@kubernetes/client-node';
+import { mergePatch, statusMessage } from './operator.js';
+
+export type SandboxKind = 'Sandbox' | 'SandboxTemplate';
+export type SandboxVersion = 'v1beta1' | 'v1alpha1';
+
+const RESOURCES: Record<SandboxKind, { group: string; plural: string }> = {
+  Sandbox: { group: 'agents.x-k8s.io', plural: 'sandboxes' },
+  SandboxTemplate: { group: 'extensions.agents.x-k8s.io', plural: 'sandboxtemplates' },
+};
+
+export interface SandboxRef {
+  kind: SandboxKind;
+  version: SandboxVersion;
+  namespace: string;
+  name: string;
+}
+
+export interface SandboxObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; uid: string; resourceVersion: string; labels?: Record<string, string> };
+  spec: { podTemplate: { spec: { runtimeClassName?: string } } };
+}
+
+export type Admission =
+  /** `warnings`: the texts of the response's `Warning` headers, except API deprecation notices. */
+  { allowed: true; object: SandboxObject; warnings: string[] } | { allowed: false; code: number; message: string };
+
+function params(ref: Pick<SandboxRef, 'kind' | 'version' | 'namespace'>) {
+  const r = RESOURCES[ref.kind];
+  return { group: r.group, version: ref.version, plural: r.plural, namespace: ref.namespace };
+}
+
+/** A minimal object of `kind` (its Pod template's runtime class unset when `runtimeClassName` is undefined). */
+export function sandboxBody(ref: SandboxRef, runtimeClassName: string | undefined): Record<string, unknown> {
+  return {
+    apiVersion: `${RESOURCES[ref.kind].group}/${ref.version}`,
+    kind: ref.kind,
+    metadata: { name: ref.name },
+    spec: {
+      podTemplate: {
+        spec: {
+          ...(runtimeClassName === undefined ? {} : { runtimeClassName }),
+          containers: [{ name: 'agent', image: 'registry.k8s.io/pause:3.10' }],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * The texts of a `Warning` response header (RFC 7234 form `299 - "text"`, several joined by ', '),
+ * without the API server's deprecation notices (v1alpha1 of the Agent Sandbox CRDs is deprecated,
+ * which says nothing about admission policies).
+ */
+export function admissionWarnings(header: string | undefined): string[] {
+  const texts = [...(header ?? '').matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)].map((m) =>
+    (m[1] as string).replace(/\\(.)/g, '$1'),
+  );
+  return texts.filter((t) => !/ is deprecated; use /.test(t));
+}
+
+async function admission(call: () => Promise<{ data: unknown; headers: Record<string, string> }>): Promise<Admission> {
+  try {
+    const res = await call();
+    return { allowed: true, object: res.data as SandboxObject, warnings: admissionWarnings(res.headers.warning) };
+  } catch (error) {
+    if (isApiStatus(error, 403) || isApiStatus(error, 422)) {
+      return { allowed: false, code: (error as { code: number }).code, message: statusMessage(error) };
+    }
+    throw error;
+  }
+}
+
+/** CREATE; `dryRun` runs the whole admission chain without persisting. */
+export function createSandbox(
+  kc: KubeConfig,
+  ref: SandboxRef,
+  runtimeClassName: string | undefined,
+  opts: { dryRun?: boolean } = {},
+): Promise<Admission> {
+  return admission(() =>
+    kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObjectWithHttpInfo({
+      ...params(ref),
+      body: sandboxBody(ref, runtimeClassName),
+      ...(opts.dryRun ? { dryRun: 'All' } : {}),
+    }),
+  );
+}
+
+/** UPDATE (JSON merge patch) of an existing object. */
+export function patchSandbox(kc: KubeConfig, ref: SandboxRef, patch: Record<string, unknown>): Promise<Admission> {
+  return admission(() =>
+    kc
+      .makeApiClient(CustomObjectsApi)
+      .patchNamespacedCustomObjectWithHttpInfo({ ...params(ref), name: ref.name, body: patch }, mergePatch),
+  );
+}
+
+export async function getSandbox(kc: KubeConfig, ref: SandboxRef): Promise<SandboxObject | undefined> {
+  try {
+    return (await kc
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ ...params(ref), name: ref.name })) as SandboxObject;
+  } catch (error) {
+    if (isApiStatus(error, 404)) return undefined;
+    throw error;
+  }
+}
+
+const describe = (a: Admission): unknown =>
+  a.allowed
+    ? { allowed: true, runtimeClassName: a.object.spec.podTemplate.spec.runtimeClassName, warnings: a.warnings }
+    : a;
+
+/**
+ * Admission policies reach the API server's admission chain asynchronously (its policy informer,
+ * then type-checking): dry-run CREATEs until `predicate` holds for the outcome, and return it.
+ */
+export function waitForAdmission(
+  kc: KubeConfig,
+  ref: SandboxRef,
+  runtimeClassName: string | undefined,
+  description: string,
+  predicate: (a: Admission) => boolean,
+  timeoutMs = 30_000,
+): Promise<Admission> {
+  return waitFor(
+    `a dry-run ${ref.kind} ${ref.version} in ${ref.namespace} with runtimeClassName ${runtimeClassName ?? '(unset)'} ${description}`,
+    async (observe) => {
+      const outcome = await createSandbox(kc, ref, runtimeClassName, { dryRun: true });
+      observe(describe(outcome));
+      return predicate(outcome) ? outcome : undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+}
+
+export const denied = (a: Admission): a is Extract<Admission, { allowed: false }> => !a.allowed;
+export const allowedWithout = (a: Admission): boolean => a.allowed && a.warnings.length === 0;
+
+/** Creates cluster RuntimeClasses for one test and deletes them again. */
+export class RuntimeClasses {
+  private readonly names: string[] = [];
+  constructor(private readonly kc: KubeConfig) {}
+
+  async create(name: string, handler: string): Promise<string> {
+    await this.kc.makeApiClient(NodeV1Api).createRuntimeClass({ body: { metadata: { name }, handler } });
+    this.names.push(name);
+    return name;
+  }
+
+  async deleteAll(): Promise<void> {
+    const api = this.kc.makeApiClient(NodeV1Api);
+    for (const name of this.names.splice(0)) {
+      try {
+        await api.deleteRuntimeClass({ name });
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    }
+  }
+}

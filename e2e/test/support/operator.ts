@@ -1,0 +1,572 @@
+/**
+ * Helpers for the operator suites (e2e/test/operator*.test.ts): the `Agent` instance Kind as
+ * KubePlus registers it, the operator process (services/operator/dist/main.js) with its own Lease,
+ * its JSON log and its metrics, and reads of the objects it owns.
+ *
+ * The protocol (annotation, label and finalizer names, object names) is spelled out literally
+ * here, not imported from the services: a typo there must fail these tests.
+ */
+import { readFileSync } from 'node:fs';
+import {
+  type Cluster,
+  FatalWaitError,
+  isApiStatus,
+  type MetricSample,
+  type RunningService,
+  scrapeMetrics,
+  startOperator,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  NodeV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Namespace,
+} from '@kubernetes/client-node';
+import { uniqueName } from './names.js';
+
+export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+// ---- the protocol, literally ----------------------------------------------------------------
+export const NODE_ISOLATION = 'kubeplus.io/node-isolation';
+export const SANDBOX_ISOLATION = 'kubeplus.io/sandbox-isolation';
+export const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
+export const RESOLVED_ANNOTATION = 'kubeplus.io/node-isolation-resolved';
+export const FINALIZER = 'isolation.kubeplus.io/cleanup';
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'kubeplus-isolation';
+export const OWNER_ANNOTATION = 'kubeplus.io/owner';
+export const CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
+export const runtimeClassName = (instance: string): string => `kubeplus-sandbox-${instance}`;
+export const policyName = (instance: string, role: 'enforce' | 'advisory' | 'default'): string =>
+  `kubeplus-sandbox-${instance}-${role}`;
+
+// ---- the Agent instance Kind ----------------------------------------------------------------
+export const AGENT = { group: 'cloudark.io', version: 'v1', plural: 'agents', kind: 'Agent' } as const;
+export const AGENT_CRD = `${AGENT.plural}.${AGENT.group}`;
+
+/** The operator's work-queue key of an Agent, as its `reconciled` log lines carry it. */
+export const agentKey = (namespace: string, name: string): string =>
+  `${AGENT.group}/${AGENT.version}/${AGENT.kind}/${AGENT.plural}/${namespace}/${name}`;
+
+export interface AgentObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
+}
+
+/**
+ * Creates the `agents.cloudark.io` CRD (namespaced, `registered-by: kubeplus`, permissive schema)
+ * unless it is there already (another operator suite may have left it, or be deleting it: then
+ * this waits for it to go and creates it again). Waits until it is Established.
+ */
+export async function ensureAgentCrd(kc: KubeConfig): Promise<void> {
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  await waitFor(
+    `CRD ${AGENT_CRD} to exist (created here, or a terminating one gone first) and be Established`,
+    async (observe) => {
+      try {
+        const crd = await ext.readCustomResourceDefinition({ name: AGENT_CRD });
+        const established = crd.status?.conditions?.find((c) => c.type === 'Established')?.status === 'True';
+        observe({ deletionTimestamp: crd.metadata?.deletionTimestamp, established });
+        return crd.metadata?.deletionTimestamp === undefined && established;
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+      try {
+        await ext.createCustomResourceDefinition({
+          body: {
+            metadata: { name: AGENT_CRD, labels: { 'registered-by': 'kubeplus' } },
+            spec: {
+              group: AGENT.group,
+              names: { kind: AGENT.kind, plural: AGENT.plural, singular: 'agent', listKind: `${AGENT.kind}List` },
+              scope: 'Namespaced',
+              versions: [
+                {
+                  name: AGENT.version,
+                  served: true,
+                  storage: true,
+                  schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+                },
+              ],
+            },
+          },
+        });
+      } catch (error) {
+        if (!isApiStatus(error, 409)) throw error;
+      }
+      return false;
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+/**
+ * Removes every Agent left (deleted while the suite's operator still runs, so it cleans up; one it
+ * did not release within 30 s has its finalizer stripped so cleanup cannot hang), then the CRD,
+ * and waits until the CRD is gone.
+ */
+export async function deleteAgentsAndCrd(kc: KubeConfig): Promise<void> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  let items: AgentObject[] = [];
+  try {
+    items = ((await custom.listClusterCustomObject({ ...AGENT })) as { items: AgentObject[] }).items;
+  } catch (error) {
+    if (!isApiStatus(error, 404)) throw error;
+  }
+  await Promise.all(
+    items.map(async (a) => {
+      try {
+        await deleteAgent(kc, a.metadata.namespace, a.metadata.name);
+      } catch {
+        await custom
+          .patchNamespacedCustomObject(
+            {
+              ...AGENT,
+              namespace: a.metadata.namespace,
+              name: a.metadata.name,
+              body: { metadata: { finalizers: null } },
+            },
+            mergePatch,
+          )
+          .catch((error: unknown) => {
+            if (!isApiStatus(error, 404)) throw error;
+          });
+      }
+    }),
+  );
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  try {
+    await ext.deleteCustomResourceDefinition({ name: AGENT_CRD });
+  } catch (error) {
+    if (isApiStatus(error, 404)) return;
+    throw error;
+  }
+  await waitFor(
+    `CRD ${AGENT_CRD} to be deleted`,
+    async () => {
+      try {
+        await ext.readCustomResourceDefinition({ name: AGENT_CRD });
+        return false;
+      } catch (error) {
+        if (isApiStatus(error, 404)) return true;
+        throw error;
+      }
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+export async function createAgent(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  annotations: Record<string, string> = {},
+  labels: Record<string, string> = {},
+): Promise<AgentObject> {
+  return (await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    ...AGENT,
+    namespace,
+    body: {
+      apiVersion: `${AGENT.group}/${AGENT.version}`,
+      kind: AGENT.kind,
+      metadata: { name, annotations, labels },
+      // The seed's example spec: the operator never reads it.
+      spec: {
+        mcpServer: { name: 'shared-k8sgpt-mcp', namespace: 'platform-mcp' },
+        modelConfigRef: 'default-model-config',
+      },
+    },
+  })) as AgentObject;
+}
+
+export async function getAgent(kc: KubeConfig, namespace: string, name: string): Promise<AgentObject | undefined> {
+  try {
+    return (await kc
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ ...AGENT, namespace, name })) as AgentObject;
+  } catch (error) {
+    if (isApiStatus(error, 404)) return undefined;
+    throw error;
+  }
+}
+
+/** Merge patch of the Agent's metadata (`null` removes a key). */
+export async function patchAgent(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  metadata: { annotations?: Record<string, string | null>; labels?: Record<string, string | null> },
+): Promise<AgentObject> {
+  return (await kc
+    .makeApiClient(CustomObjectsApi)
+    .patchNamespacedCustomObject({ ...AGENT, namespace, name, body: { metadata } }, mergePatch)) as AgentObject;
+}
+
+/** Deletes the Agent and waits until it is gone (i.e. the operator removed its finalizer). */
+export async function deleteAgent(kc: KubeConfig, namespace: string, name: string, timeoutMs = 30_000): Promise<void> {
+  try {
+    await kc.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({ ...AGENT, namespace, name });
+  } catch (error) {
+    if (isApiStatus(error, 404)) return;
+    throw error;
+  }
+  await waitAgentGone(kc, namespace, name, timeoutMs);
+}
+
+export async function waitAgentGone(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await waitFor(
+    `Agent ${namespace}/${name} to be gone (the operator removes finalizer ${FINALIZER} after cleanup)`,
+    async (observe) => {
+      const agent = await getAgent(kc, namespace, name);
+      observe(agent?.metadata);
+      return agent === undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+// ---- the operator process --------------------------------------------------------------------
+
+/** One JSON log line of the operator. */
+export interface LogLine {
+  ts: string;
+  level: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface TestOperator {
+  readonly name: string;
+  /** Its Lease holder identity (`--leader-election-identity`). */
+  readonly identity: string;
+  readonly service: RunningService;
+  /** http://127.0.0.1:<port>: /metrics, /healthz, /readyz. */
+  readonly baseUrl: string;
+  /** Parsed JSON log lines; with `since` (a `logMark()`), only the later ones. */
+  logLines(since?: number): LogLine[];
+  logMark(): number;
+  metrics(): Promise<MetricSample[]>;
+  /** Sum of a metric's samples (with these labels) from a fresh scrape. */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  /** Waits for a `reconciled` line of the instances controller for `key` after `since`. */
+  waitReconciled(key: string, since: number, timeoutMs?: number): Promise<LogLine>;
+  /** Sends `signal` to the operator's process group. */
+  kill(signal: NodeJS.Signals): void;
+  stop(): Promise<void>;
+}
+
+export interface TestOperatorOptions {
+  /** Short name: log file `operator-<name>-<random>.log`, identity `<name>_<random>`. */
+  name: string;
+  leaseNamespace: string;
+  /** The Lease (`--leader-election-id`): unique per suite, so suites' operators never share an election. */
+  leaseName: string;
+  /** Default: the admin kubeconfig. */
+  kubeconfigPath?: string;
+  /** Appended last, so they override the defaults. */
+  extraArgs?: readonly string[];
+}
+
+/**
+ * Lease timings short enough for failover tests (a SIGKILLed leader is replaced within about
+ * 4 s + 2.2 × 1 s), valid under the operator's rules (renew < lease, renew > 1.2 × retry).
+ */
+export const FAST_LEASE = { durationS: 4, renewDeadlineS: 3, retryPeriodS: 1 } as const;
+
+function readLog(path: string): LogLine[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return [];
+  }
+  const lines: LogLine[] = [];
+  for (const raw of text.split('\n')) {
+    if (!raw.startsWith('{')) continue; // the harness's '# …' header and anything not JSON
+    try {
+      lines.push(JSON.parse(raw) as LogLine);
+    } catch {
+      // a line being written right now
+    }
+  }
+  return lines;
+}
+
+/**
+ * Starts the operator (`--metrics-port 0`, loopback, its own Lease with FAST_LEASE timings) and
+ * returns once it serves /readyz 200 (every informer synced). It does not wait for leadership.
+ */
+export async function startTestOperator(cluster: Cluster, opts: TestOperatorOptions): Promise<TestOperator> {
+  const suffix = uniqueName(opts.name);
+  const identity = `${opts.name}_${suffix.slice(opts.name.length + 1)}`;
+  const service = await startOperator(cluster, {
+    name: `operator-${suffix}`,
+    args: [
+      `--kubeconfig=${opts.kubeconfigPath ?? cluster.kubeconfigPath}`,
+      `--leader-election-namespace=${opts.leaseNamespace}`,
+      `--leader-election-id=${opts.leaseName}`,
+      `--leader-election-identity=${identity}`,
+      `--lease-duration=${FAST_LEASE.durationS}s`,
+      `--renew-deadline=${FAST_LEASE.renewDeadlineS}s`,
+      `--retry-period=${FAST_LEASE.retryPeriodS}s`,
+      '--metrics-port=0',
+      '--bind-address=127.0.0.1',
+      ...(opts.extraArgs ?? []),
+    ],
+  });
+  const logPath = service.logPath;
+  const stopWithTail = async (error: unknown): Promise<never> => {
+    await service.stop();
+    throw new Error(`${(error as Error).message}\n----- ${service.name} log tail -----\n${service.logTail(30)}`, {
+      cause: error,
+    });
+  };
+  let baseUrl = '';
+  try {
+    const port = await waitFor(
+      `operator ${identity} to log 'operator starting' with its httpPort`,
+      async () => {
+        const exit = service.process.exited();
+        if (exit) throw new FatalWaitError(`operator ${identity} exited during start-up (${JSON.stringify(exit)})`);
+        const line = readLog(logPath).find((l) => l.msg === 'operator starting');
+        return typeof line?.httpPort === 'number' ? line.httpPort : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    baseUrl = `http://127.0.0.1:${port}`;
+    await waitFor(
+      `operator ${identity} to answer 200 at ${baseUrl}/readyz (every informer synced)`,
+      async (observe) => {
+        const exit = service.process.exited();
+        if (exit) throw new FatalWaitError(`operator ${identity} exited during start-up (${JSON.stringify(exit)})`);
+        const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(5_000) });
+        observe(`HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
+        return res.status === 200;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+  } catch (error) {
+    return stopWithTail(error);
+  }
+  const op: TestOperator = {
+    name: service.name,
+    identity,
+    service,
+    baseUrl,
+    logLines: (since = 0) => readLog(logPath).slice(since),
+    logMark: () => readLog(logPath).length,
+    metrics: () => scrapeMetrics(`${baseUrl}/metrics`),
+    async metric(name, labels = {}) {
+      return sumMetric(await op.metrics(), name, labels);
+    },
+    waitReconciled(key, since, timeoutMs = 30_000) {
+      return waitFor(
+        `operator ${identity} to log a 'reconciled' line for ${key}`,
+        async (observe) => {
+          const lines = readLog(logPath).slice(since);
+          observe(lines.slice(-5));
+          return lines.find((l) => l.msg === 'reconciled' && l.controller === 'instances' && l.key === key);
+        },
+        { timeoutMs, intervalMs: 100 },
+      );
+    },
+    kill(signal) {
+      try {
+        process.kill(-service.process.pid, signal);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    },
+    stop: () => service.stop(),
+  };
+  return op;
+}
+
+// ---- what the operator owns ------------------------------------------------------------------
+
+export interface OwnedObject {
+  kind: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  // biome-ignore lint/suspicious/noExplicitAny: the raw object, for assertions on any field
+  raw: any;
+}
+
+/**
+ * Every RuntimeClass and admission policy/binding labelled as owned by `instance` (name label),
+ * sorted by kind and name. The operator lists its objects by the same labels.
+ */
+export async function ownedObjects(kc: KubeConfig, instance: string): Promise<OwnedObject[]> {
+  const labelSelector = `${MANAGED_BY}=${MANAGED_BY_VALUE},kubeplus.io/owner-name=${instance}`;
+  const adm = kc.makeApiClient(AdmissionregistrationV1Api);
+  const lists = await Promise.all([
+    kc
+      .makeApiClient(NodeV1Api)
+      .listRuntimeClass({ labelSelector })
+      .then((l) => l.items.map((o) => ({ kind: 'RuntimeClass', o }))),
+    adm
+      .listValidatingAdmissionPolicy({ labelSelector })
+      .then((l) => l.items.map((o) => ({ kind: 'ValidatingAdmissionPolicy', o }))),
+    adm
+      .listValidatingAdmissionPolicyBinding({ labelSelector })
+      .then((l) => l.items.map((o) => ({ kind: 'ValidatingAdmissionPolicyBinding', o }))),
+    adm
+      .listMutatingAdmissionPolicy({ labelSelector })
+      .then((l) => l.items.map((o) => ({ kind: 'MutatingAdmissionPolicy', o }))),
+    adm
+      .listMutatingAdmissionPolicyBinding({ labelSelector })
+      .then((l) => l.items.map((o) => ({ kind: 'MutatingAdmissionPolicyBinding', o }))),
+  ]);
+  return lists
+    .flat()
+    .map(({ kind, o }) => ({
+      kind,
+      name: o.metadata?.name ?? '',
+      uid: o.metadata?.uid ?? '',
+      resourceVersion: o.metadata?.resourceVersion ?? '',
+      raw: o,
+    }))
+    .sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+}
+
+/** `Kind/name` of each object, for comparing object sets. */
+export const kindNames = (objects: readonly OwnedObject[]): string[] => objects.map((o) => `${o.kind}/${o.name}`);
+
+/** The object set of sandbox isolation, as `Kind/name`, sorted like ownedObjects. */
+export function expectedSandboxObjects(instance: string, enforce: boolean): string[] {
+  const names = enforce
+    ? [
+        `RuntimeClass/${runtimeClassName(instance)}`,
+        `ValidatingAdmissionPolicy/${policyName(instance, 'enforce')}`,
+        `ValidatingAdmissionPolicyBinding/${policyName(instance, 'enforce')}`,
+      ]
+    : [
+        `MutatingAdmissionPolicy/${policyName(instance, 'default')}`,
+        `MutatingAdmissionPolicyBinding/${policyName(instance, 'default')}`,
+        `RuntimeClass/${runtimeClassName(instance)}`,
+        `ValidatingAdmissionPolicy/${policyName(instance, 'advisory')}`,
+        `ValidatingAdmissionPolicyBinding/${policyName(instance, 'advisory')}`,
+      ];
+  return names.sort((a, b) => a.localeCompare(b));
+}
+
+/** Waits until the instance owns exactly `expected` (Kind/name) and `extra` holds; returns them. */
+export function waitForOwned(
+  kc: KubeConfig,
+  instance: string,
+  expected: readonly string[],
+  extra: (objects: OwnedObject[]) => boolean = () => true,
+  timeoutMs = 30_000,
+): Promise<OwnedObject[]> {
+  return waitFor(
+    `instance ${instance} to own exactly [${expected.join(', ')}]`,
+    async (observe) => {
+      const objects = await ownedObjects(kc, instance);
+      observe(objects.map((o) => ({ object: `${o.kind}/${o.name}`, handler: o.raw.handler })));
+      const names = kindNames(objects);
+      return names.length === expected.length && names.every((n, i) => n === expected[i]) && extra(objects)
+        ? objects
+        : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+// ---- namespaces and events -------------------------------------------------------------------
+
+export async function readNamespace(kc: KubeConfig, name: string): Promise<V1Namespace | undefined> {
+  try {
+    return await kc.makeApiClient(CoreV1Api).readNamespace({ name });
+  } catch (error) {
+    if (isApiStatus(error, 404)) return undefined;
+    throw error;
+  }
+}
+
+/** The keys the node-isolation path controls on a namespace, for comparisons and messages. */
+export function isolationKeys(ns: V1Namespace | undefined): Record<string, string | undefined> {
+  return {
+    label: ns?.metadata?.labels?.[ENABLED_LABEL],
+    resolved: ns?.metadata?.annotations?.[RESOLVED_ANNOTATION],
+    owner: ns?.metadata?.annotations?.[OWNER_ANNOTATION],
+    ownerName: ns?.metadata?.labels?.['kubeplus.io/owner-name'],
+  };
+}
+
+export function waitForNamespace(
+  kc: KubeConfig,
+  name: string,
+  description: string,
+  predicate: (ns: V1Namespace | undefined) => boolean,
+  timeoutMs = 30_000,
+): Promise<V1Namespace | undefined> {
+  return waitFor(
+    `namespace ${name} ${description}`,
+    async (observe) => {
+      const ns = await readNamespace(kc, name);
+      observe({ ...isolationKeys(ns), phase: ns?.status?.phase, exists: ns !== undefined });
+      return predicate(ns) ? { ns } : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  ).then((r) => r.ns);
+}
+
+/** Waits for a core/v1 Event on the instance with this reason; returns it. */
+export function waitForEvent(
+  kc: KubeConfig,
+  namespace: string,
+  instance: string,
+  reason: string,
+  predicate: (message: string) => boolean = () => true,
+  timeoutMs = 30_000,
+): Promise<{ type: string; message: string; count: number }> {
+  const core = kc.makeApiClient(CoreV1Api);
+  return waitFor(
+    `a ${reason} Event on Agent ${namespace}/${instance}`,
+    async (observe) => {
+      const events = await core.listNamespacedEvent({
+        namespace,
+        fieldSelector: `involvedObject.name=${instance},involvedObject.kind=${AGENT.kind}`,
+      });
+      observe(events.items.map((e) => `${e.type} ${e.reason}: ${e.message}`));
+      const hit = events.items.find((e) => e.reason === reason && predicate(e.message ?? ''));
+      return hit && { type: hit.type ?? '', message: hit.message ?? '', count: hit.count ?? 1 };
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+/** The Status message of a failed API call. */
+export function statusMessage(error: unknown): string {
+  if (!(error instanceof ApiException)) return String(error);
+  const body = error.body as unknown;
+  try {
+    const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string };
+    return parsed.message ?? String(body);
+  } catch {
+    return String(body);
+  }
+}
