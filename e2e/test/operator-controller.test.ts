@@ -1,0 +1,369 @@
+/**
+ * The operator's controller machinery on the real control plane, with real operator processes:
+ *
+ * - leader election on one Lease: only the holder reconciles; a SIGKILLed leader is replaced
+ *   within the lease duration plus a few seconds; a SIGTERMed leader releases the Lease at once;
+ *   every new leader reconciles new instances;
+ * - an up-to-date instance costs no write: the operator runs behind a recording API proxy, and
+ *   forced resyncs (an unrelated label on the instance, an unrelated RuntimeClass, a restart)
+ *   produce reads only, leaving every owned object's and the namespace's resourceVersion alone;
+ * - deletion while the operator is down: the finalizer holds the instance until an operator
+ *   comes back, cleans up and releases it.
+ *
+ * Each describe block runs its own operators on its own Lease and removes its instances before
+ * stopping them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  type ApiProxy,
+  type Cluster,
+  connectE2eCluster,
+  createTestNamespace,
+  deleteNamespace,
+  isApiStatus,
+  startApiProxy,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import { CoordinationV1Api, CustomObjectsApi, type KubeConfig, NodeV1Api } from '@kubernetes/client-node';
+import { uniqueName } from './support/names.js';
+import {
+  AGENT,
+  agentKey,
+  createAgent,
+  deleteAgent,
+  deleteAgentsAndCrd,
+  ENABLED_LABEL,
+  ensureAgentCrd,
+  expectedSandboxObjects,
+  FAST_LEASE,
+  FINALIZER,
+  getAgent,
+  isolationKeys,
+  NODE_ISOLATION,
+  ownedObjects,
+  patchAgent,
+  readNamespace,
+  SANDBOX_ISOLATION,
+  startTestOperator,
+  type TestOperator,
+  waitForNamespace,
+  waitForOwned,
+} from './support/operator.js';
+
+const RECONCILES = 'kubeplus_operator_reconcile_total';
+const LEADER = 'kubeplus_operator_leader';
+
+const annotations = (pool: string, enforce: boolean): Record<string, string> => ({
+  [NODE_ISOLATION]: JSON.stringify({
+    nodeSelector: { pool },
+    tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
+  }),
+  [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce }),
+});
+
+async function leaseHolder(kc: KubeConfig, namespace: string, name: string): Promise<string | undefined> {
+  try {
+    const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name, namespace });
+    return lease.spec?.holderIdentity ?? '';
+  } catch (error) {
+    if (isApiStatus(error, 404)) return undefined;
+    throw error;
+  }
+}
+
+/** Waits until the operator's queues are empty, nothing runs, and the reconcile count holds still between two scrapes. */
+async function waitIdle(op: TestOperator): Promise<void> {
+  let previous = -1;
+  await waitFor(
+    `operator ${op.identity} to be idle (empty queues, nothing in flight, no new reconciles)`,
+    async (observe) => {
+      const samples = await op.metrics();
+      const sum = (name: string): number =>
+        samples.filter((s) => s.name === name).reduce((total, s) => total + s.value, 0);
+      const state = {
+        depth: sum('kubeplus_operator_workqueue_depth'),
+        running: sum('kubeplus_operator_workqueue_longest_running_processor_seconds'),
+        reconciles: sum(RECONCILES),
+      };
+      observe(state);
+      const idle = state.depth === 0 && state.running === 0 && state.reconciles === previous;
+      previous = state.reconciles;
+      return idle;
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
+}
+
+describe('operator: controller machinery on the real control plane', () => {
+  let cluster: Cluster;
+  let kc: KubeConfig;
+  let leaseNamespace = '';
+  const namespaces: string[] = [];
+  const tenantNamespace = async (prefix: string): Promise<string> => {
+    const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
+    namespaces.push(ns);
+    return ns;
+  };
+
+  beforeAll(async () => {
+    cluster = await connectE2eCluster();
+    kc = cluster.kc;
+    await ensureAgentCrd(kc);
+    leaseNamespace = await tenantNamespace('kpi-op-ctl-system');
+  });
+
+  afterAll(async () => {
+    if (kc) await deleteAgentsAndCrd(kc);
+    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
+  });
+
+  describe('two replicas on one Lease', () => {
+    const lease = uniqueName('op-ctl-lease');
+    const operators: TestOperator[] = [];
+    let ns = '';
+    let leader: TestOperator;
+    let standby: TestOperator;
+    const start = async (name: string): Promise<TestOperator> => {
+      const op = await startTestOperator(cluster, { name, leaseNamespace, leaseName: lease });
+      operators.push(op);
+      return op;
+    };
+
+    beforeAll(async () => {
+      ns = await tenantNamespace('kpi-op-ctl-election');
+      await Promise.all([start('op-ctl-a'), start('op-ctl-b')]);
+    });
+
+    afterAll(async () => {
+      // Instances first, while a leader still runs to release them.
+      const custom = kc.makeApiClient(CustomObjectsApi);
+      const list = (await custom.listNamespacedCustomObject({ ...AGENT, namespace: ns })) as {
+        items: { metadata: { name: string } }[];
+      };
+      await Promise.all(list.items.map((a) => deleteAgent(kc, ns, a.metadata.name)));
+      await Promise.all(operators.map((op) => op.stop()));
+    });
+
+    test('only the Lease holder reconciles; the standby is ready but writes and reconciles nothing', async () => {
+      const holder = await waitFor(
+        `one of ${operators.map((o) => o.identity).join(', ')} to hold Lease ${leaseNamespace}/${lease}`,
+        async (observe) => {
+          const h = await leaseHolder(kc, leaseNamespace, lease);
+          observe(h);
+          return operators.find((o) => o.identity === h);
+        },
+        { timeoutMs: 20_000 },
+      );
+      leader = holder;
+      standby = operators.find((o) => o !== holder) as TestOperator;
+      await waitFor(`the leader gauge of ${leader.identity} to be 1`, async () => (await leader.metric(LEADER)) === 1, {
+        timeoutMs: 10_000,
+      });
+
+      const name = uniqueName('elected-agent');
+      await createAgent(kc, ns, name, annotations(uniqueName('pool'), true));
+      await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+      await waitForNamespace(kc, ns, 'to be node-isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
+      // The objects exist before the reconcile that wrote them has finished and been counted.
+      await leader.waitReconciled(agentKey(ns, name), 0);
+      await waitIdle(leader);
+
+      expect(await leader.metric(RECONCILES, { controller: 'instances', result: 'success' })).toBeGreaterThan(0);
+      expect(await standby.metric(LEADER)).toBe(0);
+      expect(await standby.metric(RECONCILES)).toBe(0);
+      const standbyLines = standby.logLines();
+      expect(standbyLines.filter((l) => l.msg === 'reconciled' || l.msg === 'controller started')).toEqual([]);
+      expect(standbyLines.some((l) => l.msg === 'new leader observed' && l.leader === leader.identity)).toBe(true);
+      // Readiness is not leadership: the standby is ready to take over with warm caches.
+      expect((await fetch(`${standby.baseUrl}/readyz`)).status).toBe(200);
+    });
+
+    test('SIGKILL of the leader: the standby takes over within the lease duration plus a few seconds and reconciles a new instance', async () => {
+      leader.kill('SIGKILL');
+      const exit = await leader.service.process.exit;
+      expect(exit.signal).toBe('SIGKILL');
+      // A standby waits out the lease duration after the last renewal it saw, retrying every retry period.
+      const boundMs = (FAST_LEASE.durationS + 2.2 * FAST_LEASE.retryPeriodS + 5) * 1000;
+      await waitFor(
+        `standby ${standby.identity} to take over Lease ${lease} (lease ${FAST_LEASE.durationS}s + retry jitter + 5s slack for a loaded machine)`,
+        async (observe) => {
+          const h = await leaseHolder(kc, leaseNamespace, lease);
+          observe(h);
+          return h === standby.identity;
+        },
+        { timeoutMs: boundMs, intervalMs: 200 },
+      );
+      expect(await standby.metric(LEADER)).toBe(1);
+
+      const name = uniqueName('after-kill-agent');
+      const mark = standby.logMark();
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'runsc' }) });
+      await standby.waitReconciled(agentKey(ns, name), mark);
+      const owned = await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+      expect(owned.find((o) => o.kind === 'RuntimeClass')?.raw.handler).toBe('runsc');
+      leader = standby;
+    });
+
+    test('SIGTERM of the leader: it releases the Lease before exiting (status 0) and a new standby takes over on its next retry', async () => {
+      const next = await start('op-ctl-c');
+      await waitFor(
+        `new replica ${next.identity} to observe ${leader.identity} as leader`,
+        async () => next.logLines().some((l) => l.msg === 'new leader observed' && l.leader === leader.identity),
+        { timeoutMs: 10_000 },
+      );
+      expect(await next.metric(LEADER)).toBe(0);
+
+      leader.kill('SIGTERM');
+      const exit = await leader.service.process.exit;
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(leader.logLines().some((l) => l.msg === 'released leader lease')).toBe(true);
+      // The leader exits only after releasing: the Lease no longer names it, although its lease
+      // duration has not passed (it renewed at most a retry period ago).
+      expect(await leaseHolder(kc, leaseNamespace, lease)).not.toBe(leader.identity);
+      await waitFor(
+        `${next.identity} to acquire the released Lease on its next retry (${FAST_LEASE.retryPeriodS}s, plus jitter and slack)`,
+        async (observe) => {
+          const h = await leaseHolder(kc, leaseNamespace, lease);
+          observe(h);
+          return h === next.identity;
+        },
+        { timeoutMs: (2.2 * FAST_LEASE.retryPeriodS + 5) * 1000, intervalMs: 100 },
+      );
+      const name = uniqueName('after-term-agent');
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata' }) });
+      await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+    });
+  });
+
+  describe('one replica behind a recording API proxy', () => {
+    let proxy: ApiProxy;
+    let operator: TestOperator | undefined;
+    let ns = '';
+    const name = uniqueName('steady-agent');
+    const lease = uniqueName('op-ctl-proxy-lease');
+    const leasePath = (): string => `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${lease}`;
+    const start = async (): Promise<TestOperator> => {
+      operator = await startTestOperator(cluster, {
+        name: 'op-ctl-proxied',
+        leaseNamespace,
+        leaseName: lease,
+        kubeconfigPath: proxy.kubeconfigPath,
+      });
+      return operator;
+    };
+    /** Every request after `mark` that is not a read and not the operator's own Lease upkeep. */
+    const writesSince = (mark: number): string[] =>
+      proxy
+        .requests(mark)
+        .filter((r) => r.method !== 'GET' && r.path !== leasePath())
+        .map((r) => `${r.method} ${r.url}`);
+
+    /** resourceVersion of everything the instance owns, its namespace's, and whether it is node-isolated. */
+    const snapshot = async (): Promise<Record<string, string | undefined>> => {
+      const out: Record<string, string | undefined> = {};
+      for (const o of await ownedObjects(kc, name)) out[`${o.kind}/${o.name}`] = o.resourceVersion;
+      const namespace = await readNamespace(kc, ns);
+      out[`Namespace/${ns}`] = namespace?.metadata?.resourceVersion;
+      out.label = namespace?.metadata?.labels?.[ENABLED_LABEL];
+      return out;
+    };
+
+    beforeAll(async () => {
+      ns = await tenantNamespace('kpi-op-ctl-steady');
+      proxy = await startApiProxy(cluster);
+      await start();
+    });
+
+    afterAll(async () => {
+      if (ns && operator) await deleteAgent(kc, ns, name);
+      await operator?.stop();
+      await proxy?.close();
+    });
+
+    test('an up-to-date instance costs no write: forced resyncs (an unrelated label, an unrelated RuntimeClass) only read', async () => {
+      const op = operator as TestOperator;
+      await createAgent(kc, ns, name, annotations(uniqueName('pool'), false));
+      await waitForOwned(kc, name, expectedSandboxObjects(name, false));
+      await waitForNamespace(kc, ns, 'to be node-isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
+      await waitIdle(op);
+      // Creating it did write (through the proxy): the recording sees the operator's writes.
+      expect(writesSince(0).length).toBeGreaterThan(0);
+      const converged = await snapshot();
+
+      // 1. An unrelated label on the instance: a watch event, a full reconcile, no write.
+      let mark = proxy.mark();
+      let logMark = op.logMark();
+      await patchAgent(kc, ns, name, { labels: { 'example.com/touched': 'yes' } });
+      await op.waitReconciled(agentKey(ns, name), logMark);
+      await waitIdle(op);
+      expect(proxy.requests(mark).filter((r) => r.method === 'GET').length).toBeGreaterThan(0); // it did look
+      expect(writesSince(mark)).toEqual([]);
+      expect(await snapshot()).toEqual(converged);
+
+      // 2. An unrelated RuntimeClass (too weak to be allowed): every sandbox instance is re-reconciled, no write.
+      const weak = uniqueName('kpi-unrelated-runc');
+      const node = kc.makeApiClient(NodeV1Api);
+      mark = proxy.mark();
+      logMark = op.logMark();
+      await node.createRuntimeClass({ body: { metadata: { name: weak }, handler: 'runc' } });
+      try {
+        await op.waitReconciled(agentKey(ns, name), logMark);
+        await waitIdle(op);
+        expect(writesSince(mark)).toEqual([]);
+        expect(await snapshot()).toEqual(converged);
+      } finally {
+        await node.deleteRuntimeClass({ name: weak });
+      }
+    });
+
+    test('a restarted operator finds what it owns and writes nothing', async () => {
+      const before = await snapshot();
+      await operator?.stop();
+      const mark = proxy.mark();
+      const op = await start();
+      const logMark = 0; // a new log file: everything this process did
+      await op.waitReconciled(agentKey(ns, name), logMark);
+      await waitIdle(op);
+      // It did replay everything: one owned-objects reconcile per owned object.
+      const replayed = op
+        .logLines(logMark)
+        .filter((l) => l.msg === 'reconciled' && l.controller === 'owned-objects')
+        .map((l) => l.object);
+      expect(new Set(replayed)).toEqual(new Set([...expectedSandboxObjects(name, false), `Namespace/${ns}`]));
+      expect(writesSince(mark)).toEqual([]);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test('deleted while the operator is down: the finalizer holds the instance until the operator is back and has cleaned up', async () => {
+      await operator?.stop();
+      operator = undefined;
+      await kc.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({ ...AGENT, namespace: ns, name });
+      const held = await getAgent(kc, ns, name);
+      expect(held?.metadata.deletionTimestamp).toBeDefined();
+      expect(held?.metadata.finalizers).toContain(FINALIZER);
+      expect((await ownedObjects(kc, name)).length).toBe(expectedSandboxObjects(name, false).length);
+      expect((await readNamespace(kc, ns))?.metadata?.labels?.[ENABLED_LABEL]).toBe('true');
+
+      await start();
+      await waitFor(
+        `Agent ${ns}/${name} to be released by the restarted operator`,
+        async (observe) => {
+          const agent = await getAgent(kc, ns, name);
+          observe(agent?.metadata);
+          return agent === undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      expect(await ownedObjects(kc, name)).toEqual([]);
+      // A namespace the operator did not create keeps existing, without the isolation keys.
+      const kept = await readNamespace(kc, ns);
+      expect(kept?.status?.phase).toBe('Active');
+      expect(isolationKeys(kept)).toEqual({
+        label: undefined,
+        resolved: undefined,
+        owner: undefined,
+        ownerName: undefined,
+      });
+    });
+  });
+});
