@@ -1,0 +1,277 @@
+/**
+ * Fault: a CRD labelled `registered-by: kubeplus` in a group the operator's RBAC does not cover.
+ *
+ * The operator runs as the chart's ServiceAccount under the chart's RBAC (instance groups by
+ * ClusterRole aggregation, as `operator.instanceRoleAggregation` sets it up). One labelled Kind is
+ * granted, one is not. Proven on the real control plane: the operator becomes and stays ready
+ * (/readyz names the forbidden Kind), counts it (`kubeplus_operator_instance_kinds{state="forbidden"}`),
+ * warns once though it keeps retrying, and isolates an instance of the permitted Kind; when RBAC
+ * for the other group is granted later — a ClusterRole aggregated into the chart's — the same
+ * process watches it and isolates its instance, without a restart.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  type Cluster,
+  connectE2eCluster,
+  createTestNamespace,
+  deleteNamespace,
+  isApiStatus,
+  loadKubeConfig,
+  scrapeMetrics,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { uniqueName } from '../support/names.js';
+import {
+  applyChartOperatorRbac,
+  type ChartOperator,
+  type ChartRbac,
+  can,
+  createInstanceCrd,
+  deleteInstanceCrd,
+  type InstanceKindCrd,
+  operatorKubeconfig,
+  startChartOperator,
+} from './support/chart-rbac-operator.js';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const ENABLED = 'kubeplus.io/node-isolation-enabled';
+const RESOLVED = 'kubeplus.io/node-isolation-resolved';
+const AGGREGATE_LABEL = 'isolation.kubeplus.io/aggregate-to-operator';
+
+interface LogLine {
+  level: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+function logLines(operator: ChartOperator): LogLine[] {
+  return readFileSync(operator.service.logPath, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
+describe('fault: an instance Kind the operator may not read', () => {
+  let cluster: Cluster;
+  let kc: KubeConfig;
+  let rbac: ChartRbac | undefined;
+  let operator: ChartOperator | undefined;
+  let operatorKc: KubeConfig;
+  const release = uniqueName('kpi-fk');
+  const suffix = uniqueName('fk');
+  const permitted: InstanceKindCrd = {
+    group: `permitted-${suffix}.e2e.kubeplus.io`,
+    kind: 'Widget',
+    plural: 'widgets',
+  };
+  const forbidden: InstanceKindCrd = {
+    group: `forbidden-${suffix}.e2e.kubeplus.io`,
+    kind: 'Gadget',
+    plural: 'gadgets',
+  };
+  const forbiddenGvr = `${forbidden.group}/v1/${forbidden.plural}`;
+  const grant = uniqueName('kpi-fk-grant');
+  const crds: InstanceKindCrd[] = [];
+  const namespaces: string[] = [];
+  let releaseNs = '';
+  let widgetNs = '';
+  let gadgetNs = '';
+  const mandate = { nodeSelector: { pool: `${suffix}-pool` }, tolerations: [] };
+
+  const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
+    sumMetric(await scrapeMetrics(operator?.metricsUrl ?? ''), name, labels);
+
+  async function createInstance(crd: InstanceKindCrd, namespace: string, name: string): Promise<void> {
+    await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group: crd.group,
+      version: 'v1',
+      plural: crd.plural,
+      namespace,
+      body: {
+        apiVersion: `${crd.group}/v1`,
+        kind: crd.kind,
+        metadata: { name, annotations: { 'kubeplus.io/node-isolation': JSON.stringify(mandate) } },
+      },
+    });
+  }
+
+  async function isolated(namespace: string): Promise<boolean> {
+    const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: namespace });
+    return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+  }
+
+  beforeAll(async () => {
+    cluster = await connectE2eCluster();
+    kc = cluster.kc;
+    releaseNs = await createTestNamespace(kc, 'kpi-fk-release');
+    widgetNs = await createTestNamespace(kc, 'kpi-fk-widgets');
+    gadgetNs = await createTestNamespace(kc, 'kpi-fk-gadgets');
+    namespaces.push(releaseNs, widgetNs, gadgetNs);
+    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {
+      operator: {
+        instanceGroups: [{ group: permitted.group, resources: [permitted.plural] }],
+        instanceRoleAggregation: true,
+      },
+    });
+    for (const crd of [permitted, forbidden]) {
+      await createInstanceCrd(kc, crd);
+      crds.push(crd);
+    }
+    operatorKc = loadKubeConfig(await operatorKubeconfig(cluster, releaseNs, rbac));
+    // The aggregation controller has filled the chart's instances role: the permitted Kind is
+    // readable, the other one is not.
+    await waitFor(
+      `the chart's aggregated role to grant ${permitted.plural}.${permitted.group}`,
+      () => can(operatorKc, 'list', permitted.group, permitted.plural),
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    expect(await can(operatorKc, 'list', forbidden.group, forbidden.plural)).toBe(false);
+  });
+
+  afterAll(async () => {
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    await operator?.service.stop();
+    for (const [crd, namespace, name] of [
+      [permitted, widgetNs, 'widget-1'],
+      [forbidden, gadgetNs, 'gadget-1'],
+    ] as const) {
+      try {
+        await custom.patchNamespacedCustomObject(
+          {
+            group: crd.group,
+            version: 'v1',
+            plural: crd.plural,
+            namespace,
+            name,
+            body: { metadata: { finalizers: null } },
+          },
+          mergePatch,
+        );
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    }
+    for (const crd of crds) await deleteInstanceCrd(kc, crd);
+    try {
+      await kc.makeApiClient(RbacAuthorizationV1Api).deleteClusterRole({ name: grant });
+    } catch (error) {
+      if (!isApiStatus(error, 404)) throw error;
+    }
+    await rbac?.remove();
+    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
+  });
+
+  test('the operator becomes ready, naming the forbidden Kind and counting it', async () => {
+    if (rbac === undefined) throw new Error('no RBAC');
+    // Readiness (200) is what startChartOperator waits for.
+    operator = await startChartOperator(cluster, {
+      name: `${release}-operator`,
+      namespace: releaseNs,
+      rbac,
+      kubeconfigPath: await operatorKubeconfig(cluster, releaseNs, rbac),
+      args: ['--log-level=debug'],
+    });
+    await waitFor(
+      'the operator to count one forbidden and one synced instance Kind',
+      async (observe) => {
+        const counts = {
+          forbidden: await metric('kubeplus_operator_instance_kinds', { state: 'forbidden' }),
+          synced: await metric('kubeplus_operator_instance_kinds', { state: 'synced' }),
+        };
+        observe(counts);
+        // At least ours (a labelled CRD another suite left behind would be forbidden too).
+        return counts.forbidden >= 1 && counts.synced >= 1;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    const readyz = await fetch(operator.readyzUrl);
+    expect(readyz.status).toBe(200);
+    const body = (await readyz.json()) as { checks: { informers: { ok: boolean; message: string } } };
+    expect(body.checks.informers.message).toMatch(/^informers synced; forbidden by RBAC \(not watched, retried\): /);
+    expect(body.checks.informers.message).toContain(forbiddenGvr);
+    expect(await metric('kubeplus_operator_informer_synced', { resource: 'instances' })).toBe(1);
+  });
+
+  test('it still isolates an instance of a permitted Kind; the forbidden Kind’s instance is left alone', async () => {
+    await createInstance(permitted, widgetNs, 'widget-1');
+    await createInstance(forbidden, gadgetNs, 'gadget-1');
+    await waitFor(`namespace ${widgetNs} isolated by the operator`, () => isolated(widgetNs), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+    expect(await isolated(gadgetNs)).toBe(false);
+  });
+
+  test('it warned once about the forbidden Kind while retrying it with backoff', async () => {
+    if (operator === undefined) throw new Error('no operator');
+    const op = operator;
+    // 0.8 + 1.6 + 3.2 + 6.4 s: at least four retries about 12 s after start.
+    await waitFor(
+      'the operator to have retried the forbidden Kind at least four times',
+      async (observe) => {
+        const retries = logLines(op).filter(
+          (l) => l.informer === forbiddenGvr && l.msg === 'informer list/watch failed; restarting',
+        );
+        observe(retries.map((l) => `${l.level} failures=${String(l.failures)}`));
+        return retries.length >= 4;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const lines = logLines(op);
+    const retries = lines.filter((l) => l.informer === forbiddenGvr && l.msg.startsWith('informer list/watch failed'));
+    expect(retries.every((l) => l.level === 'debug' && /forbidden/i.test(String(l.error)))).toBe(true);
+    const warnings = lines.filter((l) => l.level === 'warn' || l.level === 'error');
+    // Nothing else went wrong, and ours was reported exactly once.
+    expect(warnings.filter((l) => !l.msg.startsWith('instance Kind forbidden:'))).toEqual([]);
+    const ours = warnings.filter((l) => l.gvr === forbiddenGvr);
+    expect(ours).toHaveLength(1);
+    expect(String(ours[0]?.error)).toMatch(/cannot list resource "gadgets"/);
+  });
+
+  test('RBAC granted later through the chart’s aggregation is picked up without a restart', async () => {
+    if (operator === undefined) throw new Error('no operator');
+    const op = operator;
+    const pid = op.service.process.pid;
+    const forbiddenBefore = await metric('kubeplus_operator_instance_kinds', { state: 'forbidden' });
+    await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRole({
+      body: {
+        metadata: { name: grant, labels: { [AGGREGATE_LABEL]: 'true' } },
+        rules: [
+          { apiGroups: [forbidden.group], resources: [forbidden.plural], verbs: ['get', 'list', 'watch', 'patch'] },
+        ],
+      },
+    });
+    const grantedAt = Date.now();
+    await waitFor(
+      `the operator to watch ${forbiddenGvr} and isolate ${gadgetNs}`,
+      async (observe) => {
+        const state = {
+          forbidden: await metric('kubeplus_operator_instance_kinds', { state: 'forbidden' }),
+          isolated: await isolated(gadgetNs),
+        };
+        observe(state);
+        return state.forbidden === forbiddenBefore - 1 && state.isolated;
+      },
+      // Aggregation, then at most one capped backoff (30 s) until the next retry lists it.
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    process.stdout.write(`[forbidden-kind] granted → watched and isolated in ${Date.now() - grantedAt} ms\n`);
+    expect(op.service.process.pid).toBe(pid);
+    expect(op.service.process.exited()).toBeUndefined();
+    expect(await metric('kubeplus_operator_instance_kinds', { state: 'synced' })).toBeGreaterThanOrEqual(2);
+    expect(logLines(op).filter((l) => l.msg === 'instance Kind readable again: watching its instances')).toEqual([
+      expect.objectContaining({ level: 'info', gvr: forbiddenGvr }),
+    ]);
+    expect((await fetch(op.readyzUrl)).status).toBe(200);
+  });
+});
