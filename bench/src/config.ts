@@ -8,7 +8,7 @@ function int(name: string, fallback: number): number {
   return n;
 }
 
-export const SECTIONS = ['patch', 'webhook', 'podcreate', 'chart', 'scale-webhook', 'scale-operator'] as const;
+export const SECTIONS = ['patch', 'webhook', 'podcreate', 'chart', 'scale-operator', 'scale-webhook'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchConfig {
@@ -51,8 +51,8 @@ export function loadConfig(): BenchConfig {
     loadSeconds: Math.max(1, int('BENCH_LOAD_SECONDS', 5)),
     loadConnections: Math.max(1, int('BENCH_LOAD_CONNECTIONS', 16)),
     profileSeconds: int('BENCH_PROFILE_SECONDS', 8),
-    podSerial: Math.max(1, int('BENCH_POD_SERIAL', 200)),
-    podParallel: Math.max(1, int('BENCH_POD_PARALLEL', 1280)),
+    podSerial: Math.max(1, int('BENCH_POD_SERIAL', 150)),
+    podParallel: Math.max(1, int('BENCH_POD_PARALLEL', 480)),
     podConcurrency: Math.max(2, int('BENCH_POD_CONCURRENCY', 32)),
     chainReplicas: Math.max(1, int('BENCH_CHAIN_REPLICAS', 30)),
     scaleNamespaces: int('BENCH_SCALE_NAMESPACES', 10_000),

@@ -32,6 +32,7 @@ import {
 } from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
+import { killServicesOnSignal, trackService } from './cleanup.js';
 import { type BenchConfig, loadConfig, type Section } from './config.js';
 import { RawApi } from './kube.js';
 import { runLoad } from './load.js';
@@ -153,6 +154,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
 
   log('starting a control plane with PodNodeSelector + PodTolerationRestriction');
   const cp = await startControlPlane({ extraAdmissionPlugins: NODE_PLACEMENT_ADMISSION_PLUGINS });
+  killServicesOnSignal();
   let webhook: RunningWebhook | undefined;
   let reference: RunningService | undefined;
   let nodes: FakeNodes | undefined;
@@ -175,11 +177,13 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     const iso = isolatedNamespaceMetadata(mandate);
     const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
     webhook = await startWebhook(cp);
+    trackService(webhook.process.pid);
     results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
     results.versions.webhookFlags = webhookFlags(webhook.logPath);
     await registerWebhook(cp.kc, { url: webhook.url, caPem: webhook.caPem });
     await waitForPlacement(api, nsC, pool);
     reference = await startReferenceWebhook(cp, pool);
+    trackService(reference.process.pid);
     const referenceUrl = `${referenceBase(reference)}/mutate`;
     const running = webhook;
 
@@ -261,6 +265,21 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       );
     });
 
+    await section('scale-operator', async () => {
+      results.scaleOperator = await runOperatorScale(
+        cp,
+        api,
+        {
+          instances: cfg.operatorInstances,
+          createConcurrency: 16,
+          platformNamespace: 'kubeplus',
+          group: 'apps.bench.kubeplus.io',
+          timeoutSeconds: cfg.operatorTimeoutSeconds,
+          metricsPort: await freePort(),
+        },
+        log,
+      );
+    });
     await section('scale-webhook', async () => {
       let unpin: () => void = () => undefined;
       results.scaleWebhook = await runWebhookScale(
@@ -279,22 +298,6 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
             unpin = pin(running.process.pid);
           },
           unpin: () => unpin(),
-        },
-        log,
-      );
-    });
-
-    await section('scale-operator', async () => {
-      results.scaleOperator = await runOperatorScale(
-        cp,
-        api,
-        {
-          instances: cfg.operatorInstances,
-          createConcurrency: 16,
-          platformNamespace: 'kubeplus',
-          group: 'apps.bench.kubeplus.io',
-          timeoutSeconds: cfg.operatorTimeoutSeconds,
-          metricsPort: await freePort(),
         },
         log,
       );
@@ -384,6 +387,7 @@ async function profileWebhook(
   const dir = join(cp.dir, 'profiles');
   mkdirSync(dir, { recursive: true });
   const profiled = await startWebhook(cp, { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } });
+  trackService(profiled.process.pid);
   const body = reviewBody(1, namespace);
   let window: [number, number];
   let rps: number;

@@ -81,7 +81,7 @@ export async function renderPlots(results: BenchResults, outDir: string): Promis
                 field: 'setup',
                 type: 'nominal',
                 title: null,
-                legend: { orient: 'bottom', direction: 'vertical' },
+                legend: { orient: 'bottom', direction: 'vertical', labelLimit: 1000 },
               },
               strokeDash: { field: 'setup', type: 'nominal' },
             },
@@ -89,7 +89,7 @@ export async function renderPlots(results: BenchResults, outDir: string): Promis
         },
         outDir,
         'benchmarks-pod-create',
-        'Pod CREATE latency distributions, setups a/b/c at 1 and 32 concurrent clients',
+        'Pod CREATE latency distributions, setups a/b/c/d at 1 and 32 concurrent clients',
       ),
     );
   }
@@ -132,7 +132,7 @@ export async function renderPlots(results: BenchResults, outDir: string): Promis
               {
                 mark: { type: 'bar', color: '#4c78a8' },
                 encoding: {
-                  x: { field: 'containers', type: 'ordinal', title: 'containers per Pod' },
+                  x: { field: 'containers', type: 'ordinal', title: 'containers per Pod', axis: { labelAngle: 0 } },
                   y: { field: 'median', type: 'quantitative', title: 'per second' },
                 },
               },

@@ -261,7 +261,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       'Before measuring, a dry-run Pod in each namespace proves the setup: no selector in a, the mandated selector and ' +
         'toleration in b and c. Clients are raw keep-alive HTTPS (`node:https`, admin client certificate), each timing its ' +
         'POST to the 201. Pods name a scheduler that does not exist, so they stay Pending and cost the scheduler nothing; ' +
-        "each block's Pods are deleted after it (untimed). " +
+        'they are not deleted (that takes as long as creating them, and in the background it would disturb what follows). ' +
         `Each round runs, at 1 client (${cfg.podSerial} creates) and then at ${cfg.podConcurrency} clients (${cfg.podParallel} creates), ` +
         `a, b, c and d one after the other, the order rotating every round; a discarded warm-up round first, then ${cfg.rounds} rounds. ` +
         'The webhook is not pinned here (the API server needs both cores).',
@@ -385,7 +385,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       `${thousands(sw.namespacesCreated)} namespaces created on the real API server (32 concurrent creates, ${num(sw.createSeconds, 1)} s), ` +
         `${thousands(sw.isolatedCreated)} of them labeled + annotated (each with its own mandate text), delivered to the running ` +
         `webhook by its informer (cache complete ${num(sw.cacheFilledSeconds, 1)} s after the first create). Cache entries ` +
-        `before: ${JSON.stringify(sw.cacheEntriesBefore)}; after: ${JSON.stringify(sw.cacheEntriesAfter)}. Then, pinned as in §2, ` +
+        `before: ${JSON.stringify(sw.cacheEntriesBefore)} (including the operator step's tenant namespaces, if it ran); after: ${JSON.stringify(sw.cacheEntriesAfter)}. Then, pinned as in §2, ` +
         `${r.config.rounds} rounds of two interleaved load runs: every review for **one** namespace, and reviews spread ` +
         `round-robin over **all ${thousands(sw.isolatedCreated)}** isolated namespaces (every lookup a different key).`,
     );
@@ -454,9 +454,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
         'pool) and `kubeplus.io/sandbox-isolation` (`{"minRuntimeClass":"kata","enforce":true}`), so the operator creates a ' +
         'tenant namespace per instance (labeled + annotated) and a RuntimeClass plus policy and binding. Fully isolated = every ' +
         'namespace labeled + annotated and every `kubeplus-sandbox-<instance>` RuntimeClass present (polled every 0.5 s).' +
-        (r.scaleWebhook
-          ? ' This ran after the webhook scale step, i.e. on a cluster already holding its namespaces.'
-          : ''),
+        ' It runs before the webhook scale step, on the cluster the earlier sections used (their Pending Pods included).',
     );
     p();
     p('| | value |');
