@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, jest, test } from '@jest/globals';
+import { registerAuditMetrics } from '../../services/operator/src/audit/metrics.js';
 import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/controller/metrics.js';
+import { createWiringMetrics } from '../../services/operator/src/wiring/metrics.js';
 import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/reasons.js';
 import { createMetrics } from '../../services/webhook/src/metrics.js';
 import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
@@ -28,6 +30,9 @@ async function exportedMetricNames(): Promise<Set<string>> {
     annotations: [],
     defaultMetrics: false,
   });
+  // The series registered beside the runtime's: the wiring's (instance Kinds, conflicts) and the audit's.
+  createWiringMetrics(operator);
+  registerAuditMetrics(operator.registry, { get: () => undefined, list: () => [] });
   const names = new Set<string>();
   for (const registry of [webhook.registry, operator.registry]) {
     for (const metric of await registry.getMetricsAsJSON()) {
@@ -112,8 +117,10 @@ describe('monitoring', () => {
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
     expect(Object.keys(byName).sort()).toEqual(
       [
+        'KubeplusIsolationOperatorForbiddenInstanceKinds',
         'KubeplusIsolationOperatorNoLeader',
         'KubeplusIsolationOperatorReconcileErrors',
+        'KubeplusIsolationUnisolatedPods',
         'KubeplusIsolationWebhookCertificateExpiring',
         'KubeplusIsolationWebhookDown',
         'KubeplusIsolationWebhookFailingOpen',
@@ -126,6 +133,12 @@ describe('monitoring', () => {
     );
     expect(byName.KubeplusIsolationOperatorReconcileErrors?.expr).toContain(
       'kubeplus_operator_reconcile_total{namespace="kubeplus-system",result="error"}',
+    );
+    expect(byName.KubeplusIsolationUnisolatedPods?.expr).toContain(
+      'sum(kubeplus_operator_unisolated_pods{namespace="kubeplus-system"}) > 0',
+    );
+    expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
+      'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',
     );
     const noLeader = byName.KubeplusIsolationOperatorNoLeader?.expr ?? '';
     expect(noLeader).toContain('max(kubeplus_operator_leader{namespace="kubeplus-system"}) < 1');
