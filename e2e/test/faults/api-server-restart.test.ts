@@ -40,27 +40,13 @@ import {
   mergePatch,
   RESOLVED,
 } from './support/operator.js';
-import { patchOf, podReview, postReview } from './support/webhook-client.js';
+import { getStatus, patchOf, podReview, postReview } from './support/webhook-client.js';
 
-/** /readyz of a local service: status and reason. */
+/** /readyz of a local service: status and reason (HTTPS when a CA is given). */
 async function readyz(url: string, caPem?: string): Promise<{ status: number; body: string }> {
-  if (caPem === undefined) {
-    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-    return { status: res.status, body: await res.text() };
-  }
-  const { request } = await import('node:https');
-  return new Promise((resolve, reject) => {
-    const req = request(url, { ca: caPem, agent: false, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => {
-        body += c.toString();
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
+  if (caPem !== undefined) return getStatus(url, caPem);
+  const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+  return { status: res.status, body: await res.text() };
 }
 
 describe('fault: kube-apiserver and etcd restart under the webhook and the operator', () => {

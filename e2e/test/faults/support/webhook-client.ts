@@ -75,6 +75,11 @@ export function postReview(
   const payload = Buffer.from(JSON.stringify(review));
   return new Promise((resolve, reject) => {
     let fingerprint256 = '';
+    // How far the request got before an error: the TLS connection established, the request fully sent.
+    const progress = { secured: false, sent: false };
+    const fail = (error: Error): void => {
+      reject(Object.assign(error, { progress: { ...progress } }));
+    };
     const req = request(
       {
         host: target.hostname,
@@ -87,6 +92,8 @@ export function postReview(
         timeout: opts.timeoutMs ?? 15_000,
       },
       (res) => {
+        // The certificate the server presented on this connection (at its handshake).
+        fingerprint256 = (res.socket as TLSSocket).getPeerCertificate().fingerprint256 ?? '';
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
@@ -111,15 +118,18 @@ export function postReview(
     );
     req.on('socket', (socket) => {
       const tlsSocket = socket as TLSSocket;
-      const capture = (): void => {
-        const cert = tlsSocket.getPeerX509Certificate?.();
-        if (cert) fingerprint256 = cert.fingerprint256;
-      };
-      if (tlsSocket.encrypted && tlsSocket.getPeerX509Certificate?.()) capture();
-      else tlsSocket.once('secureConnect', capture);
+      // A reused keep-alive socket is already secure; a new one reports when it is.
+      if (tlsSocket.encrypted && !tlsSocket.connecting) progress.secured = true;
+      else
+        tlsSocket.once('secureConnect', () => {
+          progress.secured = true;
+        });
+    });
+    req.on('finish', () => {
+      progress.sent = true;
     });
     req.on('timeout', () => req.destroy(new Error(`no response within ${opts.timeoutMs ?? 15_000} ms`)));
-    req.on('error', reject);
+    req.on('error', fail);
     if (opts.uploadMs === undefined || opts.uploadMs <= 0) {
       req.end(payload);
       return;
@@ -141,6 +151,23 @@ export function postReview(
   });
 }
 
+/** GET over HTTPS (e.g. /readyz), trusting `caPem`, on a new connection. */
+export function getStatus(url: string, caPem: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ca: caPem, agent: false, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: no answer within 5 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 export function fingerprintOf(certPem: string): string {
   return new X509Certificate(certPem).fingerprint256;
 }
@@ -151,8 +178,15 @@ export interface Outcome {
   seq: number;
   startedAt: number;
   endedAt: number;
-  /** 'ok': 200 with an allowed review for the request's uid (and the patch, if `expectPatch`). */
-  result: 'ok' | 'refused' | 'failed';
+  /**
+   * ok: 200 with an allowed review for the request's uid that passes `check`.
+   * not-accepted: the connection was refused or reset before TLS was established — nothing of
+   * the request was sent (e.g. the listener closed with the connection still in the kernel's
+   * accept queue).
+   * failed: anything else — an error once the request was on an established connection, a
+   * non-200, a wrong answer.
+   */
+  result: 'ok' | 'not-accepted' | 'failed';
   detail: string;
   reply?: ReviewReply;
 }
@@ -166,7 +200,7 @@ export interface LoadOptions {
   keepAlive?: boolean;
   /** Called on each 200 reply; return a problem to count it as failed (e.g. a missing patch). */
   check?: (reply: ReviewReply) => string | undefined;
-  /** A client stops after its first refused connection (the webhook no longer listens). */
+  /** A client stops after its first connection that was not accepted (the webhook no longer listens). */
   stopOnRefused?: boolean;
 }
 
@@ -180,7 +214,7 @@ export interface Load {
 
 /**
  * `clients` concurrent clients, each POSTing reviews back to back until stopped. Every outcome is
- * kept. ECONNREFUSED (nobody listening) is 'refused', any other error or a wrong answer 'failed'.
+ * kept and classified (see Outcome.result).
  */
 export function startLoad(o: LoadOptions): Load {
   const outcomes: Outcome[] = [];
@@ -211,15 +245,16 @@ export function startLoad(o: LoadOptions): Load {
           reply,
         });
       } catch (error) {
-        const e = error as NodeJS.ErrnoException;
-        const refused = e.code === 'ECONNREFUSED';
+        const e = error as NodeJS.ErrnoException & { progress?: { secured: boolean; sent: boolean } };
+        const refused =
+          e.code === 'ECONNREFUSED' || (e.progress !== undefined && !e.progress.secured && !e.progress.sent);
         outcomes.push({
           client,
           seq,
           startedAt,
           endedAt: performance.now(),
-          result: refused ? 'refused' : 'failed',
-          detail: `${e.code ?? ''} ${e.message}`.trim(),
+          result: refused ? 'not-accepted' : 'failed',
+          detail: `${e.code ?? ''} ${e.message} ${JSON.stringify(e.progress ?? {})}`.trim(),
         });
         if (refused && o.stopOnRefused) return;
         if (refused) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -242,14 +277,14 @@ export function startLoad(o: LoadOptions): Load {
 /** Counts by result plus the first few failures, for a readable assertion message. */
 export function summarize(outcomes: readonly Outcome[]): {
   ok: number;
-  refused: number;
+  notAccepted: number;
   failed: number;
   failures: string[];
 } {
   const failures = outcomes.filter((x) => x.result === 'failed');
   return {
     ok: outcomes.filter((x) => x.result === 'ok').length,
-    refused: outcomes.filter((x) => x.result === 'refused').length,
+    notAccepted: outcomes.filter((x) => x.result === 'not-accepted').length,
     failed: failures.length,
     failures: failures.slice(0, 10).map((f) => `client ${f.client} #${f.seq}: ${f.detail}`),
   };
