@@ -48,6 +48,7 @@ import {
   type TestOperator,
   waitForNamespace,
   waitForOwned,
+  waitForSettled,
 } from './support/operator.js';
 
 const RECONCILES = 'kubeplus_operator_reconcile_total';
@@ -261,7 +262,9 @@ describe('operator: controller machinery on the real control plane', () => {
     /** resourceVersion of everything the instance owns, its namespace's, and whether it is node-isolated. */
     const snapshot = async (): Promise<Record<string, string | undefined>> => {
       const out: Record<string, string | undefined> = {};
-      for (const o of await ownedObjects(kc, name)) out[`${o.kind}/${o.name}`] = o.resourceVersion;
+      for (const o of await waitForSettled(kc, name, expectedSandboxObjects(name, false))) {
+        out[`${o.kind}/${o.name}`] = o.resourceVersion;
+      }
       const namespace = await readNamespace(kc, ns);
       out[`Namespace/${ns}`] = namespace?.metadata?.resourceVersion;
       out.label = namespace?.metadata?.labels?.[ENABLED_LABEL];

@@ -45,6 +45,7 @@ import {
   waitForEvent,
   waitForNamespace,
   waitForOwned,
+  waitForSettled,
 } from './support/operator.js';
 import {
   type Admission,
@@ -64,6 +65,7 @@ const sandboxAnnotation = (minRuntimeClass: string, enforce?: boolean): string =
   JSON.stringify(enforce === undefined ? { minRuntimeClass } : { minRuntimeClass, enforce });
 
 const VERSIONS: SandboxVersion[] = ['v1beta1', 'v1alpha1'];
+const INVALID_METRIC = 'kubeplus_operator_invalid_annotations_total';
 
 /** The handler of the instance's RuntimeClass, or undefined. */
 async function handlerOf(kc: KubeConfig, name: string): Promise<string | undefined> {
@@ -427,6 +429,33 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     }
     // Nothing constrains the namespace any more.
     await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be admitted without a warning', allowedWithout);
+  });
+
+  test('an invalid annotation: a Warning Event listing the error, the metric counts it, and the policy last applied stays in force', async () => {
+    const ns = await tenantNamespace('kpi-op-sbx-invalid');
+    const name = uniqueName('invalid-agent');
+    const op = operator as TestOperator;
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+    await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied', denied);
+    const good = await waitForSettled(kc, name, expectedSandboxObjects(name, true));
+    const countBefore = await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION });
+
+    await patchAgent(kc, ns, name, {
+      annotations: { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'firecracker', enforce: false }) },
+    });
+    const event = await waitForEvent(kc, ns, name, 'InvalidSandboxIsolation');
+    expect(event.type).toBe('Warning');
+    expect(event.message).toContain('minRuntimeClass must be one of runc, runsc, kata');
+    await waitFor(
+      `${INVALID_METRIC}{annotation="${SANDBOX_ISOLATION}"} to move past ${countBefore}`,
+      async () => (await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION })) > countBefore,
+      { timeoutMs: 10_000 },
+    );
+    // Neither relaxed to advisory nor removed: the same objects, unwritten, still denying.
+    expect((await ownedObjects(kc, name)).map((o) => [o.kind, o.name, o.resourceVersion])).toEqual(
+      good.map((o) => [o.kind, o.name, o.resourceVersion]),
+    );
+    expectDenied(await createSandbox(kc, ref(ns, 'weak'), 'runc'), 'a Sandbox with runc under the last good policy');
   });
 
   test('drift is reverted: a deleted binding comes back, an edited RuntimeClass and binding are restored', async () => {

@@ -495,6 +495,20 @@ export function waitForOwned(
   );
 }
 
+/**
+ * Waits until `expected` are owned and the API server's type checker has recorded its verdict on
+ * every ValidatingAdmissionPolicy (status.observedGeneration = generation). That status write
+ * bumps the policy's resourceVersion; only after it are resourceVersions a record of the
+ * operator's writes alone.
+ */
+export function waitForSettled(kc: KubeConfig, instance: string, expected: readonly string[]): Promise<OwnedObject[]> {
+  return waitForOwned(kc, instance, expected, (objects) =>
+    objects
+      .filter((o) => o.kind === 'ValidatingAdmissionPolicy')
+      .every((o) => o.raw.status?.observedGeneration === o.raw.metadata?.generation),
+  );
+}
+
 // ---- namespaces and events -------------------------------------------------------------------
 
 export async function readNamespace(kc: KubeConfig, name: string): Promise<V1Namespace | undefined> {
