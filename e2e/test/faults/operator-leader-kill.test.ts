@@ -41,8 +41,8 @@ import {
   waitForLeader,
 } from './support/operator.js';
 
-const BATCH = 16;
-/** A's writes let through before the gate closes: a few instances' worth, far from the batch's ~90. */
+const BATCH = 12;
+/** A's writes let through before the gate closes: a few instances' worth, far from the batch's ~70. */
 const WRITES_BEFORE_GATE = 20;
 const LEVELS: readonly Level[] = ['kata', 'runsc', 'runc'];
 
