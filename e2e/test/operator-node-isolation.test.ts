@@ -47,6 +47,7 @@ import {
   FINALIZER,
   getAgent,
   isolationKeys,
+  mergePatch,
   NODE_ISOLATION,
   OWNER_ANNOTATION,
   patchAgent,
@@ -275,6 +276,22 @@ describe('operator: node isolation (seed 1) from instance annotations, on the re
     await deleteAgent(kc, ns, name);
     const kept = await waitForNamespace(kc, ns, 'to lose the isolation keys and stay Active', unisolated);
     expect(kept?.metadata?.name).toBe(ns);
+  });
+
+  test('drift: a label or resolved annotation removed or changed by hand is restored', async () => {
+    const ns = await tenantNamespace('kpi-op-ni-drift');
+    const name = uniqueName('drift-agent');
+    await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+    await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
+
+    await core.patchNamespace({ name: ns, body: { metadata: { labels: { [ENABLED_LABEL]: null } } } }, mergePatch);
+    await waitForNamespace(kc, ns, 'to get the label back', (n) => isolated(n, pool));
+
+    await core.patchNamespace(
+      { name: ns, body: { metadata: { annotations: { [RESOLVED_ANNOTATION]: canonical(otherPool) } } } },
+      mergePatch,
+    );
+    await waitForNamespace(kc, ns, `to get the annotation back to ${pool}`, (n) => isolated(n, pool));
   });
 
   test('an invalid annotation: a Warning Event listing the errors, the metric counts it, and the namespace keeps its last good state', async () => {

@@ -239,6 +239,9 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       expectAllowed(await createSandbox(kc, ref(ns, 'qemu'), qemu), `a Sandbox with runtimeClassName ${qemu}`);
       // ... and the policy that now admits it still refuses the gVisor class.
       expectDenied(await createSandbox(kc, ref(ns, 'gvisor-again'), gvisor), `a Sandbox with ${gvisor} (runsc)`);
+      // Deleting the kata-qemu class takes it off the allowed list again.
+      await kc.makeApiClient(NodeV1Api).deleteRuntimeClass({ name: qemu });
+      await waitForAdmission(kc, ref(ns, 'qemu-gone'), qemu, `to be denied once ${qemu} is deleted`, denied);
     } finally {
       await rcs.deleteAll();
     }
