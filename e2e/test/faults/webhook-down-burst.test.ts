@@ -222,9 +222,9 @@ describe('fault: the webhook is killed during a burst of Pod creations', () => {
 
     // ---- AUDIT EXTENSION POINT -------------------------------------------------------------
     // `unpatched` is the precise set the operator's fail-open audit (Pods in isolated namespaces
-    // lacking the mandate, reported via metric + Event; being built separately, to be proven in
-    // e2e/test/faults/audit.test.ts) must report for namespace `ns`, and nothing else. That
-    // suite can reproduce this burst with the same phases, run the operator, and compare its
-    // report with this set.
+    // lacking the mandate, reported via metric + Event; proven on its own in
+    // e2e/test/faults/audit.test.ts) must report for namespace `ns`, and nothing else. To check
+    // the audit against a crash mid-burst too, start the operator here (as that suite does, with
+    // `ns` owned by an instance) and compare its report with this set.
   });
 });
