@@ -27,6 +27,8 @@ export interface BenchConfig {
   scaleIsolated: number;
   operatorInstances: number;
   operatorTimeoutSeconds: number;
+  /** --concurrency for the operator; undefined: its own default. */
+  operatorConcurrency: number | undefined;
   outDir: string;
   /** Where the raw results go (and are read from with reportOnly), relative to the repo root. */
   resultsFile: string;
@@ -59,6 +61,9 @@ export function loadConfig(): BenchConfig {
     scaleIsolated: int('BENCH_SCALE_ISOLATED', 5_000),
     operatorInstances: int('BENCH_OPERATOR_INSTANCES', 1_000),
     operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 240)),
+    operatorConcurrency: process.env.BENCH_OPERATOR_CONCURRENCY
+      ? Math.max(1, int('BENCH_OPERATOR_CONCURRENCY', 2))
+      : undefined,
     outDir: process.env.BENCH_OUT_DIR ?? 'docs',
     resultsFile: process.env.BENCH_RESULTS ?? 'bench/results/latest.json',
     reportOnly: process.env.BENCH_REPORT_ONLY === '1',

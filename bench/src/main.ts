@@ -276,6 +276,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           group: 'apps.bench.kubeplus.io',
           timeoutSeconds: cfg.operatorTimeoutSeconds,
           metricsPort: await freePort(),
+          concurrency: cfg.operatorConcurrency,
         },
         log,
       );

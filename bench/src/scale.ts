@@ -60,6 +60,8 @@ export interface WebhookScaleResult {
   cacheEntriesBefore: Record<string, number>;
   cacheEntriesAfter: Record<string, number>;
   rssBeforeMiB: number;
+  /** Right after the cache held every isolated namespace, before the lookup load. */
+  rssCacheFilledMiB: number;
   rssAfterMiB: number;
   peakRssMiB: number;
   single: { rps: Summary; p50: Summary; p99: Summary; p999: Summary };
@@ -129,6 +131,7 @@ export async function runWebhookScale(
     { timeoutMs: 300_000, intervalMs: 250 },
   );
   const cacheFilledSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const rssCacheFilled = rssBytes(opts.webhookPid);
   log(`  webhook scale: ${opts.namespaces} namespaces in ${createSeconds.toFixed(1)} s; cache filled`);
 
   const bodyFor = (ns: string): string =>
@@ -170,6 +173,7 @@ export async function runWebhookScale(
     cacheEntriesBefore: before,
     cacheEntriesAfter: after,
     rssBeforeMiB: rssBefore / MiB,
+    rssCacheFilledMiB: rssCacheFilled / MiB,
     rssAfterMiB: rssBytes(opts.webhookPid) / MiB,
     peakRssMiB: peakRssBytes(opts.webhookPid) / MiB,
     single: summarizeLoads(singles),
@@ -188,6 +192,8 @@ export interface OperatorScaleOptions {
   group: string;
   timeoutSeconds: number;
   metricsPort: number;
+  /** --concurrency; undefined: the operator's default. */
+  concurrency: number | undefined;
 }
 
 export interface OperatorScaleResult {
@@ -212,8 +218,6 @@ export interface OperatorScaleResult {
   namespacesIsolated: number;
   runtimeClasses: number;
 }
-
-const OPERATOR_CONCURRENCY_DEFAULT = '2 (the operator’s default --concurrency)';
 
 export async function runOperatorScale(
   cluster: Cluster,
@@ -269,6 +273,7 @@ export async function runOperatorScale(
       '--leader-elect=false',
       `--metrics-port=${opts.metricsPort}`,
       '--bind-address=127.0.0.1',
+      ...(opts.concurrency === undefined ? [] : [`--concurrency=${opts.concurrency}`]),
     ],
     readiness: { url: `${metricsBase}/readyz`, timeoutMs: 60_000 },
   });
@@ -369,7 +374,8 @@ export async function runOperatorScale(
     }
     return {
       instances: names.length,
-      concurrency: OPERATOR_CONCURRENCY_DEFAULT,
+      concurrency:
+        opts.concurrency === undefined ? 'its default (--concurrency 2)' : `--concurrency=${opts.concurrency}`,
       createSeconds,
       namespacesIsolatedSeconds: namespacesAt,
       runtimeClassesSeconds: classesAt,
