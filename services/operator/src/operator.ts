@@ -41,6 +41,7 @@ import {
   DynamicInformers,
   type GroupVersionResource,
   type InformerSource,
+  keepMetadataOnly,
   ResourceInformer,
   type SyncedInformer,
 } from './controller/informers.js';
@@ -58,6 +59,7 @@ import {
 import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import type { RuntimeClassInfo } from './desired/sandbox-policy.js';
+import { CachedClusterPort, sameType } from './reconcile/cached-port.js';
 import { InstanceReconciler } from './reconcile/instance-reconciler.js';
 import type { ClusterPort, EventTarget, InstanceEvent } from './reconcile/port.js';
 import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './wiring/controllers.js';
@@ -167,6 +169,9 @@ export function createOperator(deps: OperatorDeps): Operator {
   const instances = new DynamicInformers<KubernetesObject>((gvr) => sources.instances(gvr), {
     ...informerOptions,
     name: INSTANCES_RESOURCE,
+    // Only an instance's metadata is ever read (annotations, finalizers, uid, resourceVersion):
+    // its spec and status, however large, are not kept.
+    transform: keepMetadataOnly,
     failureLogLevel: forbiddenKinds.failureLogLevel,
     listener: forbiddenKinds.listener,
   });
@@ -234,10 +239,19 @@ export function createOperator(deps: OperatorDeps): Operator {
     clock,
     logger: logger.child({ component: 'events' }),
   });
-  const port = deps.clusterPort({
-    runtimeClasses: () => runtimeClassInfos(runtimeClassSource.list()),
-    recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
-  });
+  // Reads come from the caches above (a miss, or a fresh read, goes to the API server): an
+  // up-to-date instance is reconciled without a single API request.
+  const port = new CachedClusterPort(
+    deps.clusterPort({
+      runtimeClasses: () => runtimeClassInfos(runtimeClassSource.list()),
+      recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
+    }),
+    {
+      instances: (kind) => instances.get({ group: kind.group, version: kind.version, resource: kind.plural }),
+      namespaces: () => namespaces,
+      objects: (type) => owned.find((o) => o.type.kind !== 'Namespace' && sameType(type, o.type))?.informer,
+    },
+  );
   const reconcileLogger = logger.child({ component: 'reconciler' });
   const reconcilerFor = (p: ClusterPort): InstanceReconciler =>
     new InstanceReconciler({

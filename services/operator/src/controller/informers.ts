@@ -65,7 +65,7 @@ export interface SyncedInformer {
   waitForSync(signal?: AbortSignal): Promise<boolean>;
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T extends KubernetesObject = KubernetesObject> {
   /** For logs, e.g. `namespaces` or `cloudark.io/v1/agents`. */
   name: string;
   clock?: Clock;
@@ -83,6 +83,26 @@ export interface InformerOptions {
   failureLogLevel?(err: unknown): 'warn' | 'debug';
   /** Told of each failed list/watch (after the informer's own bookkeeping) and of the recovery after failures. */
   listener?: InformerListener;
+  /**
+   * Trims each object in place as it enters the cache, before any handler sees it (client-go's
+   * `SetTransform`). Default `stripManagedFields`: nothing here reads managedFields, often the
+   * largest part of an object's metadata.
+   */
+  transform?(obj: T): void;
+}
+
+/** Drops `metadata.managedFields` (in place). */
+export function stripManagedFields(obj: KubernetesObject): void {
+  if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
+}
+
+/** Keeps only apiVersion, kind and metadata (without managedFields), in place: for caches read for metadata only. */
+export function keepMetadataOnly(obj: KubernetesObject): void {
+  const record = obj as unknown as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (key !== 'apiVersion' && key !== 'kind' && key !== 'metadata') delete record[key];
+  }
+  stripManagedFields(obj);
 }
 
 export interface InformerListener {
@@ -125,7 +145,7 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
 
   constructor(
     private readonly source: InformerSource<T>,
-    options: InformerOptions,
+    options: InformerOptions<T>,
   ) {
     this.name = options.name;
     this.clock = options.clock ?? systemClock;
@@ -135,8 +155,19 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
     this.staleAfterMs = options.staleAfterMs ?? 60_000;
     this.failureLogLevel = options.failureLogLevel ?? (() => 'warn');
     this.listener = options.listener;
-    source.on('add', (obj) => this.dispatch('add', obj));
-    source.on('update', (obj) => this.dispatch('update', obj));
+    // client-node's ListWatch stores the very object it hands to its callbacks, and this
+    // informer's callbacks are registered first: transforming it here trims the cache itself.
+    const transform = options.transform ?? stripManagedFields;
+    const admit = (obj: T): T => {
+      try {
+        transform(obj);
+      } catch (err) {
+        this.logger.warn('informer transform failed', { error: describeError(err) });
+      }
+      return obj;
+    };
+    source.on('add', (obj) => this.dispatch('add', admit(obj)));
+    source.on('update', (obj) => this.dispatch('update', admit(obj)));
     source.on('delete', (obj) => this.dispatch('delete', obj));
     source.on('error', (err) => this.onError(err));
   }
@@ -343,7 +374,8 @@ export interface DynamicEventHandlers<T> {
   delete?(gvr: GroupVersionResource, obj: T): void;
 }
 
-export interface DynamicInformersOptions extends Omit<InformerOptions, 'name'> {
+export interface DynamicInformersOptions<T extends KubernetesObject = KubernetesObject>
+  extends Omit<InformerOptions<T>, 'name'> {
   /** Name of the whole set, for logs and /readyz. Default `custom-resources`. */
   name?: string;
 }
@@ -360,7 +392,7 @@ export class DynamicInformers<T extends KubernetesObject = KubernetesObject> imp
 
   constructor(
     private readonly factory: (gvr: GroupVersionResource) => InformerSource<T>,
-    private readonly options: DynamicInformersOptions = {},
+    private readonly options: DynamicInformersOptions<T> = {},
   ) {
     this.name = options.name ?? 'custom-resources';
     this.logger = options.logger ?? createSilentLogger();

@@ -28,8 +28,33 @@ import { ownerAnnotations, ownerIdentityLabels, ownerLabels } from './owner.js';
 export interface NamespaceMeta {
   name: string;
   uid?: string;
+  /** As read; a patch planned from this read carries it (409 if the namespace changed since). */
+  resourceVersion?: string;
   labels?: Readonly<Record<string, string>>;
   annotations?: Readonly<Record<string, string>>;
+}
+
+function stringMap(v: unknown): Record<string, string> | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v)) if (typeof val === 'string') out[k] = val;
+  return out;
+}
+
+/** A Namespace object (as read or cached) reduced to what these decisions read; string values only. */
+export function namespaceMetaOf(
+  name: string,
+  ns: { metadata?: { uid?: unknown; resourceVersion?: unknown; labels?: unknown; annotations?: unknown } },
+): NamespaceMeta {
+  const meta: NamespaceMeta = { name };
+  const { uid, resourceVersion } = ns.metadata ?? {};
+  if (typeof uid === 'string') meta.uid = uid;
+  if (typeof resourceVersion === 'string') meta.resourceVersion = resourceVersion;
+  const labels = stringMap(ns.metadata?.labels);
+  const annotations = stringMap(ns.metadata?.annotations);
+  if (labels !== undefined) meta.labels = labels;
+  if (annotations !== undefined) meta.annotations = annotations;
+  return meta;
 }
 
 /** RFC 7386 merge patch of Namespace metadata: a value sets a key, null removes it. */

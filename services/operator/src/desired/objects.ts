@@ -84,6 +84,11 @@ const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
   MutatingAdmissionPolicyBinding: 2,
 };
 
+/** 0 RuntimeClass, 1 policies, 2 bindings. */
+export function applyRank(type: ManagedType): number {
+  return APPLY_RANK[type.kind];
+}
+
 export function applyOrder<T extends ManagedType>(objects: readonly T[]): T[] {
   return [...objects].sort((a, b) => APPLY_RANK[a.kind] - APPLY_RANK[b.kind]);
 }

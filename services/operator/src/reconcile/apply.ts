@@ -6,9 +6,34 @@
 
 import { updatedObject, updateKind } from '../desired/diff.js';
 import { type InstanceIdentity, instanceIdentity } from '../desired/instance.js';
-import { deleteOrder, type ManagedObject, type ManagedType, type ObjectRef, refOf } from '../desired/objects.js';
+import {
+  applyOrder,
+  applyRank,
+  deleteOrder,
+  type ManagedObject,
+  type ManagedType,
+  type ObjectRef,
+  refOf,
+} from '../desired/objects.js';
 import { isOwnedBy, ownerNameSelector, ownerOf } from '../desired/owner.js';
-import type { ClusterPort } from './port.js';
+import type { ClusterPort, ReadOptions } from './port.js';
+
+/**
+ * Promise.all that waits for every promise to settle before rejecting with the first failure:
+ * when a reconcile fails, none of its writes is still in flight (the work queue may start the
+ * same key again at once, and a key must never run twice at the same time).
+ */
+export async function settleAll<T extends readonly unknown[] | []>(
+  promises: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const results: readonly PromiseSettledResult<unknown>[] = await Promise.allSettled(promises as readonly unknown[]);
+  const values: unknown[] = [];
+  for (const r of results) {
+    if (r.status === 'rejected') throw r.reason;
+    values.push(r.value);
+  }
+  return values as { -readonly [K in keyof T]: Awaited<T[K]> };
+}
 
 export type ApplyOutcome =
   | { result: 'created' | 'updated' | 'recreated' | 'unchanged' }
@@ -48,6 +73,41 @@ export async function applyObject(
   }
 }
 
+/**
+ * Applies `desired` in apply order: every current object is read at once (in parallel; `known`
+ * supplies objects the caller already read, by `Kind/name`), then the writes go rank by rank —
+ * RuntimeClass, then policies, then bindings — in parallel within a rank, so an object never
+ * exists before what it refers to. Outcomes are returned in apply order.
+ */
+export async function applyObjects(
+  port: ClusterPort,
+  desired: readonly ManagedObject[],
+  owner: InstanceIdentity,
+  known: ReadonlyMap<string, ManagedObject | undefined> = new Map(),
+): Promise<Array<{ desired: ManagedObject; outcome: ApplyOutcome }>> {
+  const ordered = applyOrder(desired);
+  const currents = await settleAll(
+    ordered.map(async (d) => {
+      const id = `${d.kind}/${d.metadata.name}`;
+      return known.has(id) ? { current: known.get(id) } : { current: await port.getObject(refOf(d)) };
+    }),
+  );
+  const out: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
+  let i = 0;
+  while (i < ordered.length) {
+    const rank = applyRank(ordered[i] as ManagedObject);
+    let j = i;
+    while (j < ordered.length && applyRank(ordered[j] as ManagedObject) === rank) j++;
+    const batch = ordered.slice(i, j);
+    const outcomes = await settleAll(batch.map((d, k) => applyObject(port, d, owner, currents[i + k])));
+    batch.forEach((d, k) => {
+      out.push({ desired: d, outcome: outcomes[k] as ApplyOutcome });
+    });
+    i = j;
+  }
+  return out;
+}
+
 /** uid and resourceVersion of what was read: a delete then never hits a replaced or changed object. */
 export function preconditionsOf(obj: ManagedObject): { uid?: string; resourceVersion?: string } {
   const out: { uid?: string; resourceVersion?: string } = {};
@@ -60,35 +120,46 @@ function sameObject(a: Pick<ObjectRef, 'kind' | 'name'>, b: Pick<ObjectRef, 'kin
   return a.kind === b.kind && a.name === b.name;
 }
 
-/** Every object of `types` that `owner` owns (any incarnation of it), in delete order. */
+/** Every object of `types` that `owner` owns (any incarnation of it), in delete order. Lists all types at once. */
 export async function listOwned(
   port: ClusterPort,
   owner: InstanceIdentity,
   types: readonly ManagedType[],
+  options?: ReadOptions,
 ): Promise<ManagedObject[]> {
   const selector = ownerNameSelector(owner);
-  const found: ManagedObject[] = [];
-  for (const type of types) {
-    for (const obj of await port.listObjects(type, selector)) {
-      if (isOwnedBy(obj.metadata, owner)) found.push(obj);
-    }
-  }
-  return deleteOrder(found);
+  const lists = await settleAll(types.map((type) => port.listObjects(type, selector, options)));
+  return deleteOrder(lists.flat().filter((obj) => isOwnedBy(obj.metadata, owner)));
 }
 
-/** Deletes every owned object of `types` not in `keep`; returns what it deleted. */
+/** Deletes `objects` in delete order: rank by rank (bindings, policies, RuntimeClass), in parallel within a rank. */
+export async function deleteObjects(port: ClusterPort, objects: readonly ManagedObject[]): Promise<ObjectRef[]> {
+  const ordered = deleteOrder(objects);
+  let i = 0;
+  while (i < ordered.length) {
+    const rank = applyRank(ordered[i] as ManagedObject);
+    let j = i;
+    while (j < ordered.length && applyRank(ordered[j] as ManagedObject) === rank) j++;
+    await settleAll(ordered.slice(i, j).map((obj) => port.deleteObject(refOf(obj), preconditionsOf(obj))));
+    i = j;
+  }
+  return ordered.map(refOf);
+}
+
+/**
+ * Deletes every owned object of `types` not in `keep`; returns what it deleted. `options.fresh`
+ * lists from the API server (when what follows depends on nothing being left, e.g. removing the
+ * finalizer); otherwise a cache may answer, and an object it has not seen yet is pruned by the
+ * reconcile its add event causes.
+ */
 export async function pruneOwned(
   port: ClusterPort,
   owner: InstanceIdentity,
   types: readonly ManagedType[],
   keep: readonly ManagedObject[],
+  options?: ReadOptions,
 ): Promise<ObjectRef[]> {
-  const deleted: ObjectRef[] = [];
-  for (const obj of await listOwned(port, owner, types)) {
-    const ref = refOf(obj);
-    if (keep.some((k) => sameObject(refOf(k), ref))) continue;
-    await port.deleteObject(ref, preconditionsOf(obj));
-    deleted.push(ref);
-  }
-  return deleted;
+  const owned = await listOwned(port, owner, types, options);
+  const stale = owned.filter((obj) => !keep.some((k) => sameObject(refOf(k), refOf(obj))));
+  return deleteObjects(port, stale);
 }

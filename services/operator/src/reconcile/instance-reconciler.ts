@@ -33,7 +33,6 @@ import {
 } from '../desired/instance.js';
 import { isNamespaceCreatedFor, planNamespaceCleanup, planNodeIsolation } from '../desired/node-isolation.js';
 import {
-  applyOrder,
   formatRef,
   type ManagedObject,
   type ObjectRef,
@@ -43,9 +42,9 @@ import {
 } from '../desired/objects.js';
 import { isManaged, isOwnedBy, type MetaLike, ownerOf } from '../desired/owner.js';
 import { desiredSandboxPolicy } from '../desired/sandbox-policy.js';
-import { applyObject, listOwned, preconditionsOf, pruneOwned } from './apply.js';
+import { applyObjects, deleteObjects, listOwned, preconditionsOf, pruneOwned, settleAll } from './apply.js';
 import { EventReason } from './events.js';
-import type { ClusterPort, EventTarget, InstanceEvent } from './port.js';
+import type { ClusterPort, EventTarget, InstanceEvent, ReadOptions } from './port.js';
 
 export interface ReconcileResult {
   /** Reconcile again after this long even without a change (set after conflicts with other instances). */
@@ -130,6 +129,8 @@ interface NodeOutcome {
 
 type Live = { state: 'live'; instance: Instance } | { state: 'gone' } | { state: 'unknown' };
 
+const FRESH: ReadOptions = { fresh: true };
+
 export class InstanceReconciler {
   private readonly port: ClusterPort;
   private readonly platformNamespace: string;
@@ -203,7 +204,7 @@ export class InstanceReconciler {
         await this.port.deleteNamespace(ns.name, plan.uid === undefined ? {} : { uid: plan.uid });
       } else if (plan.action === 'patch') {
         this.log.info('removing node isolation of a deleted instance', { namespace: ns.name, owner });
-        await this.port.patchNamespace(ns.name, plan.patch);
+        await this.port.patchNamespace(ns.name, plan.patch, ns.resourceVersion);
       }
       return {};
     }
@@ -229,10 +230,19 @@ export class InstanceReconciler {
     return {};
   }
 
+  /**
+   * Whether the owner of an object still exists. A cached answer decides only "alive": "gone"
+   * (which deletes the object) is confirmed by the API server.
+   */
   private async liveOwner(owner: InstanceIdentity): Promise<Live> {
+    const cached = await this.readOwner(owner, {});
+    return cached.state === 'gone' ? this.readOwner(owner, FRESH) : cached;
+  }
+
+  private async readOwner(owner: InstanceIdentity, options: ReadOptions): Promise<Live> {
     const kind = await this.port.resolveKind(owner.group, owner.kind);
     if (kind === undefined) return { state: 'gone' }; // the Kind is not served: no instance of it exists
-    const raw = await this.port.getInstance({ ...kind, namespace: owner.namespace, name: owner.name });
+    const raw = await this.port.getInstance({ ...kind, namespace: owner.namespace, name: owner.name }, options);
     if (raw === undefined) return { state: 'gone' };
     const parsed = parseInstance(raw, kind.plural);
     if (!parsed.ok) {
@@ -245,20 +255,25 @@ export class InstanceReconciler {
     return { state: 'live', instance };
   }
 
-  /** Deletion (§4): remove everything the instance owns, then let it go. */
+  /**
+   * Deletion (§4): remove everything the instance owns, then let it go. Reads here are fresh:
+   * an object a cache has not seen yet would outlive its owner once the finalizer is gone.
+   */
   private async finalize(instance: Instance): Promise<void> {
     const mutatingVersion = await this.port.servedMutatingPolicyVersion();
-    for (const obj of await listOwned(this.port, instance, sandboxManagedTypes(mutatingVersion))) {
-      await this.port.deleteObject(refOf(obj), preconditionsOf(obj));
-    }
     const tenant = tenantNamespace(instance, this.platformNamespace);
+    const [owned, namespace] = await settleAll([
+      listOwned(this.port, instance, sandboxManagedTypes(mutatingVersion), FRESH),
+      tenant.ok ? this.port.getNamespace(tenant.value.name, FRESH) : undefined,
+    ]);
+    await deleteObjects(this.port, owned);
     if (tenant.ok) {
-      const plan = planNamespaceCleanup(instance, await this.port.getNamespace(tenant.value.name));
+      const plan = planNamespaceCleanup(instance, namespace);
       if (plan.action === 'delete') {
         await this.port.deleteNamespace(tenant.value.name, plan.uid === undefined ? {} : { uid: plan.uid });
-        await this.event(instance, 'Normal', EventReason.NamespaceDeleted, `deleted namespace ${tenant.value.name}`);
+        this.event(instance, 'Normal', EventReason.NamespaceDeleted, `deleted namespace ${tenant.value.name}`);
       } else if (plan.action === 'patch') {
-        await this.port.patchNamespace(tenant.value.name, plan.patch);
+        await this.port.patchNamespace(tenant.value.name, plan.patch, namespace?.resourceVersion);
       }
     }
     await this.removeFinalizer(instance);
@@ -283,7 +298,7 @@ export class InstanceReconciler {
     const tenant = tenantNamespace(instance, this.platformNamespace);
     if (!tenant.ok) {
       if (wanted) {
-        await this.warn(instance, EventReason.InvalidTenantNamespace, tenant.errors.join('; '));
+        this.warn(instance, EventReason.InvalidTenantNamespace, tenant.errors.join('; '));
         return {};
       }
       // Nothing namespace-side can be owned without a valid tenant namespace.
@@ -293,8 +308,11 @@ export class InstanceReconciler {
     }
     const sandboxText = instance.annotations[SANDBOX_ISOLATION_ANNOTATION];
     const sandbox = sandboxText === undefined ? undefined : parseSandboxIsolation(sandboxText);
-    const node = await this.syncNode(instance, tenant.value, sandbox?.ok === true);
-    const sandboxOutcome = await this.syncSandbox(instance, tenant.value, sandbox);
+    // Independent: the namespace and the cluster-scoped sandbox objects are written concurrently.
+    const [node, sandboxOutcome] = await settleAll([
+      this.syncNode(instance, tenant.value, sandbox?.ok === true),
+      this.syncSandbox(instance, tenant.value, sandbox),
+    ]);
     if (options.manageFinalizer && !wanted && !node.ownsNamespace) await this.removeFinalizer(instance);
     return earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs);
   }
@@ -306,7 +324,7 @@ export class InstanceReconciler {
     switch (plan.action) {
       case 'invalid':
         this.hooks.invalidAnnotation?.('node-isolation', instanceKeyOf(instance));
-        await this.warn(
+        this.warn(
           instance,
           EventReason.InvalidNodeIsolation,
           `${NODE_ISOLATION_ANNOTATION} is invalid, keeping the node isolation last applied: ${plan.errors.join('; ')}`,
@@ -314,7 +332,7 @@ export class InstanceReconciler {
         return { ownsNamespace };
       case 'create':
         await this.port.createNamespace(plan.namespace);
-        await this.event(
+        this.event(
           instance,
           'Normal',
           EventReason.NamespaceCreated,
@@ -325,23 +343,18 @@ export class InstanceReconciler {
         return { ownsNamespace: true };
       case 'conflict':
         this.hooks.conflict?.('Namespace', instanceKeyOf(instance));
-        await this.warn(
+        this.warn(
           instance,
           EventReason.NodeIsolationConflict,
           `namespace ${tenant.name} is node-isolated by ${plan.owner}; not taking it over (remove ${NODE_ISOLATION_ANNOTATION} from one of the two)`,
         );
         return { ownsNamespace, requeueAfterMs: this.conflictRequeueMs };
       case 'patch':
-        await this.port.patchNamespace(tenant.name, plan.patch);
+        await this.port.patchNamespace(tenant.name, plan.patch, namespace?.resourceVersion);
         if (plan.change === 'apply') {
-          await this.event(
-            instance,
-            'Normal',
-            EventReason.NodeIsolationApplied,
-            `namespace ${tenant.name} is node-isolated`,
-          );
+          this.event(instance, 'Normal', EventReason.NodeIsolationApplied, `namespace ${tenant.name} is node-isolated`);
         } else if (plan.change === 'remove') {
-          await this.event(
+          this.event(
             instance,
             'Normal',
             EventReason.NodeIsolationRemoved,
@@ -367,7 +380,7 @@ export class InstanceReconciler {
     const key = instanceKeyOf(instance);
     if (parsed !== undefined && !parsed.ok) {
       this.hooks.invalidAnnotation?.('sandbox-isolation', key);
-      await this.warn(
+      this.warn(
         instance,
         EventReason.InvalidSandboxIsolation,
         `${SANDBOX_ISOLATION_ANNOTATION} is invalid, keeping the sandbox policy last applied: ${parsed.errors.join('; ')}`,
@@ -377,9 +390,10 @@ export class InstanceReconciler {
     const mutatingVersion = await this.port.servedMutatingPolicyVersion();
     const types = sandboxManagedTypes(mutatingVersion);
     if (parsed === undefined || tenant === undefined) {
-      const removed = await pruneOwned(this.port, instance, types, []);
+      // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
+      const removed = await pruneOwned(this.port, instance, types, [], asksForIsolation(instance) ? {} : FRESH);
       if (removed.length > 0) {
-        await this.event(
+        this.event(
           instance,
           'Normal',
           EventReason.SandboxIsolationRemoved,
@@ -394,7 +408,7 @@ export class InstanceReconciler {
       kind: 'RuntimeClass',
       name: runtimeClassName(instance.name),
     };
-    const [classes, currentRc] = await Promise.all([this.port.listRuntimeClasses(), this.port.getObject(rcRef)]);
+    const [classes, currentRc] = await settleAll([this.port.listRuntimeClasses(), this.port.getObject(rcRef)]);
     const rcConflict = currentRc !== undefined && !isOwnedBy(currentRc.metadata, instance);
     const policy = desiredSandboxPolicy({
       instance,
@@ -411,7 +425,7 @@ export class InstanceReconciler {
       requeueAfterMs = this.conflictRequeueMs;
       this.hooks.conflict?.('RuntimeClass', key);
       const holder = ownerOf(currentRc.metadata);
-      await this.warn(
+      this.warn(
         instance,
         EventReason.RuntimeClassConflict,
         `RuntimeClass ${rcRef.name} belongs to ${holder === undefined ? 'someone else' : instanceIdentity(holder)}; not taking it over. Sandboxes in ${tenant.name} may use: ${policy.allowedRuntimeClasses.join(', ') || 'none'}`,
@@ -420,13 +434,13 @@ export class InstanceReconciler {
     for (const condition of policy.conditions) {
       if (condition === 'mutatingAdmissionPolicyUnavailable') {
         this.hooks.mutatingPolicyUnavailable?.(key);
-        await this.warn(
+        this.warn(
           instance,
           EventReason.MutatingAdmissionPolicyUnavailable,
           `advisory mode: the cluster serves no MutatingAdmissionPolicy API, so an unset runtimeClassName is not defaulted to ${policy.recommendedRuntimeClass ?? 'a sandbox class'}; it is only warned about`,
         );
       } else {
-        await this.warn(
+        this.warn(
           instance,
           EventReason.NoDefaultRuntimeClass,
           `advisory mode: no RuntimeClass meeting ${parsed.value.minRuntimeClass} is available to default to`,
@@ -435,13 +449,12 @@ export class InstanceReconciler {
     }
 
     const changed: string[] = [];
-    for (const desired of applyOrder(policy.objects)) {
-      const known = desired.kind === 'RuntimeClass' ? { current: currentRc } : undefined;
-      const outcome = await applyObject(this.port, desired, instance, known);
+    const known = new Map([[formatRef(rcRef), currentRc]]);
+    for (const { desired, outcome } of await applyObjects(this.port, policy.objects, instance, known)) {
       if (outcome.result === 'conflict') {
         requeueAfterMs = this.conflictRequeueMs;
         this.hooks.conflict?.('AdmissionPolicy', key);
-        await this.warn(
+        this.warn(
           instance,
           EventReason.AdmissionPolicyConflict,
           `${formatRef(refOf(desired))} belongs to ${outcome.owner ?? 'someone else'}; not taking it over`,
@@ -453,7 +466,7 @@ export class InstanceReconciler {
     const removed = await pruneOwned(this.port, instance, types, policy.objects);
     changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
     if (changed.length > 0) {
-      await this.event(
+      this.event(
         instance,
         'Normal',
         EventReason.SandboxIsolationApplied,
@@ -463,18 +476,24 @@ export class InstanceReconciler {
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
   }
 
-  private warn(instance: Instance, reason: string, message: string): Promise<void> {
-    return this.event(instance, 'Warning', reason, message);
+  private warn(instance: Instance, reason: string, message: string): void {
+    this.event(instance, 'Warning', reason, message);
   }
 
-  /** Best effort: an Event that cannot be recorded is logged, never fails the reconcile. */
-  private async event(instance: Instance, type: InstanceEvent['type'], reason: string, message: string): Promise<void> {
+  /**
+   * Best effort and not awaited, like client-go's recorder: the reconcile does not wait for the
+   * Event's write, and an Event that cannot be recorded is logged, never fails the reconcile.
+   */
+  private event(instance: Instance, type: InstanceEvent['type'], reason: string, message: string): void {
     const log = type === 'Warning' ? this.log.warn : this.log.info;
     log.call(this.log, message, { reason, instance: instanceIdentity(instance) });
-    try {
-      await this.port.recordEvent(eventTarget(instance), { type, reason, message });
-    } catch (err) {
+    const failed = (err: unknown): void => {
       this.log.warn('could not record an event', { reason, error: err instanceof Error ? err.message : String(err) });
+    };
+    try {
+      this.port.recordEvent(eventTarget(instance), { type, reason, message }).catch(failed);
+    } catch (err) {
+      failed(err);
     }
   }
 }

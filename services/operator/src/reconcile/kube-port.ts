@@ -20,7 +20,12 @@ import {
   type V1RuntimeClass,
 } from '@kubernetes/client-node';
 import type { InstanceKey, KindRef } from '../desired/instance.js';
-import type { NamespaceMergePatch, NamespaceMeta, NamespaceToCreate } from '../desired/node-isolation.js';
+import {
+  type NamespaceMergePatch,
+  type NamespaceMeta,
+  type NamespaceToCreate,
+  namespaceMetaOf,
+} from '../desired/node-isolation.js';
 import {
   type ManagedObject,
   type ManagedType,
@@ -123,13 +128,6 @@ async function remove(what: string, fn: () => Promise<unknown>): Promise<void> {
 
 function apiVersionOf(k: Pick<KindRef, 'group' | 'version'>): string {
   return k.group === '' ? k.version : `${k.group}/${k.version}`;
-}
-
-function stringMap(v: unknown): Record<string, string> | undefined {
-  if (typeof v !== 'object' || v === null) return undefined;
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v)) if (typeof val === 'string') out[k] = val;
-  return out;
 }
 
 function eventName(object: string, now: Date): string {
@@ -265,13 +263,7 @@ export class KubeClusterPort implements ClusterPort {
       this.objects.read<V1Namespace>({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }),
     );
     if (ns === undefined) return undefined;
-    const meta: NamespaceMeta = { name };
-    if (ns.metadata?.uid !== undefined) meta.uid = ns.metadata.uid;
-    const labels = stringMap(ns.metadata?.labels);
-    const annotations = stringMap(ns.metadata?.annotations);
-    if (labels !== undefined) meta.labels = labels;
-    if (annotations !== undefined) meta.annotations = annotations;
-    return meta;
+    return namespaceMetaOf(name, ns);
   }
 
   async createNamespace(namespace: NamespaceToCreate): Promise<void> {
@@ -280,10 +272,13 @@ export class KubeClusterPort implements ClusterPort {
     );
   }
 
-  async patchNamespace(name: string, patch: NamespaceMergePatch): Promise<void> {
+  async patchNamespace(name: string, patch: NamespaceMergePatch, resourceVersion?: string): Promise<void> {
+    // A resourceVersion in a merge patch is a precondition: 409 if the namespace changed since.
+    const metadata =
+      resourceVersion === undefined ? { name, ...patch.metadata } : { name, ...patch.metadata, resourceVersion };
     await call(`patch namespace ${name}`, () =>
       this.objects.patch(
-        { apiVersion: 'v1', kind: 'Namespace', metadata: { name, ...patch.metadata } } as KubernetesObject,
+        { apiVersion: 'v1', kind: 'Namespace', metadata } as KubernetesObject,
         undefined,
         undefined,
         this.fieldManager,

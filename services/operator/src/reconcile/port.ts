@@ -8,7 +8,12 @@
  * - deleting something already gone resolves (deletes are idempotent);
  * - every other failure rejects with an `ApiError` carrying the HTTP `statusCode`
  *   (409 for AlreadyExists, a stale resourceVersion or a failed precondition), so the work
- *   queue can tell a conflict (retry now) from other errors (retry with backoff).
+ *   queue can tell a conflict (retry now) from other errors (retry with backoff);
+ * - a read without `{ fresh: true }` may be answered from an informer cache (`cached-port.ts`):
+ *   possibly stale, but never "absent" for an object the cache has not seen (a miss goes to the
+ *   API server). Every write based on a read carries its resourceVersion or uid, so a stale read
+ *   costs a 409 and a retry, never a wrong write. `{ fresh: true }` asks the API server, for
+ *   decisions that act on absence (removing the finalizer, deleting an orphan's objects).
  */
 import type { InstanceKey, KindRef } from '../desired/instance.js';
 import type { NamespaceMergePatch, NamespaceMeta, NamespaceToCreate } from '../desired/node-isolation.js';
@@ -55,6 +60,12 @@ export interface EventTarget {
   resourceVersion?: string;
 }
 
+/** How current a read must be. */
+export interface ReadOptions {
+  /** Read from the API server, not from a cache. */
+  fresh?: boolean;
+}
+
 /** Delete only this exact object (uid) and, when given, only at this resourceVersion. */
 export interface DeletePreconditions {
   uid?: string;
@@ -67,7 +78,7 @@ export interface ClusterPort {
   /** Served version and plural of an instance Kind; undefined when the cluster does not serve it. */
   resolveKind(group: string, kind: string): Promise<KindRef | undefined>;
   /** The instance as unstructured JSON, or undefined when it does not exist. */
-  getInstance(key: InstanceKey): Promise<unknown>;
+  getInstance(key: InstanceKey, options?: ReadOptions): Promise<unknown>;
   /** Sets the instance's finalizer list, failing with 409 if it changed since `resourceVersion`. */
   setInstanceFinalizers(key: InstanceKey, finalizers: readonly string[], resourceVersion: string): Promise<void>;
   /** Records an Event on the instance. Best effort: callers do not let a failure here fail a reconcile. */
@@ -75,21 +86,27 @@ export interface ClusterPort {
 
   /* Namespaces */
 
-  getNamespace(name: string): Promise<NamespaceMeta | undefined>;
+  getNamespace(name: string, options?: ReadOptions): Promise<NamespaceMeta | undefined>;
   createNamespace(namespace: NamespaceToCreate): Promise<void>;
-  /** RFC 7386 merge patch of labels/annotations. */
-  patchNamespace(name: string, patch: NamespaceMergePatch): Promise<void>;
+  /**
+   * RFC 7386 merge patch of labels/annotations; with `resourceVersion`, it fails with 409 if the
+   * namespace changed since it was read at that version.
+   */
+  patchNamespace(name: string, patch: NamespaceMergePatch, resourceVersion?: string): Promise<void>;
   deleteNamespace(name: string, preconditions: DeletePreconditions): Promise<void>;
 
   /* Operator-owned cluster-scoped objects (RuntimeClass, admission policies and bindings) */
 
-  getObject(ref: ObjectRef): Promise<ManagedObject | undefined>;
+  getObject(ref: ObjectRef, options?: ReadOptions): Promise<ManagedObject | undefined>;
   createObject(obj: ManagedObject): Promise<void>;
   /** Full update (PUT); `obj.metadata.resourceVersion` makes it fail with 409 if the object changed. */
   replaceObject(obj: ManagedObject): Promise<void>;
   deleteObject(ref: ObjectRef, preconditions: DeletePreconditions): Promise<void>;
-  /** Objects of one type matching a label selector (`k=v,k2=v2`). */
-  listObjects(type: ManagedType, labelSelector: string): Promise<ManagedObject[]>;
+  /**
+   * Objects of one type matching a label selector (`k=v,k2=v2`). From a cache, only objects
+   * labelled `app.kubernetes.io/managed-by=kubeplus-isolation` are listed (what the caches hold).
+   */
+  listObjects(type: ManagedType, labelSelector: string, options?: ReadOptions): Promise<ManagedObject[]>;
 
   /* Cluster facts */
 

@@ -7,7 +7,9 @@ import {
   DynamicInformers,
   type GroupVersionResource,
   informersReady,
+  keepMetadataOnly,
   ResourceInformer,
+  stripManagedFields,
 } from '../../src/controller/informers.js';
 import { captureLogger, FakeClock, FakeInformerSource, flush, HttpError, obj } from './fakes.js';
 
@@ -439,5 +441,88 @@ describe('ResourceInformer over a real client-node ListWatch', () => {
     expect(watchParams[1]).toEqual({ resourceVersion: '20' });
     expect(inf.isStale()).toBe(false);
     await inf.stop();
+  });
+});
+
+describe('informer transform', () => {
+  const withManagedFields = (name: string, rv: string): KubernetesObject =>
+    ({
+      apiVersion: 'cloudark.io/v1',
+      kind: 'Agent',
+      metadata: {
+        name,
+        namespace: 'ns',
+        resourceVersion: rv,
+        annotations: { a: 'b' },
+        managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }],
+      },
+      spec: { big: 'x'.repeat(1000) },
+      status: { phase: 'Ready' },
+    }) as KubernetesObject;
+
+  it('drops managedFields from what enters a real ListWatch cache (list and watch), before any handler sees it', async () => {
+    let watchCb: ((phase: string, o: KubernetesObject) => void) | undefined;
+    const fakeWatch = {
+      watch: async (
+        _path: string,
+        _params: Record<string, unknown>,
+        cb: (phase: string, o: KubernetesObject) => void,
+      ): Promise<AbortController> => {
+        watchCb = cb;
+        return new AbortController();
+      },
+    };
+    const listFn = async () => ({ metadata: { resourceVersion: '1' }, items: [withManagedFields('listed', '1')] });
+    const listWatch = new ListWatch<KubernetesObject>('/apis/cloudark.io/v1/agents', fakeWatch as never, listFn, false);
+    const inf = new ResourceInformer(listWatch, { name: 'agents', clock: new FakeClock() });
+    const seen: Array<unknown> = [];
+    inf.addEventHandler({
+      add: (o) => seen.push(o.metadata?.managedFields),
+      update: (o) => seen.push(o.metadata?.managedFields),
+    });
+    inf.start();
+    await flush();
+    watchCb?.('ADDED', withManagedFields('watched', '2'));
+    watchCb?.('MODIFIED', withManagedFields('listed', '3'));
+    expect(inf.list().map((o) => [o.metadata?.name, o.metadata?.managedFields])).toEqual([
+      ['listed', undefined],
+      ['watched', undefined],
+    ]);
+    expect(seen).toEqual([undefined, undefined, undefined]);
+    expect(inf.get('listed', 'ns')?.metadata?.annotations).toEqual({ a: 'b' });
+    expect((inf.get('listed', 'ns') as unknown as { spec: unknown }).spec).toBeDefined(); // the default keeps the body
+    await inf.stop();
+  });
+
+  it('keepMetadataOnly keeps apiVersion, kind and metadata only; a throwing transform is logged and the object kept', async () => {
+    const source = new FakeInformerSource<KubernetesObject>();
+    const inf = new ResourceInformer(source, { name: 'agents', clock: new FakeClock(), transform: keepMetadataOnly });
+    inf.start();
+    source.upsert(withManagedFields('a', '1'));
+    expect(inf.get('a', 'ns')).toEqual({
+      apiVersion: 'cloudark.io/v1',
+      kind: 'Agent',
+      metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', annotations: { a: 'b' } },
+    });
+    const { logger, lines } = captureLogger();
+    const broken = new ResourceInformer(new FakeInformerSource<KubernetesObject>(), {
+      name: 'broken',
+      clock: new FakeClock(),
+      logger,
+      transform: () => {
+        throw new Error('boom');
+      },
+    });
+    const got: string[] = [];
+    broken.addEventHandler({ add: (o) => got.push(o.metadata?.name ?? '') });
+    (broken as unknown as { source: FakeInformerSource<KubernetesObject> }).source.upsert(obj('b', 'ns'));
+    expect(got).toEqual(['b']);
+    expect(lines().some((l) => l.msg === 'informer transform failed')).toBe(true);
+  });
+
+  it('stripManagedFields leaves an object without them alone', () => {
+    const o = obj('c', 'ns');
+    stripManagedFields(o);
+    expect(o.metadata).toEqual(obj('c', 'ns').metadata);
   });
 });

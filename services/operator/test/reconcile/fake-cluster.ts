@@ -266,7 +266,13 @@ export class FakeCluster implements ClusterPort {
     const ns = this.namespaces.get(name);
     return ns === undefined
       ? undefined
-      : { name: ns.name, uid: ns.uid, labels: { ...ns.labels }, annotations: { ...ns.annotations } };
+      : {
+          name: ns.name,
+          uid: ns.uid,
+          resourceVersion: ns.resourceVersion,
+          labels: { ...ns.labels },
+          annotations: { ...ns.annotations },
+        };
   }
 
   async createNamespace(namespace: NamespaceToCreate): Promise<void> {
@@ -276,10 +282,13 @@ export class FakeCluster implements ClusterPort {
     this.putNamespace(namespace.metadata.name, { ...namespace.metadata.labels }, { ...namespace.metadata.annotations });
   }
 
-  async patchNamespace(name: string, patch: NamespaceMergePatch): Promise<void> {
+  async patchNamespace(name: string, patch: NamespaceMergePatch, resourceVersion?: string): Promise<void> {
     this.write('patchNamespace', name);
     const ns = this.namespaces.get(name);
     if (ns === undefined) throw new ApiError(404, 'namespace not found');
+    if (resourceVersion !== undefined && resourceVersion !== ns.resourceVersion) {
+      throw new ApiError(409, 'the object has been modified');
+    }
     for (const [field, changes] of [
       ['labels', patch.metadata.labels],
       ['annotations', patch.metadata.annotations],

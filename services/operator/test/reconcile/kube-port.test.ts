@@ -195,6 +195,36 @@ describe('KubeClusterPort', () => {
     });
   });
 
+  it('guards a namespace patch with the resourceVersion it was planned from, and reads it back', async () => {
+    routes.push((s) =>
+      s.method === 'PATCH'
+        ? { status: 200, body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } } }
+        : s.method === 'GET' && s.path === '/api/v1/namespaces/team-a'
+          ? {
+              status: 200,
+              body: {
+                apiVersion: 'v1',
+                kind: 'Namespace',
+                metadata: { name: 'team-a', uid: 'u1', resourceVersion: '41', labels: { a: 'b' } },
+              },
+            }
+          : undefined,
+    );
+    const port = new KubeClusterPort(kc);
+    expect(await port.getNamespace('team-a')).toEqual({
+      name: 'team-a',
+      uid: 'u1',
+      resourceVersion: '41',
+      labels: { a: 'b' },
+    });
+    await port.patchNamespace('team-a', { metadata: { annotations: { a: 'b' } } }, '41');
+    expect(writes()[0]?.body).toEqual({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'team-a', annotations: { a: 'b' }, resourceVersion: '41' },
+    });
+  });
+
   it('sets instance finalizers with a merge patch guarded by resourceVersion', async () => {
     routes.push((s) =>
       s.method === 'PATCH'
