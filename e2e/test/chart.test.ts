@@ -24,6 +24,8 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  installCrds,
+  instanceKindCrd,
   isApiStatus,
   loadKubeConfig,
   type RunningService,
@@ -544,33 +546,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
 
     beforeAll(async () => {
       // An instance Kind as KubePlus registers it (label registered-by=kubeplus).
-      const ext = admin.makeApiClient(ApiextensionsV1Api);
-      await ext.createCustomResourceDefinition({
-        body: {
-          metadata: { name: crdName, labels: { 'registered-by': 'kubeplus' } },
-          spec: {
-            group: INSTANCE_GROUP,
-            names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
-            scope: 'Namespaced',
-            versions: [
-              {
-                name: 'v1',
-                served: true,
-                storage: true,
-                schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-              },
-            ],
-          },
-        },
-      });
-      await waitFor(
-        `CRD ${crdName} established`,
-        async () => {
-          const crd = await ext.readCustomResourceDefinition({ name: crdName });
-          return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
-        },
-        { timeoutMs: 30_000 },
-      );
+      await installCrds(admin, [instanceKindCrd({ group: INSTANCE_GROUP, kind: 'Widget', plural: 'widgets' })]);
       custom = admin.makeApiClient(CustomObjectsApi);
 
       // The chart's own Deployment args, as the kubelet would expand them, plus what a process

@@ -75,3 +75,37 @@ export async function installCrds(
 export function installSandboxCrds(kc: KubeConfig, dir = sandboxCrdsDir()): Promise<string[]> {
   return installCrds(kc, loadCrds(dir));
 }
+
+/** An instance Kind for the operator: namespaced, one version, any spec. */
+export interface InstanceKind {
+  group: string;
+  kind: string;
+  plural: string;
+  /** Default `v1`. */
+  version?: string;
+}
+
+/**
+ * The CustomResourceDefinition of an instance Kind as KubePlus registers it: labelled
+ * `registered-by: kubeplus` (which makes the operator watch it), namespaced, a permissive schema.
+ */
+export function instanceKindCrd(k: InstanceKind): V1CustomResourceDefinition {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${k.plural}.${k.group}`, labels: { 'registered-by': 'kubeplus' } },
+    spec: {
+      group: k.group,
+      names: { kind: k.kind, plural: k.plural, singular: k.kind.toLowerCase(), listKind: `${k.kind}List` },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: k.version ?? 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+        },
+      ],
+    },
+  };
+}

@@ -24,7 +24,7 @@ export {
   type StopOptions,
   startControlPlane,
 } from './control-plane.js';
-export { installCrds, installSandboxCrds, loadCrds } from './crds.js';
+export { type InstanceKind, installCrds, installSandboxCrds, instanceKindCrd, loadCrds } from './crds.js';
 export {
   FAKE_NODE_LABEL,
   type FakeNodeOptions,

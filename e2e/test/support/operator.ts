@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import {
   type Cluster,
   FatalWaitError,
+  instanceKindCrd,
   isApiStatus,
   type MetricSample,
   type RunningService,
@@ -90,24 +91,7 @@ export async function ensureAgentCrd(kc: KubeConfig): Promise<void> {
         if (!isApiStatus(error, 404)) throw error;
       }
       try {
-        await ext.createCustomResourceDefinition({
-          body: {
-            metadata: { name: AGENT_CRD, labels: { 'registered-by': 'kubeplus' } },
-            spec: {
-              group: AGENT.group,
-              names: { kind: AGENT.kind, plural: AGENT.plural, singular: 'agent', listKind: `${AGENT.kind}List` },
-              scope: 'Namespaced',
-              versions: [
-                {
-                  name: AGENT.version,
-                  served: true,
-                  storage: true,
-                  schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-                },
-              ],
-            },
-          },
-        });
+        await ext.createCustomResourceDefinition({ body: instanceKindCrd(AGENT) });
       } catch (error) {
         if (!isApiStatus(error, 409)) throw error;
       }

@@ -13,6 +13,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   type Cluster,
+  type InstanceKind,
+  installCrds,
+  instanceKindCrd,
   isApiStatus,
   type RunningService,
   repoRoot,
@@ -159,46 +162,16 @@ export function operatorKubeconfig(cluster: Cluster, namespace: string, rbac: Ch
   });
 }
 
-export interface InstanceKindCrd {
-  group: string;
-  kind: string;
-  plural: string;
-}
+/** Same shape as the harness's InstanceKind (kept as a name the fault suites import). */
+export type InstanceKindCrd = InstanceKind;
 
 /** A namespaced CRD labelled `registered-by: kubeplus` (as KubePlus registers Kinds), Established. */
-export async function createInstanceCrd(kc: KubeConfig, crd: InstanceKindCrd): Promise<void> {
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  const name = `${crd.plural}.${crd.group}`;
-  await ext.createCustomResourceDefinition({
-    body: {
-      metadata: { name, labels: { 'registered-by': 'kubeplus' } },
-      spec: {
-        group: crd.group,
-        names: { kind: crd.kind, plural: crd.plural, singular: crd.kind.toLowerCase(), listKind: `${crd.kind}List` },
-        scope: 'Namespaced',
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-          },
-        ],
-      },
-    },
-  });
-  await waitFor(
-    `CRD ${name} established`,
-    async () => {
-      const got = await ext.readCustomResourceDefinition({ name });
-      return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
-    },
-    { timeoutMs: 30_000 },
-  );
+export async function createInstanceCrd(kc: KubeConfig, crd: InstanceKind): Promise<void> {
+  await installCrds(kc, [instanceKindCrd(crd)], 30_000);
 }
 
 /** Deletes the CRD (after its instances' finalizers were stripped) and waits until it is gone. */
-export async function deleteInstanceCrd(kc: KubeConfig, crd: InstanceKindCrd): Promise<void> {
+export async function deleteInstanceCrd(kc: KubeConfig, crd: InstanceKind): Promise<void> {
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   const name = `${crd.plural}.${crd.group}`;
   try {
