@@ -76,7 +76,11 @@ export interface ChartComplexityResult {
   rounds: number;
   ownerChain: Record<ChartKind, string>;
   kinds: ChartKindStats[];
-  /** chain / plain. */
+  /** chain / plain per round (same round, side by side), summarized over rounds. */
+  roundRatioP50: Summary;
+  roundRatioP99: Summary;
+  roundRatioApiServerMean: Summary;
+  /** chain / plain, all rounds pooled. */
   ratioP50: number;
   ratioP99: number;
   ratioApiServerMean: number;
@@ -129,16 +133,24 @@ function addBuckets(into: Buckets, delta: Buckets): void {
   for (const [le, c] of delta) into.set(le, (into.get(le) ?? 0) + c);
 }
 
-/** durationMs of each "pod admitted with node isolation" line of the webhook log, by namespace. */
-export function webhookLogDurations(logPath: string, namespace: string): number[] {
-  const out: number[] = [];
+/**
+ * durationMs of each patched admission in `namespace`, from the webhook's JSON log lines, with the
+ * round its Pod belongs to (Pods are named after their Deployment: `<kind>-r<round>-…`).
+ */
+export function webhookLogDurations(logPath: string, namespace: string): { round: number; ms: number }[] {
+  const out: { round: number; ms: number }[] = [];
   for (const line of readFileSync(logPath, 'utf8').split('\n')) {
     if (!line.startsWith('{') || !line.includes(namespace)) continue;
     try {
-      const rec = JSON.parse(line) as { namespace?: string; durationMs?: number; result?: string };
-      if (rec.namespace === namespace && rec.result === 'patched' && typeof rec.durationMs === 'number') {
-        out.push(rec.durationMs);
-      }
+      const rec = JSON.parse(line) as {
+        namespace?: string;
+        durationMs?: number;
+        result?: string;
+        generateName?: string;
+      };
+      if (rec.namespace !== namespace || rec.result !== 'patched' || typeof rec.durationMs !== 'number') continue;
+      const round = /^(?:plain|chain)-r(\d+)-/.exec(rec.generateName ?? '')?.[1];
+      out.push({ round: round === undefined ? -1 : Number(round), ms: rec.durationMs });
     } catch {
       // not a JSON log line
     }
@@ -163,6 +175,8 @@ export async function runChartComplexityBench(
     chain: { sum: 0, count: 0 },
   };
   const ready: Record<ChartKind, number[]> = { plain: [], chain: [] };
+  /** The API server's mean webhook call per round, ms. */
+  const apiPerRound: Record<ChartKind, number[]> = { plain: [], chain: [] };
   const ownerChain: Record<ChartKind, string> = { plain: '', chain: '' };
 
   const createTop = async (kind: ChartKind, name: string): Promise<string> => {
@@ -224,6 +238,9 @@ export async function runChartComplexityBench(
         addBuckets(histos[kind], bucketDelta(before.webhook, after.webhook));
         api[kind].sum += after.apiSum - before.apiSum;
         api[kind].count += after.apiCount - before.apiCount;
+        apiPerRound[kind].push(
+          ((after.apiSum - before.apiSum) / (after.apiCount - before.apiCount || Number.NaN)) * 1000,
+        );
         if (round === 0) ownerChain[kind] = await describeOwnerChain(kc, namespace, app, opts.group);
       }
       log(`  chart complexity: round ${round + 1}/${opts.rounds} done`);
@@ -233,7 +250,7 @@ export async function runChartComplexityBench(
   }
 
   const kinds: ChartKindStats[] = (['plain', 'chain'] as const).map((kind) => {
-    const fromLog = webhookLogDurations(opts.webhookLogPath, opts.namespaces[kind]);
+    const fromLog = webhookLogDurations(opts.webhookLogPath, opts.namespaces[kind]).map((x) => x.ms);
     return {
       kind,
       pods: fromLog.length,
@@ -247,7 +264,20 @@ export async function runChartComplexityBench(
     };
   });
   const [plain, chainStats] = kinds as [ChartKindStats, ChartKindStats];
+  const perRound = (kind: ChartKind): Percentiles[] => {
+    const all = webhookLogDurations(opts.webhookLogPath, opts.namespaces[kind]);
+    return Array.from({ length: opts.rounds }, (_, r) =>
+      percentiles(all.filter((x) => x.round === r).map((x) => x.ms)),
+    );
+  };
+  const [pr, cr] = [perRound('plain'), perRound('chain')];
+  const roundRatio = (f: (i: number) => number): Summary => summarize(pr.map((_, i) => f(i)));
   return {
+    roundRatioP50: roundRatio((i) => (cr[i]?.p50 ?? Number.NaN) / (pr[i]?.p50 ?? Number.NaN)),
+    roundRatioP99: roundRatio((i) => (cr[i]?.p99 ?? Number.NaN) / (pr[i]?.p99 ?? Number.NaN)),
+    roundRatioApiServerMean: roundRatio(
+      (i) => (apiPerRound.chain[i] ?? Number.NaN) / (apiPerRound.plain[i] ?? Number.NaN),
+    ),
     replicas: opts.replicas,
     rounds: opts.rounds,
     ownerChain,

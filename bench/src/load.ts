@@ -12,6 +12,11 @@ export interface LoadOptions {
   url: string;
   /** Request bodies; with more than one, each request takes the next (round robin). */
   bodies: readonly string[];
+  /**
+   * Build every request in setupRequest even for one body, so runs that compare one body with
+   * many cost the load generator the same per request.
+   */
+  perRequestSetup?: boolean;
   connections: number;
   durationSeconds: number;
   /** The server's pid: its CPU time over the run is measured. */
@@ -49,7 +54,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
         pipelining: 1,
         duration: opts.durationSeconds,
         timeout: 10,
-        ...(bodies.length === 1
+        ...(bodies.length === 1 && !opts.perRequestSetup
           ? { body: bodies[0] }
           : {
               requests: [

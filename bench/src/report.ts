@@ -371,19 +371,35 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     }
     p();
     p(
-      `Ratio chain / plain: webhook p50 **${sig(ch.ratioP50)}×**, p99 ${sig(ch.ratioP99)}×, API server's mean webhook call ${sig(ch.ratioApiServerMean)}×. ` +
-        'The chain takes longer to produce its Pods (two more controller hops before the Deployment exists), but the webhook ' +
-        'never sees the chain: it reads only the namespace.',
+      `Ratio chain / plain, all rounds pooled: webhook p50 ${sig(ch.ratioP50)}×, p99 ${sig(ch.ratioP99)}×, API server's mean webhook call ${sig(ch.ratioApiServerMean)}×.`,
     );
+    p();
+    if (ch.roundRatioP50) {
+      p(
+        `Per round (chain and plain of the same round, side by side; median, min–max over ${ch.rounds} rounds): webhook p50 ` +
+          `**${spread(ch.roundRatioP50)}**, p99 ${spread(ch.roundRatioP99)}, API server's mean webhook call ${spread(ch.roundRatioApiServerMean)}. ` +
+          'The webhook reads only the namespace, never the owner chain; what does differ between the two is how the Pods ' +
+          "arrive (each chart's ReplicaSet creates its Pods in bursts, and the chain adds two controller hops before it exists: " +
+          'last column).',
+      );
+      p();
+    }
     if (ch.controllerErrors.length > 0) p(`Chain controller errors: ${ch.controllerErrors.join('; ')}`);
     p();
-    const ok = ch.ratioP50 <= 1.25 && ch.ratioApiServerMean <= 1.25;
+    const p50 = ch.roundRatioP50?.median ?? ch.ratioP50;
+    const apiMean = ch.roundRatioApiServerMean?.median ?? ch.ratioApiServerMean;
+    const ok = p50 <= 1.25 && apiMean <= 1.25;
+    const noisy =
+      ch.roundRatioP50 && ch.roundRatioApiServerMean
+        ? (disagreement(ch.roundRatioP50, 1.25) ?? disagreement(ch.roundRatioApiServerMean, 1.25))
+        : undefined;
     verdicts.push({
       target:
-        "webhook latency comparable for a 3-level CR chain and a plain Deployment (read here: chain/plain ≤ 1.25 at p50 and for the API server's mean call)",
-      measured: `p50 ${sig(ch.ratioP50)}×, p99 ${sig(ch.ratioP99)}×, API-server mean ${sig(ch.ratioApiServerMean)}×`,
-      met: Number.isFinite(ch.ratioP50) ? ok : undefined,
+        "webhook latency comparable for a 3-level CR chain and a plain Deployment (read here: chain/plain ≤ 1.25 for the webhook's p50 and for the API server's mean call, median of per-round ratios)",
+      measured: `p50 ${sig(p50)}×, API-server mean call ${sig(apiMean)}× (pooled: p50 ${sig(ch.ratioP50)}×, p99 ${sig(ch.ratioP99)}×, mean call ${sig(ch.ratioApiServerMean)}×)`,
+      met: Number.isFinite(p50) ? ok : undefined,
       detail: ok ? 'no dependence on the chart' : 'the chain is slower',
+      noisy,
     });
   } else p(notMeasured(r, 'chart'));
 
@@ -418,17 +434,22 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       `| webhook peak RSS (VmHWM, whole run incl. all load tests) | ${num(sw.peakRssMiB, 1)} MiB (${num((sw.peakRssMiB * MiB) / MB, 1)} MB) |`,
     );
     p();
-    p('| lookups | admissions/s | p50 ms | p99 ms | p99.9 ms |');
-    p('| --- | ---: | ---: | ---: | ---: |');
+    p('| lookups | admissions/s | per CPU-second | p50 ms | p99 ms | p99.9 ms |');
+    p('| --- | ---: | ---: | ---: | ---: | ---: |');
     p(
-      `| one namespace | ${spread(sw.single.rps, thousands)} | ${spread(sw.single.p50)} | ${spread(sw.single.p99)} | ${spread(sw.single.p999)} |`,
+      `| one namespace | ${spread(sw.single.rps, thousands)} | ${sw.single.perCpuSecond ? spread(sw.single.perCpuSecond, thousands) : 'n/a'} | ${spread(sw.single.p50)} | ${spread(sw.single.p99)} | ${spread(sw.single.p999)} |`,
     );
     p(
-      `| spread over ${thousands(sw.isolatedCreated)} | ${spread(sw.spread.rps, thousands)} | ${spread(sw.spread.p50)} | ${spread(sw.spread.p99)} | ${spread(sw.spread.p999)} |`,
+      `| spread over ${thousands(sw.isolatedCreated)} | ${spread(sw.spread.rps, thousands)} | ${sw.spread.perCpuSecond ? spread(sw.spread.perCpuSecond, thousands) : 'n/a'} | ${spread(sw.spread.p50)} | ${spread(sw.spread.p99)} | ${spread(sw.spread.p999)} |`,
     );
     p();
     p(
-      `Same-round ratios spread / one: p50 ${spread(sw.ratioP50)}, p99 ${spread(sw.ratioP99)}, admissions/s ${spread(sw.ratioRps)}. Failed requests: ${sw.errors}.`,
+      `Same-round ratios spread / one: p50 ${spread(sw.ratioP50)}, p99 ${spread(sw.ratioP99)}, admissions/s ${spread(sw.ratioRps)}` +
+        (sw.ratioPerCpuSecond ? `, per CPU-second ${spread(sw.ratioPerCpuSecond)}` : '') +
+        `. Failed requests: ${sw.errors}. Both kinds of run build each request in autocannon's setupRequest, so the load generator's cost per request is the same` +
+        (sw.controllersSettledSeconds !== undefined
+          ? `; the lookup runs started after the controller-manager had finished the new namespaces (${num(sw.controllersSettledSeconds, 1)} s after the cache filled).`
+          : '.'),
     );
     p();
     const fp = r.webhookMemory?.footprint;
