@@ -2,7 +2,9 @@
  * The operator's dependencies on a real cluster (thin: client-node constructors only). Tests
  * replace all of it with in-memory fakes (test/wiring).
  */
+import type { AgentOptions } from 'node:https';
 import {
+  type Cluster,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -26,9 +28,50 @@ import type { InformerSources, OperatorDeps } from '../operator.js';
 import { KubeClusterPort } from '../reconcile/kube-port.js';
 import { discoverPolicyApis, type PolicyResource } from './discovery.js';
 
+interface Closable {
+  close(): Promise<void>;
+}
+
+type DispatcherFactory = (cluster: Cluster | null, agentOptions: AgentOptions) => Closable | undefined;
+
+/**
+ * A KubeConfig whose API requests share one connection pool.
+ *
+ * client-node 2.0.1 builds a new undici Agent for every request (`applySecurityAuthentication`
+ * → `createDispatcher`, uncached, unlike the https.Agent of its older path), so every API call
+ * opened a new TCP connection and did a full TLS handshake (measured: 50 sequential reads = 50
+ * TLS connections), costing both the operator and the API server a handshake per request and
+ * leaving each socket open for its keep-alive timeout. Here the Agent is kept and reused while
+ * the TLS material is unchanged (ca/cert/key are re-read per request by client-node, so a
+ * rotated file yields a new Agent; the old one is closed once its requests, e.g. a watch, end).
+ * client-go likewise caches its transport per TLS config.
+ *
+ * `createDispatcher` is private in client-node's typings; `test/wiring/kube.test.ts` checks the
+ * reuse against a real server, so an upgrade that changes it fails there.
+ */
+export class PooledKubeConfig extends KubeConfig {
+  constructor() {
+    super();
+    const self = this as unknown as { createDispatcher?: DispatcherFactory };
+    const create = self.createDispatcher;
+    if (typeof create !== 'function') return;
+    const pools = new Map<string, { options: string; dispatcher: Closable | undefined }>();
+    self.createDispatcher = (cluster, agentOptions) => {
+      const identity = JSON.stringify([cluster?.name ?? '', cluster?.server ?? '', this.getCurrentUser()?.name ?? '']);
+      const options = JSON.stringify(this.createDispatcherOptions(cluster, agentOptions));
+      const pooled = pools.get(identity);
+      if (pooled?.options === options) return pooled.dispatcher;
+      const dispatcher = create.call(this, cluster, agentOptions);
+      pools.set(identity, { options, dispatcher });
+      pooled?.dispatcher?.close().catch(() => {});
+      return dispatcher;
+    };
+  }
+}
+
 /** `path` (a kubeconfig file) or, without it, the in-cluster service account. */
 export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   if (path !== undefined) {
     kc.loadFromFile(path);
   } else if (env.KUBERNETES_SERVICE_HOST !== undefined) {
