@@ -1,17 +1,18 @@
 /**
  * The node-isolation JSON Patch (RFC 6902): pure, total, idempotent.
  *
- * Approach (as Pepr does): build the desired `{nodeSelector, tolerations}` sub-document of
- * the Pod's spec and let fast-json-patch's `compare` diff it against the sub-document the
- * API server sent. The diff is computed against the exact object the patch will be applied
- * to, so every operation's target exists (or is an object member `add` creates): a field
- * that is absent gets `add`, a field that is present but `null` gets `replace`, an empty
- * map or list gets per-member `add`s, and keys containing `/` or `~` are escaped by
- * `compare` itself (RFC 6901). Hand-built paths decided by "is it empty?" — the seed's Go
- * snippet — break on exactly these shapes.
+ * Each operation is decided from the exact object the patch will be applied to, by the rules
+ * fast-json-patch's `compare` applies when it diffs the Pod's `{nodeSelector, tolerations}`
+ * against the desired ones (this module used `compare` itself until its deep copies showed in
+ * the webhook's CPU profile; the tests still check the two agree): a field that is absent gets
+ * `add`, a field that is present but not of its type (`null`, a string) gets `replace`, a map
+ * or list — empty or not — gets per-member `add`s/`replace`s, and keys containing `/` or `~`
+ * are escaped (RFC 6901). So every operation's target exists, or is a member `add` creates.
+ * Hand-built paths decided by "is it empty?" — the seed's Go snippet — break on exactly these
+ * shapes. `patchProblem` checks every patch anyway before it is sent.
  */
 import { type NodeIsolationSpec, type Toleration, tolerationKey } from '@kubeplus-isolation/spec';
-import jsonpatch, { type Operation } from 'fast-json-patch';
+import jsonpatch, { type JsonPatchError, type Operation } from 'fast-json-patch';
 
 type JsonObject = Record<string, unknown>;
 
@@ -28,27 +29,54 @@ function ownedFields(spec: JsonObject): JsonObject {
   return out;
 }
 
-/**
- * The Pod's selector with every mandated pair set (isolation wins on conflict, the Pod's
- * other keys stay), or `undefined` when the Pod already satisfies the mandate.
- * A selector that is not a JSON object (absent, null, or malformed) is replaced by the mandate.
- */
-function desiredNodeSelector(current: unknown, mandated: Readonly<Record<string, string>>): JsonObject | undefined {
-  const keys = Object.keys(mandated);
-  if (keys.length === 0) return undefined;
-  if (isObject(current) && keys.every((k) => Object.hasOwn(current, k) && current[k] === mandated[k])) {
-    return undefined;
-  }
-  // Spread (not assignment) so a key such as "__proto__" stays a plain data property.
-  return isObject(current) ? { ...current, ...mandated } : { ...mandated };
+/** RFC 6901 escaping of one reference token ("~" → "~0", "/" → "~1"). */
+function escapeToken(token: string): string {
+  return token.indexOf('~') === -1 && token.indexOf('/') === -1
+    ? token
+    : token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/** Whether `obj` has `key` as a JSON member (own, not undefined): what `compare` treats as present. */
+function hasMember(obj: JsonObject, key: string): boolean {
+  return Object.hasOwn(obj, key) && obj[key] !== undefined;
 }
 
 /**
- * The Pod's tolerations followed by each mandated toleration it does not already have
- * (semantic identity via `tolerationKey`), or `undefined` when nothing is missing.
- * The Pod's own entries are kept as they are, duplicates included: they are not ours to edit.
+ * Operations setting every mandated selector pair (isolation wins on conflict, the Pod's other
+ * keys stay): per-member `add`/`replace` on a selector that is a JSON object, the whole mandate
+ * as `add` where the field is absent and as `replace` where it holds anything else (null, a
+ * string, an array).
  */
-function desiredTolerations(current: unknown, mandated: readonly Toleration[]): unknown[] | undefined {
+function nodeSelectorOps(podSpec: JsonObject, mandated: Readonly<Record<string, string>>, ops: Operation[]): void {
+  const keys = Object.keys(mandated);
+  if (keys.length === 0) return;
+  if (!hasMember(podSpec, 'nodeSelector')) {
+    ops.push({ op: 'add', path: '/spec/nodeSelector', value: { ...mandated } });
+    return;
+  }
+  const current = podSpec.nodeSelector;
+  if (!isObject(current)) {
+    ops.push({ op: 'replace', path: '/spec/nodeSelector', value: { ...mandated } });
+    return;
+  }
+  for (const key of keys) {
+    const value = mandated[key] as string;
+    if (!hasMember(current, key)) ops.push({ op: 'add', path: `/spec/nodeSelector/${escapeToken(key)}`, value });
+    else if (current[key] !== value) ops.push({ op: 'replace', path: `/spec/nodeSelector/${escapeToken(key)}`, value });
+  }
+}
+
+/**
+ * Operations appending each mandated toleration the Pod does not already have (semantic
+ * identity via `tolerationKey`) after the Pod's own, which stay as they are, duplicates
+ * included: they are not ours to edit. Appends go to explicit indices of a list that is an
+ * array; an absent field gets the missing tolerations as `add`, any other value (null, an
+ * object) is replaced by them.
+ */
+function tolerationOps(podSpec: JsonObject, mandated: readonly Toleration[], ops: Operation[]): void {
+  if (mandated.length === 0) return;
+  const present = hasMember(podSpec, 'tolerations');
+  const current = podSpec.tolerations;
   const existing = Array.isArray(current) ? (current as unknown[]) : [];
   const have = new Set<string>();
   for (const t of existing) if (isObject(t)) have.add(tolerationKey(t as Toleration));
@@ -57,10 +85,14 @@ function desiredTolerations(current: unknown, mandated: readonly Toleration[]): 
     const key = tolerationKey(t);
     if (have.has(key)) continue;
     have.add(key);
-    missing.push(t);
+    missing.push({ ...t });
   }
-  if (missing.length === 0) return undefined;
-  return [...existing, ...missing];
+  if (missing.length === 0) return;
+  if (!present) ops.push({ op: 'add', path: '/spec/tolerations', value: missing });
+  else if (!Array.isArray(current)) ops.push({ op: 'replace', path: '/spec/tolerations', value: missing });
+  else
+    for (const [i, t] of missing.entries())
+      ops.push({ op: 'add', path: `/spec/tolerations/${existing.length + i}`, value: t });
 }
 
 /**
@@ -68,26 +100,54 @@ function desiredTolerations(current: unknown, mandated: readonly Toleration[]): 
  * Empty when nothing needs to change — in particular for a Pod this function already patched,
  * so `reinvocationPolicy: IfNeeded` never stacks a second copy. Never throws on odd input:
  * a Pod without an object `spec` yields no operations (the API server rejects it anyway).
+ * Operation values are fresh objects, never the (cached) mandate itself.
  */
 export function buildNodeIsolationPatch(pod: unknown, spec: NodeIsolationSpec): Operation[] {
   if (!isObject(pod) || !isObject(pod.spec)) return [];
-  const original = ownedFields(pod.spec);
-  const desired: JsonObject = { ...original };
-  const nodeSelector = desiredNodeSelector(original.nodeSelector, spec.nodeSelector);
-  if (nodeSelector !== undefined) desired.nodeSelector = nodeSelector;
-  const tolerations = desiredTolerations(original.tolerations, spec.tolerations);
-  if (tolerations !== undefined) desired.tolerations = tolerations;
-  if (nodeSelector === undefined && tolerations === undefined) return [];
-  return jsonpatch.compare(original, desired).map((op) => ({ ...op, path: `/spec${op.path}` }));
+  const ops: Operation[] = [];
+  nodeSelectorOps(pod.spec, spec.nodeSelector, ops);
+  tolerationOps(pod.spec, spec.tolerations, ops);
+  return ops;
+}
+
+/** A copy of `v` one level deep: a new array or object holding the same members. */
+function shallowCopy(v: unknown): unknown {
+  if (Array.isArray(v)) return [...v];
+  // Spread keeps a "__proto__" member (JSON.parse makes it an own property) a data property.
+  return isObject(v) ? { ...v } : v;
+}
+
+/** Segments of a JSON Pointer: "/spec/nodeSelector/pool" has 4 ("", "spec", "nodeSelector", "pool"). */
+function pointerSegments(path: string): number {
+  let n = 1;
+  for (let i = path.indexOf('/'); i !== -1; i = path.indexOf('/', i + 1)) n++;
+  return n;
 }
 
 /**
- * Why `patch` would not apply to `pod`, or undefined when it applies cleanly. Checked on a
- * copy of just the two fields the patch touches, so the cost does not grow with the Pod.
+ * Why `patch` would not apply to `pod`, or undefined when it applies cleanly: the patch is
+ * applied, with fast-json-patch's validation, to a document holding just the two fields it may
+ * touch, so the cost does not grow with the Pod. The operations `buildNodeIsolationPatch` makes
+ * reach at most a member of those fields (`/spec/nodeSelector/<key>`, `/spec/tolerations/<i>`),
+ * so copying the fields one level deep is enough: applying writes only to the copies, never to
+ * the Pod. Anything that could reach deeper (longer paths, move/copy) is checked on a deep copy.
  */
 export function patchProblem(pod: unknown, patch: readonly Operation[]): string | undefined {
   if (patch.length === 0) return undefined;
   const spec = isObject(pod) && isObject(pod.spec) ? ownedFields(pod.spec) : undefined;
-  const error = jsonpatch.validate([...patch], spec === undefined ? {} : { spec });
+  const shallow = patch.every((op) => op.op !== 'move' && op.op !== 'copy' && pointerSegments(op.path) <= 4);
+  let error: JsonPatchError | undefined;
+  if (shallow) {
+    if (spec !== undefined) for (const field of Object.keys(spec)) spec[field] = shallowCopy(spec[field]);
+    try {
+      // Validating, mutating the copies in place; add/replace/remove/test leave the operations as they are.
+      jsonpatch.applyPatch(spec === undefined ? {} : { spec }, patch as Operation[], true, true);
+    } catch (e) {
+      if (!(e instanceof jsonpatch.JsonPatchError)) throw e;
+      error = e;
+    }
+  } else {
+    error = jsonpatch.validate([...patch], spec === undefined ? {} : { spec });
+  }
   return error === undefined ? undefined : `${error.name}: ${error.message.split('\n', 1)[0]}`;
 }

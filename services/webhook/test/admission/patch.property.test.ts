@@ -157,4 +157,41 @@ describe('buildNodeIsolationPatch (property)', () => {
       { numRuns: 500 },
     );
   }, 60_000);
+
+  it('gives the Pod exactly what diffing with fast-json-patch compare gives it (the builder this one replaced)', () => {
+    /** The former builder: the desired {nodeSelector, tolerations} diffed against the Pod's by `compare`. */
+    function compareBuilder(pod: Json & { spec: Json }, iso: NodeIsolationSpec) {
+      const original: Json = {};
+      for (const f of ['nodeSelector', 'tolerations']) if (pod.spec[f] !== undefined) original[f] = pod.spec[f];
+      const desired: Json = { ...original };
+      const cur = original.nodeSelector;
+      const isObj = typeof cur === 'object' && cur !== null && !Array.isArray(cur);
+      const keys = Object.keys(iso.nodeSelector);
+      if (
+        keys.length > 0 &&
+        !(isObj && keys.every((k) => Object.hasOwn(cur, k) && (cur as Json)[k] === iso.nodeSelector[k]))
+      ) {
+        desired.nodeSelector = isObj ? { ...(cur as Json), ...iso.nodeSelector } : { ...iso.nodeSelector };
+      }
+      const existing = Array.isArray(original.tolerations) ? (original.tolerations as Toleration[]) : [];
+      const have = new Set(existing.filter((t) => typeof t === 'object' && t !== null).map(tolerationKey));
+      const missing = iso.tolerations.filter((t) => !have.has(tolerationKey(t)));
+      if (missing.length > 0) desired.tolerations = [...existing, ...missing];
+      return jsonpatch.compare(original, desired).map((op) => ({ ...op, path: `/spec${op.path}` }));
+    }
+    fc.assert(
+      fc.property(scenario, ({ iso, pod }) => {
+        const ours = buildNodeIsolationPatch(pod, iso);
+        const theirs = compareBuilder(pod, iso);
+        expect(ours.length === 0).toBe(theirs.length === 0);
+        const apply = (patch: typeof ours) =>
+          jsonpatch.applyPatch(structuredClone(pod), patch, true, false).newDocument;
+        expect(apply(ours)).toEqual(apply(theirs));
+        expect(new Set(ours.map((op) => `${op.op} ${op.path}`))).toEqual(
+          new Set(theirs.map((op) => `${op.op} ${op.path}`)),
+        );
+      }),
+      { numRuns: 500 },
+    );
+  }, 60_000);
 });
