@@ -28,6 +28,12 @@ export interface MetricSources {
   informerStatus?: () => InformerStatus;
 }
 
+/** The per-admission series of one result, bound once (prom-client `labels()`), so recording one allocates no label object. */
+interface AdmissionSeries {
+  count: { inc(value?: number): void };
+  duration: { observe(value: number): void };
+}
+
 export interface WebhookMetrics {
   registry: Registry;
   admissions: Counter<'result'>;
@@ -38,6 +44,8 @@ export interface WebhookMetrics {
   informerErrors: Counter;
   tlsReloads: Counter<'result'>;
   tlsCertificateExpiry: Gauge;
+  byResult: Record<AdmissionResult, AdmissionSeries>;
+  byFailOpenReason: Record<FailOpenReason, { inc(value?: number): void }>;
 }
 
 export interface MetricsOptions {
@@ -48,6 +56,12 @@ export interface MetricsOptions {
 
 function zero<L extends string>(c: Counter<L>, label: L, values: readonly string[]): void {
   for (const v of values) c.inc({ [label]: v } as Partial<Record<L, string>>, 0);
+}
+
+function byKey<K extends string, V>(keys: readonly K[], value: (key: K) => V): Record<K, V> {
+  const out = {} as Record<K, V>;
+  for (const key of keys) out[key] = value(key);
+  return out;
 }
 
 export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
@@ -145,8 +159,16 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
     registers: [registry],
   });
 
+  const byResult = byKey(ADMISSION_RESULTS, (result) => ({
+    count: admissions.labels({ result }),
+    duration: admissionDuration.labels({ result }),
+  }));
+  const byFailOpenReason = byKey(FAIL_OPEN_REASONS, (reason) => failOpen.labels({ reason }));
+
   return {
     registry,
+    byResult,
+    byFailOpenReason,
     admissions,
     failOpen,
     admissionDuration,
@@ -159,12 +181,13 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
 }
 
 export function recordAdmission(m: WebhookMetrics, result: AdmissionResult, seconds: number): void {
-  m.admissions.inc({ result });
-  m.admissionDuration.observe({ result }, seconds);
+  const series = m.byResult[result];
+  series.count.inc();
+  series.duration.observe(seconds);
 }
 
 export function recordFailOpen(m: WebhookMetrics, reason: FailOpenReason): void {
-  m.failOpen.inc({ reason });
+  m.byFailOpenReason[reason].inc();
 }
 
 export function recordLiveLookup(m: WebhookMetrics, result: LiveLookupResult): void {
