@@ -15,10 +15,14 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
 import { type AdmissionOutcome, admit, type ResolveNamespace } from '../admission/admit.js';
-import type { BadRequestReason } from '../admission/reasons.js';
-import { parseAdmissionReview, podIdentity } from '../admission/review.js';
+import type { AdmissionResult, BadRequestReason } from '../admission/reasons.js';
+import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../admission/review.js';
 import type { Readiness } from '../cache/informer.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
+import { jsonBody } from './body.js';
+
+/** What express's res.json sends as Content-Type. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 export const MUTATE_PODS_PATH = '/mutate/pods';
 
@@ -73,26 +77,37 @@ function sendBadRequest(
   res.status(status).json({ error: reason, message });
 }
 
-function logAdmission(logger: Logger, outcome: AdmissionOutcome, fields: Record<string, unknown>): void {
-  const record = {
-    ...fields,
-    result: outcome.result,
-    ...(outcome.reason !== undefined && { reason: outcome.reason, detail: outcome.detail }),
-    ...(outcome.patch.length > 0 && { patchOps: outcome.patch.length }),
-  };
-  switch (outcome.result) {
-    case 'patched':
-      logger.info('pod admitted with node isolation', record);
-      break;
-    case 'failopen':
-      logger.warn('pod admitted WITHOUT node isolation (fail open)', record);
-      break;
-    case 'error':
-      logger.error('pod admitted WITHOUT node isolation after an internal error (fail open)', record);
-      break;
-    default:
-      logger.debug('pod admitted unchanged', record);
+const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' | 'debug'; message: string }> = {
+  patched: { level: 'info', message: 'pod admitted with node isolation' },
+  failopen: { level: 'warn', message: 'pod admitted WITHOUT node isolation (fail open)' },
+  error: { level: 'error', message: 'pod admitted WITHOUT node isolation after an internal error (fail open)' },
+  unchanged: { level: 'debug', message: 'pod admitted unchanged' },
+  skipped: { level: 'debug', message: 'pod admitted unchanged' },
+};
+
+/**
+ * One log line per admission (see the README's log contract): built only when its level is
+ * enabled, as one object passed to winston as is (its single-object path: no copy, no splat).
+ */
+function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: AdmissionRequest, seconds: number): void {
+  const { level, message } = ADMISSION_LOG[outcome.result];
+  if (!logger.isLevelEnabled(level)) return;
+  const record: Record<string, unknown> = { message, uid: request.uid, namespace: request.namespace };
+  const id = podIdentity(request);
+  if (id.pod !== undefined) record.pod = id.pod;
+  else if (id.generateName !== undefined) record.generateName = id.generateName;
+  record.operation = request.operation;
+  record.resource = request.resource.resource;
+  if (request.subResource !== undefined) record.subResource = request.subResource;
+  if (request.dryRun) record.dryRun = true;
+  record.durationMs = Math.round(seconds * 1e6) / 1e3;
+  record.result = outcome.result;
+  if (outcome.reason !== undefined) {
+    record.reason = outcome.reason;
+    record.detail = outcome.detail;
   }
+  if (outcome.patch.length > 0) record.patchOps = outcome.patch.length;
+  logger[level](record);
 }
 
 export function createWebhookApp(opts: WebhookAppOptions): express.Express {
@@ -101,6 +116,57 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+
+  const readBody = jsonBody(opts.maxBodyBytes);
+
+  /** The admission itself, once `req.body` is read. */
+  const review = async (req: Request, res: Response, startedAt: number): Promise<void> => {
+    const parsed = parseAdmissionReview(req.body);
+    if (!parsed.ok) {
+      sendBadRequest(res, metrics, 400, parsed.code, parsed.message);
+      return;
+    }
+    const request = parsed.request;
+    const outcome = await admit(request, opts.resolve);
+    const seconds = (performance.now() - startedAt) / 1e3;
+    recordAdmission(metrics, outcome.result, seconds);
+    if (outcome.reason !== undefined) recordFailOpen(metrics, outcome.reason);
+    // What res.json would send, without its generic content-type and ETag handling.
+    const body = JSON.stringify(outcome.review);
+    res.writeHead(200, ['Content-Type', JSON_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+    res.end(body);
+    logAdmission(logger, outcome, request, seconds);
+  };
+
+  // The hot route first and in one handler: express runs no other layer before it.
+  app.post(MUTATE_PODS_PATH, (req, res, next) => {
+    const startedAt = performance.now();
+    // While draining, let each connection carry its current response and then close.
+    if (shuttingDown()) res.setHeader('Connection', 'close');
+    const contentLength = req.headers['content-length'];
+    // The API server's exact header skips type-is; anything else is checked in full.
+    if (req.headers['content-type'] !== 'application/json' || contentLength === '0') {
+      const type = req.is('application/json');
+      if (type === null || contentLength === '0') {
+        sendBadRequest(res, metrics, 400, 'missing_body', 'request body is required: a JSON AdmissionReview');
+        return;
+      }
+      if (type === false) {
+        sendBadRequest(
+          res,
+          metrics,
+          415,
+          'unsupported_media_type',
+          `Content-Type must be application/json, got ${JSON.stringify((req.get('content-type') ?? '').slice(0, 100))}`,
+        );
+        return;
+      }
+    }
+    readBody(req, res, (err?: unknown) => {
+      if (err !== undefined && err !== null) next(err);
+      else review(req, res, startedAt).catch(next);
+    });
+  });
 
   app.use((_req, res, next) => {
     // While draining, let each connection carry its current response and then close.
@@ -117,53 +183,6 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
     if (r.ready) res.json({ status: 'ready' });
     else res.status(503).json({ status: 'not ready', reason: r.reason });
   });
-
-  const parseJson = express.json({ limit: opts.maxBodyBytes, type: 'application/json', strict: true });
-
-  app.post(
-    MUTATE_PODS_PATH,
-    (req, res, next) => {
-      res.locals.startedAt = process.hrtime.bigint();
-      const type = req.is('application/json');
-      if (type === null || req.headers['content-length'] === '0') {
-        sendBadRequest(res, metrics, 400, 'missing_body', 'request body is required: a JSON AdmissionReview');
-      } else if (type === false) {
-        sendBadRequest(
-          res,
-          metrics,
-          415,
-          'unsupported_media_type',
-          `Content-Type must be application/json, got ${JSON.stringify((req.get('content-type') ?? '').slice(0, 100))}`,
-        );
-      } else {
-        next();
-      }
-    },
-    parseJson,
-    async (req, res) => {
-      const parsed = parseAdmissionReview(req.body);
-      if (!parsed.ok) {
-        sendBadRequest(res, metrics, 400, parsed.code, parsed.message);
-        return;
-      }
-      const request = parsed.request;
-      const outcome = await admit(request, opts.resolve);
-      const seconds = Number(process.hrtime.bigint() - (res.locals.startedAt as bigint)) / 1e9;
-      recordAdmission(metrics, outcome.result, seconds);
-      if (outcome.reason !== undefined) recordFailOpen(metrics, outcome.reason);
-      res.json(outcome.review);
-      logAdmission(logger, outcome, {
-        uid: request.uid,
-        namespace: request.namespace,
-        ...podIdentity(request),
-        operation: request.operation,
-        resource: request.resource.resource,
-        ...(request.subResource !== undefined && { subResource: request.subResource }),
-        ...(request.dryRun && { dryRun: true }),
-        durationMs: Math.round(seconds * 1e6) / 1e3,
-      });
-    },
-  );
 
   app.all(MUTATE_PODS_PATH, (_req, res) => {
     res.setHeader('Allow', 'POST');
