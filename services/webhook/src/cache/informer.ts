@@ -10,9 +10,26 @@
  * client-node's ListWatch reconnects by itself after a clean close, a client-side timeout or
  * 410 Gone, but gives up on any other error: then this watcher restarts it with capped
  * exponential backoff and jitter. It resumes from the last resourceVersion (or relists).
+ *
+ * ListWatch keeps its own copy of every object it has seen. The objects it gets here are slim
+ * (`slimNamespace`: name, resourceVersion, our label and our annotation; no managedFields,
+ * status, or anyone else's labels and annotations), so that copy costs a few hundred bytes per
+ * namespace whatever else the namespaces carry; and the list is read in pages, so a (re)list
+ * never holds more than one page of full objects.
  */
-import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_ENABLED_VALUE } from '@kubeplus-isolation/spec';
-import { CoreV1Api, type KubeConfig, ListWatch, type V1Namespace, Watch } from '@kubernetes/client-node';
+import {
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_ENABLED_VALUE,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesListObject,
+  ListWatch,
+  type V1Namespace,
+  Watch,
+} from '@kubernetes/client-node';
 import { describeError } from '../errors.js';
 import type { LogSink } from '../log.js';
 import { abortOptions } from './kube-api.js';
@@ -21,8 +38,48 @@ import type { NamespaceLike } from './namespace-cache.js';
 /** Only namespaces the operator labeled: the informer never holds the rest of the cluster. */
 export const ISOLATED_NAMESPACES_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=${NODE_ISOLATION_ENABLED_VALUE}`;
 const NAMESPACES_PATH = '/api/v1/namespaces';
-/** Bound on the informer's (re)list; a hung list would otherwise hold the informer unsynced forever. */
+/** Bound on the informer's (re)list, all pages; a hung list would otherwise hold the informer unsynced forever. */
 const LIST_TIMEOUT_MS = 60_000;
+/** Namespaces per list page: what a (re)list holds as full objects at a time. */
+export const LIST_PAGE_SIZE = 500;
+
+/** A Namespace reduced to what ListWatch and the cache read. */
+export interface SlimNamespace {
+  metadata: {
+    name?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+}
+
+/** The object without anything the webhook does not read (the strings themselves are shared, not copied). */
+export function slimNamespace(ns: NamespaceLike & { metadata?: { resourceVersion?: string } }): SlimNamespace {
+  const meta = ns.metadata ?? {};
+  const out: SlimNamespace = { metadata: {} };
+  if (meta.name !== undefined) out.metadata.name = meta.name;
+  if (meta.resourceVersion !== undefined) out.metadata.resourceVersion = meta.resourceVersion;
+  const label = meta.labels?.[NODE_ISOLATION_ENABLED_LABEL];
+  if (label !== undefined) out.metadata.labels = { [NODE_ISOLATION_ENABLED_LABEL]: label };
+  const annotation = meta.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION];
+  if (annotation !== undefined) out.metadata.annotations = { [NODE_ISOLATION_RESOLVED_ANNOTATION]: annotation };
+  return out;
+}
+
+type WatchCallback = (phase: string, apiObj: unknown, watchObj?: unknown) => void;
+
+/** Slims the objects of ADDED/MODIFIED/DELETED events; ERROR (a Status) and BOOKMARK pass as they are. */
+function slimEvents(callback: WatchCallback): WatchCallback {
+  return (phase, apiObj) => {
+    const object =
+      (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') &&
+      typeof apiObj === 'object' &&
+      apiObj !== null
+        ? slimNamespace(apiObj as NamespaceLike)
+        : apiObj;
+    callback(phase, object);
+  };
+}
 
 /** What the watcher needs of an informer: client-node's `Informer<V1Namespace>` fits. */
 export interface InformerLike<T> {
@@ -46,7 +103,7 @@ export interface NamespaceSink {
   remove(ns: NamespaceLike): void;
 }
 
-/** A client-node Watch that reports when each watch request connects and when it ends. */
+/** A client-node Watch that reports when each watch request connects and when it ends, and slims the objects it delivers. */
 class ObservedWatch extends Watch {
   readonly #hooks: WatchHooks;
 
@@ -58,11 +115,11 @@ class ObservedWatch extends Watch {
   override async watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    callback: WatchCallback,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
     let ended = false;
-    const controller = await super.watch(path, queryParams, callback, (err: unknown) => {
+    const controller = await super.watch(path, queryParams, slimEvents(callback), (err: unknown) => {
       ended = true;
       this.#hooks.closed(err);
       done(err);
@@ -73,15 +130,27 @@ class ObservedWatch extends Watch {
   }
 }
 
-/** The real informer: list + watch of labeled namespaces, list bounded by LIST_TIMEOUT_MS. */
-export function createNamespaceInformer(kc: KubeConfig, hooks: WatchHooks): InformerLike<V1Namespace> {
+/** The real informer: list (paged) + watch of labeled namespaces, slim objects, list bounded by LIST_TIMEOUT_MS. */
+export function createNamespaceInformer(kc: KubeConfig, hooks: WatchHooks): InformerLike<SlimNamespace> {
   const core = kc.makeApiClient(CoreV1Api);
-  const list = () =>
-    core.listNamespace(
-      { labelSelector: ISOLATED_NAMESPACES_SELECTOR },
-      abortOptions(AbortSignal.timeout(LIST_TIMEOUT_MS)),
-    );
-  return new ListWatch<V1Namespace>(
+  const list = async (): Promise<KubernetesListObject<SlimNamespace>> => {
+    const options = abortOptions(AbortSignal.timeout(LIST_TIMEOUT_MS));
+    const items: SlimNamespace[] = [];
+    let resourceVersion: string | undefined;
+    let next: string | undefined;
+    do {
+      const page = await core.listNamespace(
+        { labelSelector: ISOLATED_NAMESPACES_SELECTOR, limit: LIST_PAGE_SIZE, _continue: next },
+        options,
+      );
+      for (const ns of page.items) items.push(slimNamespace(ns as V1Namespace & NamespaceLike));
+      // Every page of a paged list carries the resourceVersion of the same snapshot.
+      resourceVersion = page.metadata?.resourceVersion;
+      next = page.metadata?._continue || undefined;
+    } while (next !== undefined);
+    return { metadata: { resourceVersion }, items };
+  };
+  return new ListWatch<SlimNamespace>(
     NAMESPACES_PATH,
     new ObservedWatch(kc, hooks),
     list,

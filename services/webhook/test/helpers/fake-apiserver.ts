@@ -1,7 +1,7 @@
 /**
  * A minimal kube-apiserver for Namespaces over plain HTTP on 127.0.0.1: list (with
- * labelSelector), watch (streamed events pushed by the test), get. Enough for client-node's
- * ListWatch and CoreV1Api.readNamespace.
+ * labelSelector, and limit/continue pages), watch (streamed events pushed by the test), get.
+ * Enough for client-node's ListWatch and CoreV1Api.readNamespace.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -15,7 +15,9 @@ export interface FakeNamespace {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     resourceVersion?: string;
+    [field: string]: unknown;
   };
+  [field: string]: unknown;
 }
 
 export class FakeApiServer {
@@ -25,6 +27,8 @@ export class FakeApiServer {
   listStatus = 200;
   /** Delay before answering GET of a single namespace. */
   getDelayMs = 0;
+  /** Answer the next watch with 410 Gone (resourceVersion too old), as an ERROR event, and end it. */
+  goneOnNextWatch = false;
   #rv = 100;
   #watchers = new Set<http.ServerResponse>();
   #timers = new Set<NodeJS.Timeout>();
@@ -60,6 +64,20 @@ export class FakeApiServer {
    * Stores a namespace and sends the watch event a real API server would send for it
    * (`announce: false` holds the event back, as a lagging watch would).
    */
+  /** Removes a namespace, sending the DELETED event (`announce: false` holds it back). */
+  delete(name: string, opts: { announce?: boolean } = {}): void {
+    const ns = this.namespaces.get(name);
+    if (ns === undefined) return;
+    this.namespaces.delete(name);
+    ++this.#rv;
+    if (opts.announce ?? true) this.#broadcast('DELETED', ns);
+  }
+
+  /** Ends every open watch, as an API server does at its watch timeout. */
+  endWatches(): void {
+    for (const w of this.#watchers) w.end();
+  }
+
   put(ns: FakeNamespace, opts: { announce?: boolean } = {}): void {
     const existed = this.namespaces.has(ns.metadata.name);
     const stored = { ...ns, metadata: { ...ns.metadata, resourceVersion: String(++this.#rv) } };
@@ -96,6 +114,12 @@ export class FakeApiServer {
     const selector = url.searchParams.get('labelSelector');
     if (url.pathname === '/api/v1/namespaces' && url.searchParams.get('watch') === 'true') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
+      if (this.goneOnNextWatch) {
+        this.goneOnNextWatch = false;
+        const status = { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 };
+        res.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
+        return;
+      }
       res.flushHeaders();
       this.#watchers.add(res);
       res.on('close', () => this.#watchers.delete(res));
@@ -107,13 +131,18 @@ export class FakeApiServer {
         res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: this.listStatus }));
         return;
       }
-      const items = [...this.namespaces.values()].filter((ns) => this.#matches(ns, selector));
+      const all = [...this.namespaces.values()].filter((ns) => this.#matches(ns, selector));
+      // Pages: `continue` is the offset of the next item (a real server's token is opaque).
+      const limit = Number(url.searchParams.get('limit') ?? 0);
+      const offset = Number(url.searchParams.get('continue') ?? 0);
+      const items = limit > 0 ? all.slice(offset, offset + limit) : all;
+      const more = limit > 0 && offset + limit < all.length;
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(
         JSON.stringify({
           kind: 'NamespaceList',
           apiVersion: 'v1',
-          metadata: { resourceVersion: String(this.#rv) },
+          metadata: { resourceVersion: String(this.#rv), ...(more && { continue: String(offset + limit) }) },
           items,
         }),
       );
