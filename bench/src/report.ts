@@ -447,8 +447,9 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       `Same-round ratios spread / one: p50 ${spread(sw.ratioP50)}, p99 ${spread(sw.ratioP99)}, admissions/s ${spread(sw.ratioRps)}` +
         (sw.ratioPerCpuSecond ? `, per CPU-second ${spread(sw.ratioPerCpuSecond)}` : '') +
         `. Failed requests: ${sw.errors}. Both kinds of run build each request in autocannon's setupRequest, so the load generator's cost per request is the same` +
-        (sw.controllersSettledSeconds !== undefined
-          ? `; the lookup runs started after the controller-manager had finished the new namespaces (${num(sw.controllersSettledSeconds, 1)} s after the cache filled).`
+        (sw.serviceAccountsInCluster !== undefined
+          ? `. The controller-manager was still creating each new namespace's ServiceAccount and ConfigMap at its default 20 requests/s ` +
+            `(${thousands(sw.serviceAccountsInCluster)} ServiceAccounts for ${thousands(sw.namespacesInCluster)} namespaces when the lookups began): a steady background load both kinds of run shared.`
           : '.'),
     );
     p();
