@@ -16,7 +16,10 @@ import {
   refOf,
 } from '../desired/objects.js';
 import { isOwnedBy, ownerNameSelector, ownerOf } from '../desired/owner.js';
-import type { ClusterPort, ReadOptions } from './port.js';
+import { type ClusterPort, isAlreadyExists, type ReadOptions } from './port.js';
+
+/** Reads before a create: a cache miss is taken as absent (applyObject handles AlreadyExists). */
+export const OPTIMISTIC: ReadOptions = { missIsAbsent: true };
 
 /**
  * Promise.all that waits for every promise to settle before rejecting with the first failure:
@@ -42,7 +45,9 @@ export type ApplyOutcome =
 
 /**
  * Brings one object to its desired state. `current` may be passed when the caller already read
- * it (undefined = known absent); otherwise it is read here.
+ * it (undefined = believed absent, e.g. a cache miss); otherwise it is read here. A create
+ * refused with AlreadyExists (the cache was behind, or the name is held by an object no cache
+ * holds) reads the object fresh and goes on from there.
  */
 export async function applyObject(
   port: ClusterPort,
@@ -50,10 +55,16 @@ export async function applyObject(
   owner: InstanceIdentity,
   known?: { current: ManagedObject | undefined },
 ): Promise<ApplyOutcome> {
-  const current = known === undefined ? await port.getObject(refOf(desired)) : known.current;
+  let current = known === undefined ? await port.getObject(refOf(desired), OPTIMISTIC) : known.current;
   if (current === undefined) {
-    await port.createObject(desired);
-    return { result: 'created' };
+    try {
+      await port.createObject(desired);
+      return { result: 'created' };
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      current = await port.getObject(refOf(desired), { fresh: true });
+      if (current === undefined) throw err; // deleted again meanwhile: retry
+    }
   }
   if (!isOwnedBy(current.metadata, owner)) {
     const recorded = ownerOf(current.metadata);
@@ -89,7 +100,7 @@ export async function applyObjects(
   const currents = await settleAll(
     ordered.map(async (d) => {
       const id = `${d.kind}/${d.metadata.name}`;
-      return known.has(id) ? { current: known.get(id) } : { current: await port.getObject(refOf(d)) };
+      return known.has(id) ? { current: known.get(id) } : { current: await port.getObject(refOf(d), OPTIMISTIC) };
     }),
   );
   const out: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];

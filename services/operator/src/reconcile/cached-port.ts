@@ -8,8 +8,9 @@
  * - a cache hit is returned as is: possibly stale. Every write planned from it carries the
  *   resourceVersion or uid it was read at, so staleness costs a 409 and a retry, and the watch
  *   event that updates the cache enqueues the instance again (level-triggered);
- * - a miss is never taken as "absent": it goes to the API server (a Namespace the operator has
- *   not labelled yet, an object outside a cache's label selector, one not yet seen by a watch);
+ * - a miss goes to the API server (a Namespace the operator has not labelled yet, an object
+ *   outside a cache's label selector, one not yet seen by a watch), unless the caller says it
+ *   creates what is absent and handles AlreadyExists (`missIsAbsent`, from a synced cache only);
  * - a list is served from a cache only once that cache has synced;
  * - `{ fresh: true }` always goes to the API server;
  * - writes, discovery and Events go straight to the wrapped port.
@@ -91,10 +92,10 @@ export class CachedClusterPort implements ClusterPort {
   }
 
   async getNamespace(name: string, options?: ReadOptions): Promise<NamespaceMeta | undefined> {
-    if (options?.fresh !== true) {
-      const cached = this.caches.namespaces()?.get(name);
-      if (cached !== undefined) return namespaceMetaOf(name, cached);
-    }
+    const cache = options?.fresh === true ? undefined : this.caches.namespaces();
+    const cached = cache?.get(name);
+    if (cached !== undefined) return namespaceMetaOf(name, cached);
+    if (cache !== undefined && options?.missIsAbsent === true && cache.hasSynced()) return undefined;
     return this.live.getNamespace(name, options);
   }
 
@@ -111,10 +112,10 @@ export class CachedClusterPort implements ClusterPort {
   }
 
   async getObject(ref: ObjectRef, options?: ReadOptions): Promise<ManagedObject | undefined> {
-    if (options?.fresh !== true) {
-      const cached = this.caches.objects(ref)?.get(ref.name);
-      if (cached !== undefined) return asManaged(cached, ref);
-    }
+    const cache = options?.fresh === true ? undefined : this.caches.objects(ref);
+    const cached = cache?.get(ref.name);
+    if (cached !== undefined) return asManaged(cached, ref);
+    if (cache !== undefined && options?.missIsAbsent === true && cache.hasSynced()) return undefined;
     return this.live.getObject(ref, options);
   }
 

@@ -42,9 +42,26 @@ import {
 } from '../desired/objects.js';
 import { isManaged, isOwnedBy, type MetaLike, ownerOf } from '../desired/owner.js';
 import { desiredSandboxPolicy } from '../desired/sandbox-policy.js';
-import { applyObjects, deleteObjects, listOwned, preconditionsOf, pruneOwned, settleAll } from './apply.js';
+import {
+  type ApplyOutcome,
+  applyObject,
+  applyObjects,
+  deleteObjects,
+  listOwned,
+  OPTIMISTIC,
+  preconditionsOf,
+  pruneOwned,
+  settleAll,
+} from './apply.js';
 import { EventReason } from './events.js';
-import type { ClusterPort, EventTarget, InstanceEvent, ReadOptions } from './port.js';
+import {
+  ApiError,
+  type ClusterPort,
+  type EventTarget,
+  type InstanceEvent,
+  isAlreadyExists,
+  type ReadOptions,
+} from './port.js';
 
 export interface ReconcileResult {
   /** Reconcile again after this long even without a change (set after conflicts with other instances). */
@@ -317,8 +334,28 @@ export class InstanceReconciler {
     return earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs);
   }
 
+  /**
+   * A namespace the operator would create is read optimistically (a cache miss is "absent"); if
+   * it exists after all (unlabelled, or the cache was behind), the create's AlreadyExists leads
+   * to one fresh read and a second decision.
+   */
   private async syncNode(instance: Instance, tenant: TenantNamespace, sandboxValid: boolean): Promise<NodeOutcome> {
-    const namespace = await this.port.getNamespace(tenant.name);
+    if (!tenant.createdByOperator) return this.syncNodeFrom(instance, tenant, sandboxValid, {});
+    try {
+      return await this.syncNodeFrom(instance, tenant, sandboxValid, OPTIMISTIC);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      return this.syncNodeFrom(instance, tenant, sandboxValid, FRESH);
+    }
+  }
+
+  private async syncNodeFrom(
+    instance: Instance,
+    tenant: TenantNamespace,
+    sandboxValid: boolean,
+    read: ReadOptions,
+  ): Promise<NodeOutcome> {
+    const namespace = await this.port.getNamespace(tenant.name, read);
     const ownsNamespace = namespace !== undefined && isNamespaceCreatedFor(namespace, instance);
     const plan = planNodeIsolation({ instance, tenant, namespace, namespaceWanted: sandboxValid });
     switch (plan.action) {
@@ -408,7 +445,11 @@ export class InstanceReconciler {
       kind: 'RuntimeClass',
       name: runtimeClassName(instance.name),
     };
-    const [classes, currentRc] = await settleAll([this.port.listRuntimeClasses(), this.port.getObject(rcRef)]);
+    // Every RuntimeClass is cached: a miss means "absent" (a stale one ends in AlreadyExists, below).
+    const [classes, currentRc] = await settleAll([
+      this.port.listRuntimeClasses(),
+      this.port.getObject(rcRef, OPTIMISTIC),
+    ]);
     const rcConflict = currentRc !== undefined && !isOwnedBy(currentRc.metadata, instance);
     const policy = desiredSandboxPolicy({
       instance,
@@ -449,8 +490,24 @@ export class InstanceReconciler {
     }
 
     const changed: string[] = [];
-    const known = new Map([[formatRef(rcRef), currentRc]]);
-    for (const { desired, outcome } of await applyObjects(this.port, policy.objects, instance, known)) {
+    // The RuntimeClass first and on its own: the allowed list above assumed it is ours (or absent).
+    const [rcDesired, ...rest] = policy.objects;
+    const applied: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
+    if (rcDesired?.kind === 'RuntimeClass') {
+      const outcome = await applyObject(this.port, rcDesired, instance, { current: currentRc });
+      if (outcome.result === 'conflict') {
+        // It was taken after our (cached) read: the policy must be computed again with it.
+        throw new ApiError(
+          409,
+          `RuntimeClass ${rcRef.name} is held by ${outcome.owner ?? 'someone else'}; reconciling again`,
+        );
+      }
+      applied.push({ desired: rcDesired, outcome });
+    }
+    applied.push(
+      ...(await applyObjects(this.port, rcDesired?.kind === 'RuntimeClass' ? rest : policy.objects, instance)),
+    );
+    for (const { desired, outcome } of applied) {
       if (outcome.result === 'conflict') {
         requeueAfterMs = this.conflictRequeueMs;
         this.hooks.conflict?.('AdmissionPolicy', key);

@@ -42,6 +42,11 @@ export function isConflict(err: unknown): boolean {
   return statusCodeOf(err) === 409;
 }
 
+/** A create refused because the name is taken (409, reason AlreadyExists). */
+export function isAlreadyExists(err: unknown): boolean {
+  return isConflict(err) && (err as { reason?: unknown }).reason === 'AlreadyExists';
+}
+
 /** What an Event on an instance says. */
 export interface InstanceEvent {
   type: 'Normal' | 'Warning';
@@ -64,6 +69,12 @@ export interface EventTarget {
 export interface ReadOptions {
   /** Read from the API server, not from a cache. */
   fresh?: boolean;
+  /**
+   * The caller creates what is absent and handles a 409 AlreadyExists by reading fresh
+   * (`isAlreadyExists`), so a cache miss may be answered "absent" without asking the API
+   * server: a new object then costs its create only. Without a cache, the API server is asked.
+   */
+  missIsAbsent?: boolean;
 }
 
 /** Delete only this exact object (uid) and, when given, only at this resourceVersion. */

@@ -232,27 +232,79 @@ describe('the reconciler on cached reads', () => {
     expect(reads()).toHaveLength(10);
   });
 
-  it('a new instance reads only what the caches have not seen, in parallel with its writes', async () => {
+  it('a new instance costs no read beyond itself: a miss in a synced cache is taken as absent before a create', async () => {
     caches.refresh();
     const key = put({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE });
     await reconciler().reconcile(key);
-    // The instance itself, its namespace (absent) and the three objects (absent): one read each.
-    expect(reads().sort()).toEqual(['getInstance', 'getNamespace', 'getObject', 'getObject', 'getObject']);
+    // Only the instance (not cached yet); its namespace, RuntimeClass, policy and binding are created unread.
+    expect(reads()).toEqual(['getInstance']);
     expect(cluster.namespaces.get(NAME)?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
     expect(cluster.storedOfKind('ValidatingAdmissionPolicyBinding')).toHaveLength(1);
   });
 
-  it('objects the cache has not seen yet are found by asking, not created twice', async () => {
+  it('objects the cache has not seen yet: their creates are refused (AlreadyExists), they are read fresh, nothing changes', async () => {
     const key = put({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE });
     caches.refresh();
     await reconciler().reconcile(key);
     // The instance's update (its finalizer) has arrived; the adds of what it created have not.
     caches.refresh(['instances']);
+    const before = JSON.stringify([...cluster.objects.values(), ...cluster.namespaces.values()]);
     const writes = cluster.writeCount();
     calls.length = 0;
     expect(await reconciler().reconcile(key)).toEqual({});
-    expect(cluster.writes.slice(writes)).toEqual([]);
+    expect(cluster.writes.slice(writes).map((w) => w.op)).toEqual([
+      'createNamespace',
+      'createObject',
+      'createObject',
+      'createObject',
+    ]);
+    expect(JSON.stringify([...cluster.objects.values(), ...cluster.namespaces.values()])).toBe(before);
     expect(reads().sort()).toEqual(['getNamespace', 'getObject', 'getObject', 'getObject']);
+  });
+
+  it('a name held by an object no cache holds (no managed-by label) is found through AlreadyExists and reported', async () => {
+    caches.refresh();
+    await cluster.createObject({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: `${RC}-enforce` },
+      spec: {},
+    });
+    const key = put({ [SANDBOX]: KATA_ENFORCE });
+    expect(await reconciler().reconcile(key)).toEqual({ requeueAfterMs: 60_000 });
+    expect(cluster.events.map((e) => e.reason)).toContain('AdmissionPolicyConflict');
+    expect(cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)?.metadata.labels).toBeUndefined();
+  });
+
+  it('a RuntimeClass taken by another instance after the cached read: no policy is written, the reconcile retries', async () => {
+    caches.refresh();
+    cluster.putRuntimeClass(RC, 'runc', {}, { 'kubeplus.io/owner': 'cloudark.io/Agent/elsewhere/agent-x' });
+    const key = put({ [SANDBOX]: KATA_ENFORCE });
+    const err = await reconciler()
+      .reconcile(key)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(isConflict(err)).toBe(true);
+    expect(cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
+    caches.refresh();
+    expect(await reconciler().reconcile(key)).toEqual({ requeueAfterMs: 60_000 });
+    expect(cluster.events.map((e) => e.reason)).toContain('RuntimeClassConflict');
+    const vap = JSON.stringify(cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)?.spec);
+    expect(vap).not.toContain(`"${RC}"`); // a runc class is not allowed for minimum kata
+  });
+
+  it('a namespace that exists unlabelled (no cache holds it) is found through AlreadyExists and isolated by a patch', async () => {
+    cluster.putNamespace(NAME, { team: 'x' });
+    caches.refresh();
+    const key = put({ [NODE]: NODE_SPEC });
+    await reconciler().reconcile(key);
+    expect(cluster.namespaces.get(NAME)?.labels).toMatchObject({
+      team: 'x',
+      'kubeplus.io/node-isolation-enabled': 'true',
+    });
+    expect(cluster.writes.map((w) => w.op)).toEqual(['setFinalizers', 'createNamespace', 'patchNamespace']);
   });
 
   it('a namespace patch planned from a stale cache fails with 409 instead of taking the namespace over', async () => {
