@@ -66,6 +66,11 @@ function nodeSelectorOps(podSpec: JsonObject, mandated: Readonly<Record<string, 
   }
 }
 
+/** The `key` of a toleration as `tolerationKey` identifies it (empty and absent are the same). */
+function tolerationKeyField(t: Toleration): unknown {
+  return t.key === undefined || t.key === '' ? '' : t.key;
+}
+
 /**
  * Operations appending each mandated toleration the Pod does not already have (semantic
  * identity via `tolerationKey`) after the Pod's own, which stay as they are, duplicates
@@ -78,8 +83,13 @@ function tolerationOps(podSpec: JsonObject, mandated: readonly Toleration[], ops
   const present = hasMember(podSpec, 'tolerations');
   const current = podSpec.tolerations;
   const existing = Array.isArray(current) ? (current as unknown[]) : [];
+  // Only a toleration with a mandated key can be a mandated toleration: the others' identity
+  // (a JSON string per toleration) is not worth computing.
+  const mandatedKeys = new Set(mandated.map(tolerationKeyField));
   const have = new Set<string>();
-  for (const t of existing) if (isObject(t)) have.add(tolerationKey(t as Toleration));
+  for (const t of existing) {
+    if (isObject(t) && mandatedKeys.has(tolerationKeyField(t as Toleration))) have.add(tolerationKey(t as Toleration));
+  }
   const missing: Toleration[] = [];
   for (const t of mandated) {
     const key = tolerationKey(t);
@@ -124,24 +134,100 @@ function pointerSegments(path: string): number {
   return n;
 }
 
+/** A JSON value (what survives the trip to the API server unchanged): no undefined, functions or symbols anywhere. */
+function isJsonValue(v: unknown): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(v);
+    case 'object':
+      if (v === null) return true;
+      if (Array.isArray(v)) return v.every(isJsonValue);
+      for (const key of Object.keys(v)) if (!isJsonValue((v as JsonObject)[key])) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** What an owned field holds while the operations are followed: absent, a map (its members), a list (its length), or another value. */
+type FieldState =
+  | { kind: 'absent' | 'other' }
+  | { kind: 'map'; base: JsonObject | undefined; added: Set<string> }
+  | { kind: 'list'; length: number };
+
+function stateOf(value: unknown, present: boolean): FieldState {
+  if (!present) return { kind: 'absent' };
+  if (Array.isArray(value)) return { kind: 'list', length: value.length };
+  return isObject(value) ? { kind: 'map', base: value, added: new Set() } : { kind: 'other' };
+}
+
+const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
+const OWNED_PATH = /^\/spec\/(nodeSelector|tolerations)(?:\/(.*))?$/s;
+
 /**
- * Why `patch` would not apply to `pod`, or undefined when it applies cleanly: the patch is
- * applied, with fast-json-patch's validation, to a document holding just the two fields it may
- * touch, so the cost does not grow with the Pod. The operations `buildNodeIsolationPatch` makes
- * reach at most a member of those fields (`/spec/nodeSelector/<key>`, `/spec/tolerations/<i>`),
- * so copying the fields one level deep is enough: applying writes only to the copies, never to
- * the Pod. Anything that could reach deeper (longer paths, move/copy) is checked on a deep copy.
+ * Whether every operation provably applies, judged from the two fields' shapes alone (no copy,
+ * no patch library): `add`/`replace` of a whole field, `add`/`replace` of a map member, `add` at
+ * a list index up to its length — every shape `buildNodeIsolationPatch` emits, with the state
+ * each operation leaves for the next. False means "not proven" (another shape, or one that
+ * does not apply), never "does not apply".
+ */
+function provablyApplies(podSpec: JsonObject, patch: readonly Operation[]): boolean {
+  const fields: Record<string, FieldState> = {
+    nodeSelector: stateOf(podSpec.nodeSelector, hasMember(podSpec, 'nodeSelector')),
+    tolerations: stateOf(podSpec.tolerations, hasMember(podSpec, 'tolerations')),
+  };
+  for (const op of patch) {
+    if (op.op !== 'add' && op.op !== 'replace') return false;
+    if (!isJsonValue(op.value)) return false;
+    const m = OWNED_PATH.exec(op.path);
+    if (m === null) return false;
+    const field = m[1] as 'nodeSelector' | 'tolerations';
+    const token = m[2];
+    const state = fields[field] as FieldState;
+    if (token === undefined) {
+      if (op.op === 'replace' && state.kind === 'absent') return false;
+      fields[field] = stateOf(op.value, true);
+      continue;
+    }
+    if (token.includes('/')) return false;
+    if (state.kind === 'map') {
+      const key = token.replace(/~1/g, '/').replace(/~0/g, '~');
+      if (key === '__proto__' || /~[^01]|~$/.test(token)) return false;
+      const exists = state.added.has(key) || (state.base !== undefined && hasMember(state.base, key));
+      if (op.op === 'replace' && !exists) return false;
+      state.added.add(key);
+    } else if (state.kind === 'list') {
+      if (op.op !== 'add' || !ARRAY_INDEX.test(token) || Number(token) > state.length) return false;
+      state.length += 1;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Why `patch` would not apply to `pod`, or undefined when it applies cleanly, judged on the two
+ * fields it may touch (so the cost does not grow with the Pod). The shapes the builder emits are
+ * proven applicable structurally (`provablyApplies`). Anything else — or a patch that does not
+ * apply, to name the problem — is applied, with fast-json-patch's validation, to a document
+ * holding just the two fields: copied one level deep when every operation reaches at most a
+ * member of them (applying then writes only to the copies, never to the Pod), deep otherwise.
  */
 export function patchProblem(pod: unknown, patch: readonly Operation[]): string | undefined {
   if (patch.length === 0) return undefined;
+  if (isObject(pod) && isObject(pod.spec) && provablyApplies(pod.spec, patch)) return undefined;
   const spec = isObject(pod) && isObject(pod.spec) ? ownedFields(pod.spec) : undefined;
   const shallow = patch.every((op) => op.op !== 'move' && op.op !== 'copy' && pointerSegments(op.path) <= 4);
   let error: JsonPatchError | undefined;
   if (shallow) {
     if (spec !== undefined) for (const field of Object.keys(spec)) spec[field] = shallowCopy(spec[field]);
     try {
-      // Validating, mutating the copies in place; add/replace/remove/test leave the operations as they are.
-      jsonpatch.applyPatch(spec === undefined ? {} : { spec }, patch as Operation[], true, true);
+      // The operations as the API server will get them (through JSON), applied with validation to the copies.
+      jsonpatch.applyPatch(spec === undefined ? {} : { spec }, jsonpatch.deepClone([...patch]), true, true);
     } catch (e) {
       if (!(e instanceof jsonpatch.JsonPatchError)) throw e;
       error = e;

@@ -225,6 +225,20 @@ describe('seed flaws: the Go snippet in the design document, and how this builde
   });
 });
 
+describe('mandated tolerations the Pod already has, spelled differently', () => {
+  it('an empty key is the absent key; operator Equal is the implicit one; value "" is no value', () => {
+    const everything: NodeIsolationSpec = { nodeSelector: {}, tolerations: [{ operator: 'Exists' }] };
+    expect(buildNodeIsolationPatch(pod({ tolerations: [{ key: '', operator: 'Exists' }] }), everything)).toEqual([]);
+    const respelled = { key: 'dedicated', value: 'team-a-pool', effect: 'NoSchedule' };
+    expect(
+      buildNodeIsolationPatch(pod({ nodeSelector: TEAM_A.nodeSelector, tolerations: [respelled] }), TEAM_A),
+    ).toEqual([]);
+    expect(
+      buildNodeIsolationPatch(pod({ nodeSelector: TEAM_A.nodeSelector, tolerations: [{ key: 7 }, 'x', null] }), TEAM_A),
+    ).toEqual([{ op: 'add', path: '/spec/tolerations/3', value: DEDICATED }]);
+  });
+});
+
 describe('patchProblem', () => {
   it('reports a patch that would not apply to the Pod', () => {
     const problem = patchProblem(pod(), [{ op: 'replace', path: '/spec/tolerations/3', value: DEDICATED }]);
@@ -258,6 +272,34 @@ describe('patchProblem', () => {
       [
         { op: 'add', path: '/spec/nodeSelector/a', value: 'b' },
         { op: 'remove', path: '/spec/nodeSelector/a' },
+      ],
+      // Shapes the structural proof takes, and near misses it must leave to fast-json-patch.
+      [{ op: 'add', path: '/spec/tolerations/0', value: DEDICATED }],
+      [{ op: 'add', path: '/spec/tolerations/01', value: DEDICATED }],
+      [{ op: 'replace', path: '/spec/tolerations/0', value: DEDICATED }],
+      [{ op: 'add', path: '/spec/nodeSelector/a~1b~0c', value: 'v' }],
+      [{ op: 'replace', path: '/spec/nodeSelector/a~1b', value: 'v' }],
+      [{ op: 'add', path: '/spec/nodeSelector/a~2b', value: 'v' }],
+      [{ op: 'add', path: '/spec/nodeSelector/x/y', value: 'v' }],
+      [{ op: 'add', path: '/spec/nodeSelector/', value: 'v' }],
+      [{ op: 'replace', path: '/spec/nodeSelector', value: { pool: 'p' } }],
+      [{ op: 'replace', path: '/spec/tolerations', value: [DEDICATED] }],
+      [{ op: 'add', path: '/spec/containers/0', value: {} }],
+      [{ op: 'add', path: '/spec/nodeSelector/a', value: undefined }],
+      [{ op: 'add', path: '/spec/nodeSelector', value: { a: undefined } }],
+      [
+        { op: 'add', path: '/spec/tolerations', value: [] },
+        { op: 'add', path: '/spec/tolerations/0', value: DEDICATED },
+        { op: 'add', path: '/spec/tolerations/1', value: DEDICATED },
+      ],
+      [
+        { op: 'add', path: '/spec/nodeSelector', value: {} },
+        { op: 'add', path: '/spec/nodeSelector/k', value: 'v' },
+        { op: 'replace', path: '/spec/nodeSelector/k', value: 'w' },
+      ],
+      [
+        { op: 'add', path: '/spec/nodeSelector', value: 'x' },
+        { op: 'add', path: '/spec/nodeSelector/k', value: 'v' },
       ],
     ];
     const reference = (p: unknown, patch: Operation[]) => {
