@@ -112,6 +112,21 @@ async function versions(api: RawApi): Promise<BenchResults['versions']> {
   return { kubernetes: v.gitVersion, etcd };
 }
 
+/** HEAD and the measured sources that differ from it (the work tree is shared while this runs). */
+function sourceState(): { commit?: string; uncommitted?: string[] } {
+  try {
+    const git = (...args: string[]): string => execFileSync('git', args, { cwd: repoRoot(), encoding: 'utf8' }).trim();
+    const commit = git('rev-parse', '--short=12', 'HEAD');
+    const uncommitted = git('status', '--porcelain', '--', 'services', 'packages', 'e2e')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(3));
+    return { commit, uncommitted };
+  } catch {
+    return {};
+  }
+}
+
 async function runAll(cfg: BenchConfig): Promise<BenchResults> {
   const started = Date.now();
   const want = (s: Section): boolean => cfg.sections.includes(s);
@@ -123,7 +138,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     durationSeconds: 0,
     config: cfg,
     machine: machineInfo(),
-    versions: {},
+    versions: sourceState(),
     loadStart: await machineSnapshot(new Set()),
     pinned,
     errors: {},
@@ -170,7 +185,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     };
   };
   try {
-    results.versions = await versions(api);
+    results.versions = { ...results.versions, ...(await versions(api)) };
     log(`control plane ready: Kubernetes ${results.versions.kubernetes}, etcd ${results.versions.etcd}`);
     const pool = 'bench-pool';
     const mandate = poolMandate(pool);

@@ -92,6 +92,12 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
   p(`| Node.js | ${r.machine.node} |`);
   p(`| Kubernetes (kube-apiserver, controller-manager, scheduler) | ${r.versions.kubernetes ?? 'n/a'} |`);
   p(`| etcd | ${r.versions.etcd ?? 'n/a'} |`);
+  if (r.versions.commit) {
+    const dirty = r.versions.uncommitted ?? [];
+    p(
+      `| measured sources | commit \`${r.versions.commit}\`${dirty.length > 0 ? `, plus uncommitted changes then in the shared work tree to ${dirty.length} file(s) under services/, packages/, e2e/: ${dirty.map((f) => `\`${f}\``).join(', ')}` : ', no uncommitted changes under services/, packages/, e2e/'} |`,
+    );
+  }
   p(`| at start | ${snapshotLine(r.loadStart)} |`);
   p(`| at end | ${snapshotLine(r.loadEnd)} |`);
   p();
@@ -447,10 +453,11 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       `Same-round ratios spread / one: p50 ${spread(sw.ratioP50)}, p99 ${spread(sw.ratioP99)}, admissions/s ${spread(sw.ratioRps)}` +
         (sw.ratioPerCpuSecond ? `, per CPU-second ${spread(sw.ratioPerCpuSecond)}` : '') +
         `. Failed requests: ${sw.errors}. Both kinds of run build each request in autocannon's setupRequest, so the load generator's cost per request is the same` +
-        (sw.serviceAccountsInCluster !== undefined
+        (sw.serviceAccountsInCluster !== undefined && Number.isFinite(sw.serviceAccountsInCluster)
           ? `. The controller-manager was still creating each new namespace's ServiceAccount and ConfigMap at its default 20 requests/s ` +
             `(${thousands(sw.serviceAccountsInCluster)} ServiceAccounts for ${thousands(sw.namespacesInCluster)} namespaces when the lookups began): a steady background load both kinds of run shared.`
-          : '.'),
+          : ". The controller-manager was still creating each new namespace's ServiceAccount and ConfigMap at its default " +
+            '20 requests/s while the lookups ran: a steady background load both kinds of run shared.'),
     );
     p();
     const fp = r.webhookMemory?.footprint;

@@ -15,7 +15,14 @@ export interface BenchResults {
   durationSeconds: number;
   config: BenchConfig;
   machine: MachineInfo;
-  versions: { kubernetes?: string; etcd?: string; webhookFlags?: string[] };
+  versions: {
+    kubernetes?: string;
+    etcd?: string;
+    webhookFlags?: string[];
+    /** The commit the measured build came from, and files under services/ packages/ e2e/ that differed from it. */
+    commit?: string;
+    uncommitted?: string[];
+  };
   loadStart: MachineSnapshot;
   loadEnd?: MachineSnapshot;
   /** Whether the webhook could be pinned to one CPU (taskset, ≥ 2 CPUs). */
