@@ -29,6 +29,8 @@ export interface BenchConfig {
   operatorTimeoutSeconds: number;
   /** --concurrency for the operator; undefined: its own default. */
   operatorConcurrency: number | undefined;
+  /** NODE_OPTIONS for the webhook processes (e.g. the image's V8 flags); empty: none. */
+  webhookNodeOptions: string;
   outDir: string;
   /** Where the raw results go (and are read from with reportOnly), relative to the repo root. */
   resultsFile: string;
@@ -64,6 +66,7 @@ export function loadConfig(): BenchConfig {
     operatorConcurrency: process.env.BENCH_OPERATOR_CONCURRENCY
       ? Math.max(1, int('BENCH_OPERATOR_CONCURRENCY', 2))
       : undefined,
+    webhookNodeOptions: process.env.BENCH_WEBHOOK_NODE_OPTIONS ?? '',
     outDir: process.env.BENCH_OUT_DIR ?? 'docs',
     resultsFile: process.env.BENCH_RESULTS ?? 'bench/results/latest.json',
     reportOnly: process.env.BENCH_REPORT_ONLY === '1',

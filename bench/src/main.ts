@@ -191,10 +191,13 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     const mandate = poolMandate(pool);
     const iso = isolatedNamespaceMetadata(mandate);
     const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
-    webhook = await startWebhook(cp);
+    webhook = await startWebhook(cp, cfg.webhookNodeOptions ? { env: { NODE_OPTIONS: cfg.webhookNodeOptions } } : {});
     trackService(webhook.process.pid);
     results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
-    results.versions.webhookFlags = webhookFlags(webhook.logPath);
+    results.versions.webhookFlags = [
+      ...(cfg.webhookNodeOptions ? [`NODE_OPTIONS="${cfg.webhookNodeOptions}"`] : []),
+      ...webhookFlags(webhook.logPath),
+    ];
     await registerWebhook(cp.kc, { url: webhook.url, caPem: webhook.caPem });
     await waitForPlacement(api, nsC, pool);
     reference = await startReferenceWebhook(cp, pool);
@@ -402,7 +405,9 @@ async function profileWebhook(
 ): Promise<BenchResults['webhookProfile']> {
   const dir = join(cp.dir, 'profiles');
   mkdirSync(dir, { recursive: true });
-  const profiled = await startWebhook(cp, { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } });
+  const profiled = await startWebhook(cp, {
+    env: { NODE_OPTIONS: `${cfg.webhookNodeOptions} --cpu-prof --cpu-prof-dir=${dir}`.trim() },
+  });
   trackService(profiled.process.pid);
   const body = reviewBody(1, namespace);
   let window: [number, number];
