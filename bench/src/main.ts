@@ -115,8 +115,9 @@ async function versions(api: RawApi): Promise<BenchResults['versions']> {
 /** HEAD and the measured sources that differ from it (the work tree is shared while this runs). */
 function sourceState(): { commit?: string; uncommitted?: string[] } {
   try {
-    const git = (...args: string[]): string => execFileSync('git', args, { cwd: repoRoot(), encoding: 'utf8' }).trim();
-    const commit = git('rev-parse', '--short=12', 'HEAD');
+    // Not trimmed: a porcelain line starts with its two status columns, the first often a space.
+    const git = (...args: string[]): string => execFileSync('git', args, { cwd: repoRoot(), encoding: 'utf8' });
+    const commit = git('rev-parse', '--short=12', 'HEAD').trim();
     const uncommitted = git('status', '--porcelain', '--', 'services', 'packages', 'e2e')
       .split('\n')
       .filter(Boolean)
