@@ -299,7 +299,8 @@ describe('operator: controller machinery on the real control plane', () => {
       await patchAgent(kc, ns, name, { labels: { 'example.com/touched': 'yes' } });
       await op.waitReconciled(agentKey(ns, name), logMark);
       await waitIdle(op);
-      expect(proxy.requests(mark).filter((r) => r.method === 'GET').length).toBeGreaterThan(0); // it did look
+      // The reconcile ran (its log line above); it reads from the operator's informer caches, so an
+      // up-to-date instance may cost no request at all — what matters is that nothing was written.
       expect(writesSince(mark)).toEqual([]);
       expect(await snapshot()).toEqual(converged);
 
