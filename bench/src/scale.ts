@@ -409,7 +409,7 @@ export async function runOperatorScale(
     return {
       instances: names.length,
       concurrency:
-        opts.concurrency === undefined ? 'its default (--concurrency 2)' : `--concurrency=${opts.concurrency}`,
+        opts.concurrency === undefined ? 'its default (--concurrency 8)' : `--concurrency=${opts.concurrency}`,
       createSeconds,
       namespacesIsolatedSeconds: namespacesAt,
       runtimeClassesSeconds: classesAt,

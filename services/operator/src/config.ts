@@ -280,7 +280,7 @@ export const FLAGS: readonly Flag[] = [
     name: 'concurrency',
     env: 'CONCURRENCY',
     placeholder: '<n>',
-    default: '2',
+    default: '8',
     help: 'Concurrent reconciles per controller (distinct keys only; a key never runs twice at once).',
     parse: integer(1, 64, 'a whole number'),
   },

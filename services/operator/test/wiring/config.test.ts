@@ -34,7 +34,7 @@ describe('parseConfig', () => {
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
-      concurrency: 2,
+      concurrency: 8,
       metricsPort: 8080,
       bindAddress: undefined,
       handlerLevels: DEFAULT_HANDLER_LEVELS,
