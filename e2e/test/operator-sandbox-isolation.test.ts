@@ -207,7 +207,9 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
           expect(message).toContain(`namespace "${ns}" requires sandbox runtime kata or stronger`);
           expect(message).toContain(`use runtimeClassName "${own}"`);
           if (runtimeClass !== undefined)
-            expect(message).toContain(`runtimeClassName "${runtimeClass}" has a handler weaker than kata`);
+            expect(message).toContain(
+              `runtimeClassName "${runtimeClass}" is not allowed here: its handler is weaker than kata`,
+            );
         }
         const accepted = expectAllowed(
           await createSandbox(kc, ref(ns, `own-${version}`, version), own),
@@ -287,8 +289,101 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       // The explicit choice is kept, and the user is told (kubectl prints this as "Warning: …").
       expect(weak.object.spec.podTemplate.spec.runtimeClassName).toBe('runc');
       expect(weak.warnings).toEqual([
-        `Validation failed for ValidatingAdmissionPolicy '${policyName(name, 'advisory')}' with binding '${policyName(name, 'advisory')}': Sandbox runtimeClassName "runc" has a handler weaker than kata or unknown; namespace "${ns}" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${own}"`,
+        `Validation failed for ValidatingAdmissionPolicy '${policyName(name, 'advisory')}' with binding '${policyName(name, 'advisory')}': Sandbox runtimeClassName "runc" is not allowed here: its handler is weaker than kata or unknown, or it is another instance's class; namespace "${ns}" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${own}"`,
       ]);
+    }
+  });
+
+  test('tenants never share generated classes: another instance’s kata class is refused, a platform kata class is allowed; a name held by another instance is not trusted, and is taken once freed', async () => {
+    const nsA = await tenantNamespace('kpi-op-sbx-share-a');
+    const nsB = await tenantNamespace('kpi-op-sbx-share-b');
+    const nsZ = await tenantNamespace('kpi-op-sbx-share-z');
+    const a = uniqueName('share-agent');
+    const b = uniqueName('share-agent');
+    const rcs = classes();
+    const node = kc.makeApiClient(NodeV1Api);
+    try {
+      const platformKata = await rcs.create(uniqueName('kpi-kata'), 'kata');
+      await createAgent(kc, nsA, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+      await createAgent(kc, nsB, b, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+      await waitForOwned(kc, a, expectedSandboxObjects(a, true));
+      await waitForOwned(kc, b, expectedSandboxObjects(b, true));
+      expect(await handlerOf(kc, runtimeClassName(b))).toBe('kata');
+
+      // b's class has a kata handler, but it is b's: deleted with b, re-created weaker if b lowers its minimum.
+      for (const [ns, own, other] of [
+        [nsA, runtimeClassName(a), runtimeClassName(b)],
+        [nsB, runtimeClassName(b), runtimeClassName(a)],
+      ] as const) {
+        // Admission policies load asynchronously: the refusal is what shows this one is in force.
+        const refused = await waitForAdmission(
+          kc,
+          ref(ns, 'probe'),
+          other,
+          `to be denied (${other} is the other tenant's)`,
+          denied,
+        );
+        const message = expectDenied(refused, `a Sandbox in ${ns} with the other tenant's class ${other}`);
+        expect(message).toContain(`runtimeClassName "${other}" is not allowed here`);
+        expect(message).toContain("or it is another instance's class");
+        expectAllowed(await createSandbox(kc, ref(ns, 'own'), own), `a Sandbox in ${ns} with its own class ${own}`);
+        expectAllowed(
+          await createSandbox(kc, ref(ns, 'platform'), platformKata),
+          `a Sandbox in ${ns} with ${platformKata}`,
+        );
+      }
+
+      // The same instance name in a third namespace (advisory): a's class holds its RuntimeClass name.
+      await createAgent(kc, nsZ, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
+      const conflict = await waitForEvent(kc, nsZ, a, 'RuntimeClassConflict');
+      expect(conflict.message).toContain(`belongs to cloudark.io/Agent/${nsA}/${a}`);
+      expect(conflict.message).toMatch(new RegExp(`may use: .*${platformKata}`));
+      expect(conflict.message.split('may use: ')[1]?.split(', ')).not.toContain(runtimeClassName(a));
+      const warned = await waitForAdmission(
+        kc,
+        ref(nsZ, 'probe'),
+        runtimeClassName(a),
+        `to be admitted with a warning (${runtimeClassName(a)} is ${nsA}'s)`,
+        (o) => o.allowed && o.warnings.length > 0,
+      );
+      expect(warned.allowed && warned.warnings.join()).toContain(
+        `runtimeClassName "${runtimeClassName(a)}" is not allowed here`,
+      );
+      const platformInZ = expectAllowed(
+        await createSandbox(kc, ref(nsZ, 'platform'), platformKata),
+        `a Sandbox in ${nsZ} with ${platformKata}`,
+      );
+      expect(platformInZ.warnings).toEqual([]);
+
+      // Once a (in nsA) is gone, the instance in nsZ takes the name.
+      await deleteAgent(kc, nsA, a);
+      await waitFor(
+        `RuntimeClass ${runtimeClassName(a)} to belong to ${nsZ}/${a}`,
+        async (observe) => {
+          let rc: V1RuntimeClass | undefined;
+          try {
+            rc = await node.readRuntimeClass({ name: runtimeClassName(a) });
+          } catch (error) {
+            if (!isApiStatus(error, 404)) throw error;
+          }
+          observe({ owner: rc?.metadata?.annotations?.['kubeplus.io/owner'], handler: rc?.handler });
+          return (
+            rc?.metadata?.annotations?.['kubeplus.io/owner'] === `cloudark.io/Agent/${nsZ}/${a}` &&
+            rc.handler === 'kata'
+          );
+        },
+        // Either path takes it: the RuntimeClass deletion re-queues nsZ's instance, and so does its conflict requeue (60 s).
+        { timeoutMs: 90_000 },
+      );
+      await waitForAdmission(
+        kc,
+        ref(nsZ, 'probe'),
+        runtimeClassName(a),
+        'to be admitted without a warning',
+        allowedWithout,
+      );
+    } finally {
+      await rcs.deleteAll();
     }
   });
 
@@ -334,7 +429,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
           }),
           'an UPDATE of the runtime class to runc',
         ),
-      ).toContain('has a handler weaker than kata');
+      ).toContain('its handler is weaker than kata');
       expectAllowed(
         await patchSandbox(kc, ref(ns, 'existing'), { spec: { podTemplate: { spec: { runtimeClassName: own } } } }),
         `an UPDATE of the runtime class to ${own}`,

@@ -58,7 +58,7 @@ import {
 } from './controller/server.js';
 import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
-import type { RuntimeClassInfo } from './desired/sandbox-policy.js';
+import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
 import { CachedClusterPort, sameType } from './reconcile/cached-port.js';
 import { InstanceReconciler } from './reconcile/instance-reconciler.js';
 import type { ClusterPort, EventTarget, InstanceEvent } from './reconcile/port.js';
@@ -140,12 +140,9 @@ interface OwnedInformer {
   informer: ResourceInformer<KubernetesObject>;
 }
 
+/** The cached classes, each marked generated (ours, for some instance) or not (the platform's). */
 function runtimeClassInfos(list: readonly V1RuntimeClass[]): RuntimeClassInfo[] {
-  return list.flatMap((rc) =>
-    rc.metadata?.name === undefined || typeof rc.handler !== 'string'
-      ? []
-      : [{ name: rc.metadata.name, handler: rc.handler }],
-  );
+  return list.flatMap((rc) => runtimeClassInfo(rc) ?? []);
 }
 
 export function createOperator(deps: OperatorDeps): Operator {

@@ -47,6 +47,17 @@ export function isManaged(meta: MetaLike): boolean {
   return meta.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
 }
 
+/**
+ * Whether a cluster-scoped object says kubeplus-isolation generated it for some instance: either
+ * marker, `app.kubernetes.io/managed-by: kubeplus-isolation` or a `kubeplus.io/owner` annotation
+ * (well-formed or not). Used to tell the RuntimeClasses the operator generates apart from the
+ * platform's own; either marker is enough, so a class claiming to belong to an instance is never
+ * taken for a platform class.
+ */
+export function carriesOwnershipMarkers(meta: MetaLike): boolean {
+  return isManaged(meta) || meta.annotations?.[OWNER_ANNOTATION] !== undefined;
+}
+
 /** The instance an object's owner annotation names, if it names one well-formed. */
 export function ownerOf(meta: MetaLike): InstanceIdentity | undefined {
   const value = meta.annotations?.[OWNER_ANNOTATION];

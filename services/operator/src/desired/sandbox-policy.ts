@@ -39,12 +39,28 @@ import {
   RUNTIME_CLASS_API_VERSION,
   VALIDATING_POLICY_API_VERSION,
 } from './objects.js';
-import { ownerAnnotations, ownerLabels } from './owner.js';
+import { carriesOwnershipMarkers, type MetaLike, ownerAnnotations, ownerLabels } from './owner.js';
 
 /** A RuntimeClass as the decision needs it. */
 export interface RuntimeClassInfo {
   name: string;
   handler: string;
+  /**
+   * It carries kubeplus-isolation's ownership markers (`carriesOwnershipMarkers`): a class the
+   * operator generated for some instance, never one of the platform's. Of these, an instance's
+   * Sandboxes may use only its own.
+   */
+  generated: boolean;
+}
+
+/** A RuntimeClass object (informer cache or API list item) as the decision needs it. */
+export function runtimeClassInfo(rc: {
+  metadata?: MetaLike & { name?: string | undefined };
+  handler?: unknown;
+}): RuntimeClassInfo | undefined {
+  const name = rc.metadata?.name;
+  if (name === undefined || typeof rc.handler !== 'string') return undefined;
+  return { name, handler: rc.handler, generated: carriesOwnershipMarkers(rc.metadata ?? {}) };
 }
 
 export interface SandboxPolicyInput {
@@ -58,9 +74,10 @@ export interface SandboxPolicyInput {
   /** The MutatingAdmissionPolicy API version the cluster serves, if any. */
   mutatingPolicyApiVersion: MutatingPolicyApiVersion | undefined;
   /**
-   * The name `kubeplus-sandbox-<instance>` is held by a RuntimeClass another instance owns. The
-   * operator then must not create or trust it: it is left out of the desired objects and is
-   * allowed only if its own handler meets the minimum, like any other class.
+   * The name `kubeplus-sandbox-<instance>` is held by a RuntimeClass this instance does not own.
+   * The operator then must not create or trust it: it is left out of the desired objects and is
+   * judged like any other class — not allowed when another instance's markers are on it, allowed
+   * when it is a platform class whose handler meets the minimum.
    */
   runtimeClassConflict?: boolean;
 }
@@ -91,9 +108,16 @@ export const ROLE_VALIDATION_ACTIONS = {
 const TENANT_NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
 
 /**
- * Names a Sandbox in the tenant namespace may use: every cluster RuntimeClass whose handler meets
- * the minimum, plus the instance's own class (whose handler is chosen to meet it) unless another
- * instance holds that name. Sorted and de-duplicated.
+ * Names a Sandbox in the tenant namespace may use: every platform RuntimeClass (one without
+ * kubeplus-isolation's markers) whose handler meets the minimum, plus the instance's own class
+ * (whose handler is chosen to meet it) unless something else holds that name. Sorted and
+ * de-duplicated.
+ *
+ * A class generated for another instance is never allowed, whatever its handler: it belongs to
+ * another tenant, is deleted with that tenant, and is re-created with a weaker handler when that
+ * tenant lowers its minimum — a Sandbox admitted with it would then run weaker than this
+ * tenant's minimum. (It also keeps each list independent of how many instances exist, so a new
+ * instance never rewrites the policies of the others.)
  */
 export function allowedRuntimeClasses(
   classes: readonly RuntimeClassInfo[],
@@ -104,6 +128,7 @@ export function allowedRuntimeClasses(
 ): string[] {
   const names = new Set<string>();
   for (const rc of classes) {
+    if (rc.generated) continue; // the own class is added below; any other instance's never
     if (rc.name === own && !ownConflict) continue; // its current handler may be about to change
     if (handlerMeetsMinimum(rc.handler, min, levels)) names.add(rc.name);
   }
@@ -112,8 +137,9 @@ export function allowedRuntimeClasses(
 }
 
 /**
- * The class to recommend: the instance's own, or — when another instance holds that name — the
- * allowed class whose handler is exactly the minimum's handler, else the first allowed one.
+ * The class to recommend (and, in advisory mode, to default to): the instance's own, or — when
+ * something else holds that name — the allowed (so platform) class whose handler is exactly the
+ * minimum's handler, else the first allowed one; none when nothing is allowed.
  */
 function recommendedClass(
   allowed: readonly string[],
@@ -204,8 +230,8 @@ export function validations(
     out.push({
       expression:
         "variables.unchanged || variables.runtimeClassName == '' || variables.runtimeClassName in variables.allowedRuntimeClasses",
-      message: `spec.podTemplate.spec.runtimeClassName names a RuntimeClass whose handler is weaker than ${min} or unknown; ${requirement}; ${hint}`,
-      messageExpression: `object.kind + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" has a handler weaker than ${min} or unknown; ${requirement}; ${hint}`)}`,
+      message: `spec.podTemplate.spec.runtimeClassName names a RuntimeClass that is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`,
+      messageExpression: `object.kind + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`)}`,
       reason: 'Forbidden',
     });
   }

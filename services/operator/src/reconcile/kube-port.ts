@@ -34,7 +34,7 @@ import {
   type ObjectRef,
   RUNTIME_CLASS_API_VERSION,
 } from '../desired/objects.js';
-import type { RuntimeClassInfo } from '../desired/sandbox-policy.js';
+import { type RuntimeClassInfo, runtimeClassInfo } from '../desired/sandbox-policy.js';
 import { ApiError, type ClusterPort, type DeletePreconditions, type EventTarget, type InstanceEvent } from './port.js';
 
 export const FIELD_MANAGER = 'kubeplus-isolation-operator';
@@ -370,9 +370,7 @@ export class KubeClusterPort implements ClusterPort {
     const list = await call('list RuntimeClasses', () =>
       this.objects.list<V1RuntimeClass>(RUNTIME_CLASS_API_VERSION, 'RuntimeClass'),
     );
-    return list.items.flatMap((rc) =>
-      rc.metadata?.name === undefined ? [] : [{ name: rc.metadata.name, handler: rc.handler }],
-    );
+    return list.items.flatMap((rc) => runtimeClassInfo(rc) ?? []);
   }
 
   async servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined> {

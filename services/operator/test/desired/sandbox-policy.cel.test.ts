@@ -6,10 +6,13 @@ import { type AdmissionRequest, matches, mutate, validate } from './admission-em
 import { makeInstance } from './helpers.js';
 
 const OWN = 'kubeplus-sandbox-team-a-agent-instance';
+/** Another tenant's generated class: its handler is kata today. */
+const OTHER = 'kubeplus-sandbox-team-b-agent-instance';
 const CLASSES = [
-  { name: 'runc', handler: 'runc' },
-  { name: 'gvisor', handler: 'runsc' },
-  { name: 'kata-qemu', handler: 'kata-qemu' },
+  { name: 'runc', handler: 'runc', generated: false },
+  { name: 'gvisor', handler: 'runsc', generated: false },
+  { name: 'kata-qemu', handler: 'kata-qemu', generated: false },
+  { name: OTHER, handler: 'kata', generated: true },
 ];
 
 function policies(min: RuntimeLevel, enforce: boolean): ManagedObject[] {
@@ -63,12 +66,20 @@ describe('the validating policy for minimum kata, evaluated', () => {
   it.each(['runc', 'gvisor', 'no-such-class'])('rejects %s, naming the offending value', (rc) => {
     const failures = validate(vap, create(rc));
     expect(failures).toHaveLength(1);
-    expect(failures[0]).toContain(`runtimeClassName "${rc}" has a handler weaker than kata or unknown`);
+    expect(failures[0]).toContain(
+      `runtimeClassName "${rc}" is not allowed here: its handler is weaker than kata or unknown, or it is another instance's class`,
+    );
     expect(failures[0]).toContain(`use runtimeClassName "${OWN}"`);
   });
 
   it.each([OWN, 'kata-qemu'])('admits %s', (rc) => {
     expect(validate(vap, create(rc))).toEqual([]);
+  });
+
+  it('rejects the class generated for another instance, although its handler is kata', () => {
+    const failures = validate(vap, create(OTHER));
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toContain(`runtimeClassName "${OTHER}" is not allowed here`);
   });
 
   it('never judges an unchanged runtime class again on UPDATE (not retroactive)', () => {

@@ -14,7 +14,7 @@ import {
   type ObjectRef,
   refOf,
 } from '../../src/desired/objects.js';
-import type { RuntimeClassInfo } from '../../src/desired/sandbox-policy.js';
+import { type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
 import {
   ApiError,
   type ClusterPort,
@@ -374,7 +374,7 @@ export class FakeCluster implements ClusterPort {
   }
 
   async listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]> {
-    return this.storedOfKind('RuntimeClass').map((o) => ({ name: o.metadata.name, handler: String(o.handler) }));
+    return this.storedOfKind('RuntimeClass').flatMap((o) => runtimeClassInfo(o) ?? []);
   }
 
   async servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined> {

@@ -122,6 +122,26 @@ describe('acceptance: minRuntimeClass kata, enforce true', () => {
       expression: `["kata-qemu", "${RC}"]`,
     });
   });
+
+  it('another tenant’s generated kata class is not allowed, and its policy is not rewritten when ours appears', async () => {
+    const r = reconciler();
+    cluster.putNamespace('team-b');
+    const b = cluster.putInstance({ name: 'agent-b', namespace: 'team-b', annotations: { [SANDBOX]: KATA_ENFORCE } });
+    await r.reconcile(b);
+    const theirs = cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-b-enforce');
+    expect(cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-b')?.handler).toBe('kata');
+
+    await r.reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }));
+    expect(spec('ValidatingAdmissionPolicy', `${RC}-enforce`).variables).toContainEqual({
+      name: 'allowedRuntimeClasses',
+      expression: `["${RC}"]`,
+    });
+    // Reconciling the other tenant again (as any RuntimeClass event used to make it) writes nothing.
+    const writes = cluster.writes.length;
+    await r.reconcile(b);
+    expect(cluster.writes.slice(writes)).toEqual([]);
+    expect(cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-b-enforce')).toEqual(theirs);
+  });
 });
 
 describe('acceptance: both annotations', () => {
@@ -428,6 +448,24 @@ describe('conflicts with other instances', () => {
     expect(cluster.stored('RuntimeClass', RC)).toEqual(theirs);
     expect(cluster.events.some((e) => e.reason === 'RuntimeClassConflict' && e.type === 'Warning')).toBe(true);
     expect(conflicts.map(([c]) => c)).toContain('RuntimeClass');
+  });
+
+  it('does not trust the other instance’s class in its own policy, even when its handler meets the minimum', async () => {
+    const r = reconciler();
+    cluster.putNamespace('team-z');
+    await r.reconcile(
+      cluster.putInstance({ name: INSTANCE, namespace: 'team-z', annotations: { [SANDBOX]: KATA_ENFORCE } }),
+    );
+    expect(cluster.stored('RuntimeClass', RC)?.handler).toBe('kata');
+    cluster.putRuntimeClass('kata-qemu', 'kata-qemu');
+    await r.reconcile(teamA({ [SANDBOX]: KATA_ADVISORY }));
+    // Only the platform's kata class: it is what advisory mode defaults to.
+    expect(spec('ValidatingAdmissionPolicy', `${RC}-advisory`).variables).toContainEqual({
+      name: 'allowedRuntimeClasses',
+      expression: '["kata-qemu"]',
+    });
+    const warning = cluster.events.find((e) => e.reason === 'RuntimeClassConflict');
+    expect(warning?.message).toContain('Sandboxes in team-a may use: kata-qemu');
   });
 
   it('does not trust the other instance’s weaker class in its own policy', async () => {

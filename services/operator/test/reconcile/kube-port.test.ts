@@ -306,9 +306,41 @@ describe('KubeClusterPort', () => {
   });
 
   it('takes RuntimeClasses from the provided cache when given one', async () => {
-    const port = new KubeClusterPort(kc, { runtimeClasses: () => [{ name: 'kata', handler: 'kata' }] });
-    expect(await port.listRuntimeClasses()).toEqual([{ name: 'kata', handler: 'kata' }]);
+    const port = new KubeClusterPort(kc, {
+      runtimeClasses: () => [{ name: 'kata', handler: 'kata', generated: false }],
+    });
+    expect(await port.listRuntimeClasses()).toEqual([{ name: 'kata', handler: 'kata', generated: false }]);
     expect(seen).toEqual([]);
+  });
+
+  it('lists RuntimeClasses from the API server without a cache, telling generated classes from platform ones', async () => {
+    routes.push((s) =>
+      s.method === 'GET' && s.path === '/apis/node.k8s.io/v1/runtimeclasses'
+        ? {
+            status: 200,
+            body: {
+              apiVersion: 'node.k8s.io/v1',
+              kind: 'RuntimeClassList',
+              metadata: {},
+              items: [
+                { metadata: { name: 'kata' }, handler: 'kata' },
+                {
+                  metadata: {
+                    name: 'kubeplus-sandbox-b',
+                    labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' },
+                    annotations: { 'kubeplus.io/owner': 'cloudark.io/Agent/team-b/b' },
+                  },
+                  handler: 'kata',
+                },
+              ],
+            },
+          }
+        : undefined,
+    );
+    expect(await new KubeClusterPort(kc).listRuntimeClasses()).toEqual([
+      { name: 'kata', handler: 'kata', generated: false },
+      { name: 'kubeplus-sandbox-b', handler: 'kata', generated: true },
+    ]);
   });
 
   it('records a core/v1 Event on the instance, or delegates to a recorder', async () => {
