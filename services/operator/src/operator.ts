@@ -12,8 +12,9 @@
  *   `kubeplus.io/node-isolation-enabled=true` (the webhook's namespaceSelector).
  *
  * Controllers (only while this replica holds the Lease):
- *   `instances`     ← instance events; owner of a deleted owned object; every sandbox-annotated
- *                     instance on any RuntimeClass change; owners handed over by owned-objects;
+ *   `instances`     ← instance events; owner of a deleted owned object; on a RuntimeClass change,
+ *                     every sandbox-annotated instance for a platform class, only the owner for
+ *                     a generated one; owners handed over by owned-objects;
  *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see wiring/keys.ts);
  *   `node-isolation-audit` ← isolated-namespace events and a period → list the namespace's Pods,
  *                     report those lacking the mandated placement (audit/; never writes Pods).

@@ -3,8 +3,10 @@
  *
  * - `instances`, keyed by `encodeInstanceKey` (`group/version/Kind/plural/namespace/name`):
  *   an instance's own events; the owner of a deleted owned object (so a manual deletion is
- *   reverted); every sandbox-annotated instance on any RuntimeClass change (their allowed-class
- *   lists are snapshots of the cluster's RuntimeClasses);
+ *   reverted); on a RuntimeClass change, the instances whose sandbox policy depends on it
+ *   (`runtimeClassChangeKeys`: every sandbox-annotated instance for a platform class, whose
+ *   allowed-class lists are snapshots of the platform's classes; only its owner for a class
+ *   generated for an instance);
  * - `owned-objects`, keyed by `encodeOwnedRef` (`apiVersion/Kind/name`): add/update of an object
  *   carrying the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
  */
@@ -12,13 +14,14 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   OWNER_UID_LABEL,
+  runtimeClassName,
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { GroupVersionResource } from '../controller/informers.js';
-import { encodeInstanceKey, type KindRef } from '../desired/instance.js';
+import { encodeInstanceKey, type InstanceIdentity, type KindRef } from '../desired/instance.js';
 import type { ManagedKind } from '../desired/objects.js';
-import { ownerOf } from '../desired/owner.js';
+import { carriesOwnershipMarkers, ownerOf } from '../desired/owner.js';
 import type { OwnedTarget } from '../reconcile/instance-reconciler.js';
 
 /** A kind of object the operator owns, at the API version its informer watches. */
@@ -111,8 +114,8 @@ export interface CachedInstance {
 }
 
 /**
- * On any RuntimeClass change: the key of every instance asking for sandbox isolation (the
- * allowed RuntimeClasses of its admission policy are computed from the cluster's classes).
+ * The key of every instance asking for sandbox isolation (the allowed RuntimeClasses of its
+ * admission policy are computed from the platform's classes).
  */
 export function sandboxInstanceKeys(
   instances: Iterable<CachedInstance>,
@@ -125,4 +128,73 @@ export function sandboxInstanceKeys(
     if (key !== undefined) keys.push(key);
   }
   return keys;
+}
+
+/** What the RuntimeClass fan-out needs to know of a class: its name and ownership markers. */
+export interface RuntimeClassSnapshot {
+  name: string;
+  /** It carries kubeplus-isolation's markers (`carriesOwnershipMarkers`): generated for an instance. */
+  generated: boolean;
+  /** The instance its `kubeplus.io/owner` annotation names, if it names one well-formed. */
+  owner: InstanceIdentity | undefined;
+}
+
+export function runtimeClassSnapshot(obj: KubernetesObject): RuntimeClassSnapshot | undefined {
+  const name = obj.metadata?.name;
+  if (!name) return undefined;
+  const meta = { labels: obj.metadata?.labels, annotations: obj.metadata?.annotations };
+  return { name, generated: carriesOwnershipMarkers(meta), owner: ownerOf(meta) };
+}
+
+/** One RuntimeClass event, with the class as the previous event left it (updates carry only the new object). */
+export interface RuntimeClassChange {
+  /** As last seen; `undefined` for a class not seen before (an add). */
+  before: RuntimeClassSnapshot | undefined;
+  /** As it is now; `undefined` once deleted. */
+  after: RuntimeClassSnapshot | undefined;
+}
+
+/**
+ * The instances-controller keys a RuntimeClass change concerns:
+ *
+ * - a platform class (no kubeplus-isolation markers before or after the change, or gaining or
+ *   losing them): every sandbox-annotated instance, whose allowed list may gain or lose it;
+ * - a class generated for an instance, before and after: no other instance's allowed list holds
+ *   it (desired/sandbox-policy.ts `allowedRuntimeClasses`), so only its owner (both owners, if the
+ *   owner annotation was changed) — and, when it is deleted, the sandbox-annotated instances
+ *   whose own class has its name (they were held off it: RuntimeClassConflict), so one takes the
+ *   name now rather than after the conflict requeue.
+ *
+ * So N instances creating N classes cost N keys, not N² (a platform class change still costs one
+ * key per sandbox instance). The owner's key is also reached through `owned-objects` (add/update
+ * → `cleanupOrphan`) and `deletedOwnedObjectOwnerKey` for classes labelled managed-by; the work
+ * queue merges the duplicates.
+ */
+export function runtimeClassChangeKeys(
+  change: RuntimeClassChange,
+  instances: Iterable<CachedInstance>,
+  kindOf: (gvr: GroupVersionResource) => string | undefined,
+  lookup: (group: string, kind: string) => KindRef | undefined,
+): string[] {
+  const sides = [change.before, change.after].filter((s): s is RuntimeClassSnapshot => s !== undefined);
+  if (sides.length === 0) return [];
+  if (sides.some((s) => !s.generated)) return sandboxInstanceKeys(instances, kindOf);
+  const keys = new Set<string>();
+  for (const { owner } of sides) {
+    const kind = owner === undefined ? undefined : lookup(owner.group, owner.kind);
+    if (owner !== undefined && kind !== undefined) {
+      keys.add(encodeInstanceKey({ ...kind, namespace: owner.namespace, name: owner.name }));
+    }
+  }
+  const deleted = change.after === undefined ? change.before : undefined;
+  if (deleted !== undefined) {
+    for (const { gvr, obj } of instances) {
+      const name = obj.metadata?.name;
+      if (name === undefined || obj.metadata?.annotations?.[SANDBOX_ISOLATION_ANNOTATION] === undefined) continue;
+      if (runtimeClassName(name) !== deleted.name) continue;
+      const key = instanceEventKey(gvr, obj, kindOf);
+      if (key !== undefined) keys.add(key);
+    }
+  }
+  return [...keys];
 }

@@ -13,7 +13,9 @@ import {
   instanceEventKey,
   type OwnedType,
   ownedObjectKey,
-  sandboxInstanceKeys,
+  type RuntimeClassSnapshot,
+  runtimeClassChangeKeys,
+  runtimeClassSnapshot,
 } from './keys.js';
 
 interface EventSource<T> {
@@ -54,7 +56,13 @@ export function* cachedInstances(instances: DynamicInformers<KubernetesObject>):
   }
 }
 
-/** Any RuntimeClass add/update/delete → every sandbox-annotated instance. */
+/**
+ * RuntimeClass add/update/delete → the instances whose sandbox policy it concerns
+ * (`runtimeClassChangeKeys`): every sandbox-annotated instance for a platform class, the owner for
+ * a generated one. Each subscription remembers how every class looked at its previous event (the
+ * replay on subscribe fills it), since an update carries only the new object and a class gaining
+ * or losing the ownership markers concerns every sandbox instance.
+ */
 export function runtimeClassFanOut(
   runtimeClasses: EventSource<KubernetesObject>,
   instances: DynamicInformers<KubernetesObject>,
@@ -62,12 +70,28 @@ export function runtimeClassFanOut(
 ): KeySource {
   return {
     subscribe(enqueue) {
-      const on = (): void =>
+      const seen = new Map<string, RuntimeClassSnapshot>();
+      const on = (obj: KubernetesObject, deleted: boolean): void => {
+        const now = runtimeClassSnapshot(obj);
+        if (now === undefined) return;
+        const before = seen.get(now.name) ?? (deleted ? now : undefined);
+        if (deleted) seen.delete(now.name);
+        else seen.set(now.name, now);
         emit(
           enqueue,
-          sandboxInstanceKeys(cachedInstances(instances), (g) => kinds.kindOf(g)),
+          runtimeClassChangeKeys(
+            { before, after: deleted ? undefined : now },
+            cachedInstances(instances),
+            (g) => kinds.kindOf(g),
+            (g, k) => kinds.lookup(g, k),
+          ),
         );
-      return runtimeClasses.addEventHandler({ add: on, update: on, delete: on });
+      };
+      return runtimeClasses.addEventHandler({
+        add: (obj) => on(obj, false),
+        update: (obj) => on(obj, false),
+        delete: (obj) => on(obj, true),
+      });
     },
   };
 }

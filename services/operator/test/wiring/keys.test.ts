@@ -10,6 +10,9 @@ import {
   isOwnedObject,
   type OwnedType,
   ownedObjectKey,
+  type RuntimeClassSnapshot,
+  runtimeClassChangeKeys,
+  runtimeClassSnapshot,
   sandboxInstanceKeys,
 } from '../../src/wiring/keys.js';
 import { instance, ownedMeta } from './fixtures.js';
@@ -138,5 +141,82 @@ describe('sandboxInstanceKeys', () => {
     );
     expect(keys).toEqual(['cloudark.io/v1/Agent/agents/team-a/a', 'cloudark.io/v1/Agent/agents/team-d/d']);
     expect(sandboxInstanceKeys([], kindOf)).toEqual([]);
+  });
+});
+
+describe('runtimeClassChangeKeys', () => {
+  const SANDBOX = { 'kubeplus.io/sandbox-isolation': '{"minRuntimeClass":"kata"}' };
+  const cached = [
+    { gvr: AGENTS, obj: instance('agent-x', 'team-a', SANDBOX) },
+    { gvr: AGENTS, obj: instance('agent-y', 'team-b', SANDBOX) },
+    // Same name as agent-x in another namespace: its own class name is held by agent-x's.
+    { gvr: AGENTS, obj: instance('agent-x', 'team-z', SANDBOX) },
+    { gvr: AGENTS, obj: instance('plain', 'team-c') },
+  ];
+  const ALL_SANDBOX = [
+    OWNER_KEY,
+    'cloudark.io/v1/Agent/agents/team-b/agent-y',
+    'cloudark.io/v1/Agent/agents/team-z/agent-x',
+  ];
+  const snapshot = (metadata: KubernetesObject['metadata']): RuntimeClassSnapshot => {
+    const s = runtimeClassSnapshot(object(metadata));
+    if (s === undefined) throw new Error('no snapshot');
+    return s;
+  };
+  const platformKata = snapshot({ name: 'kata' });
+  const generatedX = snapshot(ownedMeta('kubeplus-sandbox-agent-x', OWNER));
+  const keys = (before: RuntimeClassSnapshot | undefined, after: RuntimeClassSnapshot | undefined): string[] =>
+    runtimeClassChangeKeys({ before, after }, cached, kindOf, lookup).sort();
+
+  it('reads the markers and the owner of a class', () => {
+    expect(platformKata).toEqual({ name: 'kata', generated: false, owner: undefined });
+    expect(generatedX).toEqual({
+      name: 'kubeplus-sandbox-agent-x',
+      generated: true,
+      owner: { group: 'cloudark.io', kind: 'Agent', namespace: 'team-a', name: 'agent-x' },
+    });
+    expect(runtimeClassSnapshot(object({}))).toBeUndefined();
+  });
+
+  it('a platform class change re-queues every sandbox instance', () => {
+    expect(keys(undefined, platformKata)).toEqual(ALL_SANDBOX);
+    expect(keys(platformKata, platformKata)).toEqual(ALL_SANDBOX);
+    expect(keys(platformKata, undefined)).toEqual(ALL_SANDBOX);
+  });
+
+  it('a generated class change re-queues only its owner', () => {
+    expect(keys(undefined, generatedX)).toEqual([OWNER_KEY]);
+    expect(keys(generatedX, generatedX)).toEqual([OWNER_KEY]);
+    const otherTenant = snapshot(ownedMeta('kubeplus-sandbox-agent-y', 'cloudark.io/Agent/team-b/agent-y'));
+    expect(keys(undefined, otherTenant)).toEqual(['cloudark.io/v1/Agent/agents/team-b/agent-y']);
+  });
+
+  it('a deleted generated class also re-queues the instances waiting for its name', () => {
+    expect(keys(generatedX, undefined)).toEqual([OWNER_KEY, 'cloudark.io/v1/Agent/agents/team-z/agent-x']);
+  });
+
+  it('a class gaining or losing the markers re-queues every sandbox instance (it joins or leaves their lists)', () => {
+    const labelled = snapshot({ name: 'kata', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } });
+    expect(labelled.generated).toBe(true);
+    expect(keys(platformKata, labelled)).toEqual(ALL_SANDBOX);
+    expect(keys(labelled, platformKata)).toEqual(ALL_SANDBOX);
+  });
+
+  it('a generated class handed to another owner re-queues both owners', () => {
+    const toY = snapshot(ownedMeta('kubeplus-sandbox-agent-x', 'cloudark.io/Agent/team-b/agent-y'));
+    expect(keys(generatedX, toY)).toEqual([OWNER_KEY, 'cloudark.io/v1/Agent/agents/team-b/agent-y']);
+  });
+
+  it('re-queues no owner it cannot name: no or a malformed owner annotation, or a Kind not watched', () => {
+    const managedOnly = snapshot({
+      name: 'kubeplus-sandbox-q',
+      labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' },
+    });
+    expect(keys(undefined, managedOnly)).toEqual([]);
+    const garbage = snapshot({ name: 'kubeplus-sandbox-q', annotations: { 'kubeplus.io/owner': 'garbage' } });
+    expect(garbage.generated).toBe(true);
+    expect(keys(undefined, garbage)).toEqual([]);
+    expect(keys(undefined, snapshot(ownedMeta('kubeplus-sandbox-t', 'other.io/Thing/ns/t')))).toEqual([]);
+    expect(keys(undefined, undefined)).toEqual([]);
   });
 });

@@ -292,6 +292,50 @@ describe('operator wiring', () => {
     expect(fannedOut).not.toContain('cloudark.io/v1/Agent/agents/team-b/plain');
   });
 
+  it('a generated class change re-queues only its owner; a class gaining the markers leaves every sandbox instance’s list', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.putCrd(crd({ labels: LABELLED }));
+    world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: { [SANDBOX]: KATA } });
+    world.sync();
+    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    await settle(clock);
+    const vap = (instance: string): string =>
+      JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', `kubeplus-sandbox-${instance}-enforce`));
+    // Each tenant's list names its own class only, though the other's is a kata class too.
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-y')?.handler).toBe('kata');
+    expect(vap('agent-x')).toContain('[\\"kubeplus-sandbox-agent-x\\"]');
+    expect(vap('agent-y')).toContain('[\\"kubeplus-sandbox-agent-y\\"]');
+
+    let before = reconciledKeys(r).length;
+    world.cluster.edit('RuntimeClass', 'kubeplus-sandbox-agent-y', (rc) => {
+      rc.metadata.labels = { ...rc.metadata.labels, 'example.com/touched': 'yes' };
+    });
+    world.sync();
+    await settle(clock);
+    expect(new Set(reconciledKeys(r).slice(before))).toEqual(new Set(['cloudark.io/v1/Agent/agents/team-b/agent-y']));
+
+    world.cluster.putRuntimeClass('kata-qemu', 'kata-qemu');
+    world.sync();
+    await settle(clock);
+    expect(vap('agent-x')).toContain('kata-qemu');
+    expect(vap('agent-y')).toContain('kata-qemu');
+
+    // An update carries only the new object: the fan-out remembers that kata-qemu was a platform class.
+    before = reconciledKeys(r).length;
+    world.cluster.edit('RuntimeClass', 'kata-qemu', (rc) => {
+      rc.metadata.annotations = { ...rc.metadata.annotations, 'kubeplus.io/owner': 'cloudark.io/Agent/team-q/q' };
+    });
+    world.sync();
+    await settle(clock);
+    expect(new Set(reconciledKeys(r).slice(before))).toEqual(
+      new Set(['cloudark.io/v1/Agent/agents/team-a/agent-x', 'cloudark.io/v1/Agent/agents/team-b/agent-y']),
+    );
+    expect(vap('agent-x')).not.toContain('kata-qemu');
+    expect(vap('agent-y')).not.toContain('kata-qemu');
+  });
+
   it('restores an owned object deleted by hand, and counts invalid annotations', async () => {
     const world = new FakeWorld();
     const clock = new FakeClock();
