@@ -10,7 +10,14 @@
  *   GET  /readyz        200 once the namespace informer has synced and while its watch is not
  *                       stale beyond the bound; 503 otherwise and while shutting down.
  * Metrics app (plain-HTTP port): GET /metrics.
+ *
+ * The API server's own request — POST /mutate/pods (its `?timeout=` query allowed) with
+ * `Content-Type: application/json` and a Content-Length within the limit — is served before
+ * express sees it: express's per-request work (prototype switch of req/res, router, layer
+ * matching) cost more than the admission decision itself. Every other request, including any
+ * other shape of POST /mutate/pods, goes through express and gets the same answers.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
@@ -19,7 +26,7 @@ import type { AdmissionResult, BadRequestReason } from '../admission/reasons.js'
 import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../admission/review.js';
 import type { Readiness } from '../cache/informer.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
-import { jsonBody } from './body.js';
+import { directLength, jsonBody, readDirect } from './body.js';
 
 /** What express's res.json sends as Content-Type. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -66,15 +73,28 @@ function clientErrorStatus(err: unknown): number | undefined {
   return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
+/** What express's `res.status(status).json(value)` sends (its ETag is disabled), on a plain response. */
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, ['Content-Type', JSON_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+  res.end(body);
+}
+
 function sendBadRequest(
-  res: Response,
+  res: ServerResponse,
   metrics: WebhookMetrics,
   status: number,
   reason: BadRequestReason,
   message: string,
 ): void {
   recordBadRequest(metrics, reason);
-  res.status(status).json({ error: reason, message });
+  sendJson(res, status, { error: reason, message });
+}
+
+/** The path of a request URL, without its query. */
+function pathOf(url: string | undefined): string {
+  const q = url?.indexOf('?') ?? -1;
+  return url === undefined ? '' : q === -1 ? url : url.slice(0, q);
 }
 
 const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' | 'debug'; message: string }> = {
@@ -110,18 +130,47 @@ function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: Admiss
   logger[level](record);
 }
 
-export function createWebhookApp(opts: WebhookAppOptions): express.Express {
-  const { metrics, logger } = opts;
+/** Serves the webhook's HTTPS port: a request listener for `https.createServer` (or supertest). */
+export type WebhookApp = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
+  const { metrics, logger, maxBodyBytes } = opts;
   const shuttingDown = opts.isShuttingDown ?? (() => false);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  const readBody = jsonBody(opts.maxBodyBytes);
+  const readBody = jsonBody(maxBodyBytes);
 
-  /** The admission itself, once `req.body` is read. */
-  const review = async (req: Request, res: Response, startedAt: number): Promise<void> => {
-    const parsed = parseAdmissionReview(req.body);
+  /**
+   * A request that failed after routing: a body-reading error gets its 4xx answer, anything
+   * else is logged and answered 500 (never for a malformed request).
+   */
+  const answerError = (err: unknown, method: string | undefined, path: string, res: ServerResponse): void => {
+    const known = BODY_ERRORS[bodyErrorType(err) ?? ''];
+    if (known !== undefined) {
+      const message = known.reason === 'body_too_large' ? `${known.message} of ${maxBodyBytes} bytes` : known.message;
+      sendBadRequest(res, metrics, known.status, known.reason, message);
+      return;
+    }
+    const clientStatus = clientErrorStatus(err);
+    if (clientStatus !== undefined) {
+      const message = 'request body could not be read (corrupt or truncated content encoding?)';
+      sendBadRequest(res, metrics, clientStatus, 'invalid_body', message);
+      return;
+    }
+    logger.error('unhandled error serving request', {
+      method,
+      path,
+      error: err instanceof Error ? err.message : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+    if (!res.headersSent) sendJson(res, 500, { error: 'internal_error', message: 'internal server error' });
+  };
+
+  /** The admission itself, once the body is read and parsed. */
+  const review = async (body: unknown, res: ServerResponse, startedAt: number): Promise<void> => {
+    const parsed = parseAdmissionReview(body);
     if (!parsed.ok) {
       sendBadRequest(res, metrics, 400, parsed.code, parsed.message);
       return;
@@ -132,13 +181,13 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
     recordAdmission(metrics, outcome.result, seconds);
     if (outcome.reason !== undefined) recordFailOpen(metrics, outcome.reason);
     // What res.json would send, without its generic content-type and ETag handling.
-    const body = JSON.stringify(outcome.review);
-    res.writeHead(200, ['Content-Type', JSON_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
-    res.end(body);
+    sendJson(res, 200, outcome.review);
     logAdmission(logger, outcome, request, seconds);
   };
 
-  // The hot route first and in one handler: express runs no other layer before it.
+  // Any other POST /mutate/pods (a different Content-Type or encoding, no or a too large
+  // Content-Length, a path express matches loosely: "/mutate/pods/", "/MUTATE/pods"), first and
+  // in one handler: express runs no other layer before it.
   app.post(MUTATE_PODS_PATH, (req, res, next) => {
     const startedAt = performance.now();
     // While draining, let each connection carry its current response and then close.
@@ -164,7 +213,7 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
     }
     readBody(req, res, (err?: unknown) => {
       if (err !== undefined && err !== null) next(err);
-      else review(req, res, startedAt).catch(next);
+      else review(req.body, res, startedAt).catch(next);
     });
   });
 
@@ -195,29 +244,30 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
 
   // Four parameters: express recognizes an error handler by its arity.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const known = BODY_ERRORS[bodyErrorType(err) ?? ''];
-    if (known !== undefined) {
-      const message =
-        known.reason === 'body_too_large' ? `${known.message} of ${opts.maxBodyBytes} bytes` : known.message;
-      sendBadRequest(res, metrics, known.status, known.reason, message);
-      return;
-    }
-    const clientStatus = clientErrorStatus(err);
-    if (clientStatus !== undefined) {
-      const message = 'request body could not be read (corrupt or truncated content encoding?)';
-      sendBadRequest(res, metrics, clientStatus, 'invalid_body', message);
-      return;
-    }
-    logger.error('unhandled error serving request', {
-      method: req.method,
-      path: req.path,
-      error: err instanceof Error ? err.message : String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
-    if (!res.headersSent) res.status(500).json({ error: 'internal_error', message: 'internal server error' });
+    answerError(err, req.method, req.path, res);
   });
 
-  return app;
+  /** The API server's request, served without express (see the module comment). */
+  const serveDirect = (req: IncomingMessage, res: ServerResponse, length: number): void => {
+    const startedAt = performance.now();
+    // While draining, let each connection carry its current response and then close.
+    if (shuttingDown()) res.setHeader('Connection', 'close');
+    readDirect(req, length, (err, body) => {
+      if (err !== undefined) answerError(err, req.method, MUTATE_PODS_PATH, res);
+      else review(body, res, startedAt).catch((e: unknown) => answerError(e, req.method, MUTATE_PODS_PATH, res));
+    });
+  };
+
+  return (req, res) => {
+    if (req.method === 'POST' && pathOf(req.url) === MUTATE_PODS_PATH) {
+      const length = directLength(req.headers, maxBodyBytes);
+      if (length !== undefined) {
+        serveDirect(req, res, length);
+        return;
+      }
+    }
+    app(req, res);
+  };
 }
 
 /** Plain-HTTP app for Prometheus: GET /metrics from `registry`. */

@@ -1,16 +1,16 @@
 /**
  * The JSON body of POST /mutate/pods. What the API server sends — `Content-Type:
  * application/json`, a Content-Length within the limit, no Content-Encoding — is read here
- * directly: the chunks collected, one JSON.parse. Everything else (a compressed or chunked body,
- * a charset parameter, a length over the limit) goes to body-parser's `express.json`, which
- * decompresses, decodes and enforces the limit after decompression. Both report failures as
- * body-parser does (errors with its `type` and a 4xx `status`), so the app maps them to the
- * same 400/413/415 answers either way, and both set `req.body`.
+ * directly (`directLength` says whether a request is one, `readDirect` reads it): the chunks
+ * collected, one JSON.parse. Everything else (a compressed or chunked body, a charset parameter,
+ * a length over the limit) goes to body-parser's `express.json`, which decompresses, decodes and
+ * enforces the limit after decompression. Both report failures as body-parser does (errors with
+ * its `type` and a 4xx `status`), so the app maps them to the same 400/413/415 answers either way.
  *
  * Why: body-parser's generic path (type-is, content-type parsing, raw-body with an iconv
  * decoder, on-finished) costs more per request than reading ~2 KiB of JSON does.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 
 /** An error shaped like body-parser's (http-errors): `type` names it, `status` is the 4xx to answer. */
@@ -19,7 +19,7 @@ export function bodyError(status: number, type: string, message: string): Error 
 }
 
 /** The body length when the request takes the direct path, else undefined. */
-function directLength(h: IncomingHttpHeaders, limit: number): number | undefined {
+export function directLength(h: IncomingHttpHeaders, limit: number): number | undefined {
   if (h['content-type'] !== 'application/json') return undefined;
   if (h['transfer-encoding'] !== undefined) return undefined;
   const encoding = h['content-encoding'];
@@ -54,7 +54,15 @@ export function parseStrictJson(buf: Buffer): unknown {
   }
 }
 
-function readDirect(req: Request, length: number, next: NextFunction): void {
+/**
+ * Reads a body of exactly `length` bytes (`directLength`) and parses it as strict JSON; calls
+ * `done` once, with the value or with a body-parser-shaped error.
+ */
+export function readDirect(
+  req: IncomingMessage,
+  length: number,
+  done: (err: Error | undefined, body?: unknown) => void,
+): void {
   const chunks: Buffer[] = [];
   let received = 0;
   let settled = false;
@@ -66,20 +74,21 @@ function readDirect(req: Request, length: number, next: NextFunction): void {
     req.off('error', onError);
     req.off('close', onClose);
     if (err !== undefined) {
-      next(err);
+      done(err);
       return;
     }
     if (received !== length) {
-      next(bodyError(400, 'request.size.invalid', 'request body length does not match Content-Length'));
+      done(bodyError(400, 'request.size.invalid', 'request body length does not match Content-Length'));
       return;
     }
+    let body: unknown;
     try {
-      req.body = parseStrictJson(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received));
+      body = parseStrictJson(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received));
     } catch (e) {
-      next(e);
+      done(e as Error);
       return;
     }
-    next();
+    done(undefined, body);
   };
   const onData = (chunk: Buffer): void => {
     received += chunk.length;
@@ -103,7 +112,17 @@ export function jsonBody(limit: number): RequestHandler {
   const general = express.json({ limit, type: 'application/json', strict: true });
   return (req: Request, res: Response, next: NextFunction): void => {
     const length = directLength(req.headers, limit);
-    if (length === undefined) general(req, res, next);
-    else readDirect(req, length, next);
+    if (length === undefined) {
+      general(req, res, next);
+      return;
+    }
+    readDirect(req, length, (err, body) => {
+      if (err !== undefined) {
+        next(err);
+        return;
+      }
+      req.body = body;
+      next();
+    });
   };
 }

@@ -340,8 +340,10 @@ describe('probes', () => {
     expect(res.status).toBe(503);
     expect(res.body.reason).toBe('shutting down');
     expect(res.headers.connection).toBe('close');
-    // Admission requests are still answered while draining.
-    expect((await post(app, review())).body.response.allowed).toBe(true);
+    // Admission requests are still answered while draining, and close their connection too.
+    const admission = await post(app, review());
+    expect(admission.body.response.allowed).toBe(true);
+    expect(admission.headers.connection).toBe('close');
   });
 });
 

@@ -73,6 +73,46 @@ describe('request bodies: the direct path and body-parser answer alike', () => {
     ).toBe(2);
   });
 
+  describe("the API server's request (served before express) and one routed by express answer alike", () => {
+    // "/mutate/pods/" and "/MUTATE/PODS" reach the same route through express's loose matching;
+    // "/mutate/pods?timeout=10s" with the API server's exact headers never enters express.
+    const cases: Array<[string, string, number, string, Record<string, string>]> = [
+      ['an AdmissionReview', body, 200, 'kubeplus_webhook_admissions_total', { result: 'patched' }],
+      ['malformed JSON', '{"apiVersion":', 400, 'kubeplus_webhook_bad_requests_total', { reason: 'invalid_json' }],
+      [
+        'JSON that is not an object',
+        '"review"',
+        400,
+        'kubeplus_webhook_bad_requests_total',
+        { reason: 'invalid_json' },
+      ],
+      [
+        'an object that is not an AdmissionReview',
+        '{"apiVersion":"admission.k8s.io/v1"}',
+        400,
+        'kubeplus_webhook_bad_requests_total',
+        { reason: 'invalid_kind' },
+      ],
+    ];
+    it.each(cases)('%s', async (_name, text, status, metric, labels) => {
+      const { app, metrics } = setup();
+      const answers = [];
+      for (const path of ['/mutate/pods?timeout=10s', '/mutate/pods/', '/MUTATE/PODS']) {
+        const res = await request(app).post(path).set('Content-Type', 'application/json').send(text);
+        answers.push({
+          status: res.status,
+          type: res.headers['content-type'],
+          length: res.headers['content-length'],
+          body: res.text,
+        });
+      }
+      expect(answers[0]?.status).toBe(status);
+      expect(answers[1]).toEqual(answers[0]);
+      expect(answers[2]).toEqual(answers[0]);
+      expect(await metricValue(metrics.registry, metric, labels)).toBe(3);
+    });
+  });
+
   describe('a client that goes away mid-body', () => {
     let server: http.Server | undefined;
     afterEach(async () => {
