@@ -17,11 +17,12 @@ export interface FootprintStep {
 
 const STEPS: readonly [string, string][] = [
   ['Node.js alone', ''],
-  ['+ @kubernetes/client-node', '@kubernetes/client-node'],
   ['+ express', 'express'],
   ['+ winston', 'winston'],
   ['+ prom-client', 'prom-client'],
   ['+ fast-json-patch', 'fast-json-patch'],
+  // Only with --kubeconfig (the webhook reads the file with it); in a cluster it is never loaded.
+  ['+ js-yaml (kubeconfig only)', 'js-yaml'],
   ['+ the webhook’s own modules (dist/webhook.js)', './dist/webhook.js'],
 ];
 

@@ -97,7 +97,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'KUBECONFIG',
     kind: { type: 'string', optional: true },
     default: undefined,
-    help: 'Kubeconfig file to reach the API server; without it the in-cluster service account is used.',
+    help: 'Kubeconfig file to reach the API server (its current context; a token, tokenFile or client-certificate user: exec and auth-provider plugins are not supported). Without it the in-cluster service account is used, its token re-read every minute.',
   },
   {
     key: 'liveLookupTimeoutMs',

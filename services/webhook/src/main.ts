@@ -30,23 +30,19 @@ process.on('unhandledRejection', (reason) => {
 });
 
 // Loaded after the flags are checked, so --help and flag errors answer at once.
-const { KubeConfig } = await import('@kubernetes/client-node');
+const { loadConnection } = await import('./kube/connection.js');
+const { KubeClient } = await import('./kube/client.js');
 const { startWebhook } = await import('./webhook.js');
 
-function loadKubeConfig(): InstanceType<typeof KubeConfig> {
-  const kc = new KubeConfig();
-  if (config.kubeconfig !== undefined) {
-    kc.loadFromFile(config.kubeconfig);
-  } else if (process.env.KUBERNETES_SERVICE_HOST !== undefined) {
-    kc.loadFromCluster();
-  } else {
-    throw new Error('not running in a cluster (KUBERNETES_SERVICE_HOST unset): pass --kubeconfig');
-  }
-  return kc;
-}
-
 try {
-  const webhook = await startWebhook(config, loadKubeConfig(), logger);
+  const connection = await loadConnection(config.kubeconfig, process.env, {
+    onTokenReadError: (e) =>
+      logger.warn('could not re-read the API token file; still using the last token', {
+        error: e instanceof Error ? e.message : String(e),
+      }),
+  });
+  logger.info('API server', { server: connection.server.origin, credentials: connection.describe });
+  const webhook = await startWebhook(config, new KubeClient(connection), logger);
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signalled) {

@@ -6,7 +6,6 @@ import http from 'node:http';
 import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'winston';
 import { createNamespaceInformer, NamespaceWatcher } from './cache/informer.js';
 import { KubeNamespaceReader } from './cache/kube-api.js';
@@ -15,6 +14,7 @@ import { IsolationResolver } from './cache/resolver.js';
 import type { Config } from './config.js';
 import { createMetricsApp, createWebhookApp } from './http/app.js';
 import { closeGracefully } from './http/shutdown.js';
+import type { KubeClient } from './kube/client.js';
 import { createMetrics, type MetricSources, recordLiveLookup } from './metrics.js';
 import { CertificateReloader, createHttpsServer, loadKeyPair } from './tls.js';
 
@@ -35,20 +35,20 @@ function listen(server: http.Server, port: number, host: string | undefined): Pr
   });
 }
 
-export async function startWebhook(config: Config, kc: KubeConfig, logger: Logger): Promise<RunningWebhook> {
+export async function startWebhook(config: Config, kube: KubeClient, logger: Logger): Promise<RunningWebhook> {
   const pair = loadKeyPair({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile });
 
   const cache = new NamespaceCache({ logger });
   // Gauges read their values at scrape time from these sources.
   const sources: MetricSources = { cacheCounts: () => cache.counts() };
   const metrics = createMetrics({ sources });
-  const watcher = new NamespaceWatcher((hooks) => createNamespaceInformer(kc, hooks), cache, {
+  const watcher = new NamespaceWatcher((hooks) => createNamespaceInformer(kube, hooks), cache, {
     maxStalenessMs: config.maxInformerStalenessMs,
     logger,
     onError: () => metrics.informerErrors.inc(),
   });
   sources.informerStatus = () => watcher.status();
-  const resolver = new IsolationResolver(cache, new KubeNamespaceReader(kc.makeApiClient(CoreV1Api)), {
+  const resolver = new IsolationResolver(cache, new KubeNamespaceReader(kube), {
     liveLookupTimeoutMs: config.liveLookupTimeoutMs,
     onLiveLookup: (result) => recordLiveLookup(metrics, result),
   });

@@ -7,14 +7,19 @@
  * - stale: since when no watch is connected (watch ended, list/watch error). A gap of a
  *   moment happens at every routine reconnect; a long one means this replica misses updates.
  *
- * client-node's ListWatch reconnects by itself after a clean close, a client-side timeout or
- * 410 Gone, but gives up on any other error: then this watcher restarts it with capped
- * exponential backoff and jitter. It resumes from the last resourceVersion (or relists).
+ * NamespaceListWatch lists (in pages), then watches from the list's resourceVersion with
+ * bookmarks, and keeps the resourceVersion of the last event or bookmark. It reconnects by
+ * itself, from that resourceVersion, when the API server ends a watch (its `timeoutSeconds`, a
+ * restart) or when nothing arrived for WATCH_IDLE_TIMEOUT_MS, and relists when the
+ * resourceVersion is too old (410 Gone, as a status or an ERROR event). Any other failure (a
+ * list or watch error, a network error) is reported as an `error`; NamespaceWatcher then
+ * restarts it with capped exponential backoff and jitter, and it resumes from the last
+ * resourceVersion (or relists).
  *
- * ListWatch keeps its own copy of every object it has seen. The objects it gets here are slim
- * (`slimNamespace`: name, resourceVersion, our label and our annotation; no managedFields,
- * status, or anyone else's labels and annotations), so that copy costs a few hundred bytes per
- * namespace whatever else the namespaces carry; and the list is read in pages, so a (re)list
+ * The objects it hands on are slim (`slimNamespace`: name, resourceVersion, our label and our
+ * annotation; no managedFields, status, or anyone else's labels and annotations), and it keeps
+ * only each namespace's name and resourceVersion (to tell adds from updates, skip unchanged
+ * objects, and find what a relist no longer returns); the list is read in pages, so a (re)list
  * never holds more than one page of full objects.
  */
 import {
@@ -22,28 +27,30 @@ import {
   NODE_ISOLATION_ENABLED_VALUE,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import {
-  CoreV1Api,
-  type KubeConfig,
-  type KubernetesListObject,
-  ListWatch,
-  type V1Namespace,
-  Watch,
-} from '@kubernetes/client-node';
 import { describeError } from '../errors.js';
+import { KubeApiError, type KubeClient, type KubeStatus, WatchIdleError } from '../kube/client.js';
 import type { LogSink } from '../log.js';
-import { abortOptions } from './kube-api.js';
+import { NAMESPACES_PATH } from './kube-api.js';
 import type { NamespaceLike } from './namespace-cache.js';
 
 /** Only namespaces the operator labeled: the informer never holds the rest of the cluster. */
 export const ISOLATED_NAMESPACES_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=${NODE_ISOLATION_ENABLED_VALUE}`;
-const NAMESPACES_PATH = '/api/v1/namespaces';
 /** Bound on the informer's (re)list, all pages; a hung list would otherwise hold the informer unsynced forever. */
 const LIST_TIMEOUT_MS = 60_000;
 /** Namespaces per list page: what a (re)list holds as full objects at a time. */
 export const LIST_PAGE_SIZE = 500;
+/** The server ends each watch after a random 5-10 minutes (client-go's reflector: the same range). */
+export const MIN_WATCH_TIMEOUT_SECONDS = 300;
+/**
+ * A watch that received nothing this long is presumed dead and reopened from its
+ * resourceVersion. With bookmarks the API server sends something at least every minute.
+ */
+export const WATCH_IDLE_TIMEOUT_MS = 150_000;
+/** Reconnect delay after a watch that ended cleanly without delivering anything (doubling, capped). */
+const QUIET_CLOSE_DELAY_MS = 1_000;
+const QUIET_CLOSE_MAX_DELAY_MS = 30_000;
 
-/** A Namespace reduced to what ListWatch and the cache read. */
+/** A Namespace reduced to what the informer and the cache read. */
 export interface SlimNamespace {
   metadata: {
     name?: string;
@@ -66,25 +73,11 @@ export function slimNamespace(ns: NamespaceLike & { metadata?: { resourceVersion
   return out;
 }
 
-type WatchCallback = (phase: string, apiObj: unknown, watchObj?: unknown) => void;
-
-/** Slims the objects of ADDED/MODIFIED/DELETED events; ERROR (a Status) and BOOKMARK pass as they are. */
-function slimEvents(callback: WatchCallback): WatchCallback {
-  return (phase, apiObj) => {
-    const object =
-      (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') &&
-      typeof apiObj === 'object' &&
-      apiObj !== null
-        ? slimNamespace(apiObj as NamespaceLike)
-        : apiObj;
-    callback(phase, object);
-  };
-}
-
-/** What the watcher needs of an informer: client-node's `Informer<V1Namespace>` fits. */
+/** What the watcher needs of an informer (NamespaceListWatch; a fake in tests). */
 export interface InformerLike<T> {
   on(verb: 'add' | 'update' | 'delete', cb: (obj: T) => void): void;
   on(verb: 'error', cb: (err?: unknown) => void): void;
+  /** Runs until stop() or until it reports an error; start() again resumes. */
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -103,60 +96,281 @@ export interface NamespaceSink {
   remove(ns: NamespaceLike): void;
 }
 
-/** A client-node Watch that reports when each watch request connects and when it ends, and slims the objects it delivers. */
-class ObservedWatch extends Watch {
-  readonly #hooks: WatchHooks;
+export interface ListWatchOptions {
+  listPageSize?: number;
+  listTimeoutMs?: number;
+  watchIdleTimeoutMs?: number;
+  /** `timeoutSeconds` of the next watch request. */
+  watchTimeoutSeconds?: () => number;
+  quietCloseDelayMs?: number;
+  quietCloseMaxDelayMs?: number;
+}
 
-  constructor(kc: KubeConfig, hooks: WatchHooks) {
-    super(kc);
+interface NamespaceListPage {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: NamespaceLike[];
+}
+
+type Verb = 'add' | 'update' | 'delete';
+
+/** How one watch request ended. */
+interface WatchEnd {
+  err: Error | undefined;
+  /** The Status of an ERROR event, if one came. */
+  errorStatus: KubeStatus | undefined;
+  /** Events delivered (ADDED, MODIFIED, DELETED, BOOKMARK; not ERROR). */
+  events: number;
+}
+
+/**
+ * Delay before reopening a watch the server ended cleanly (or before the relist after a 410):
+ * none after a watch that delivered something (bookmarks included); after one that did not,
+ * `initialMs`, doubling while it keeps happening, capped at `maxMs` (a server that ends every
+ * watch at once is not hammered).
+ */
+export function quietCloseDelayMs(previousMs: number, events: number, initialMs: number, maxMs: number): number {
+  if (events > 0) return 0;
+  return Math.min(previousMs > 0 ? previousMs * 2 : initialMs, maxMs);
+}
+
+function randomWatchTimeoutSeconds(): number {
+  return Math.floor(MIN_WATCH_TIMEOUT_SECONDS * (1 + Math.random()));
+}
+
+function isGone(end: WatchEnd): boolean {
+  return end.errorStatus?.code === 410 || (end.err instanceof KubeApiError && end.err.statusCode === 410);
+}
+
+/**
+ * List + watch of the labeled namespaces (see the top of this file), over KubeClient. Events:
+ * `add`/`update`/`delete` with slim objects, `error` when it stopped on a failure.
+ */
+export class NamespaceListWatch implements InformerLike<SlimNamespace> {
+  readonly #client: KubeClient;
+  readonly #hooks: WatchHooks;
+  readonly #opts: Required<ListWatchOptions>;
+  readonly #callbacks: Record<Verb, Array<(ns: SlimNamespace) => void>> = { add: [], update: [], delete: [] };
+  readonly #errorCallbacks: Array<(err?: unknown) => void> = [];
+  /** name → resourceVersion of every namespace delivered and not deleted since. */
+  readonly #known = new Map<string, string>();
+  #resourceVersion = '';
+  #running: Promise<void> | undefined;
+  #stop: AbortController | undefined;
+
+  constructor(client: KubeClient, hooks: WatchHooks, opts: ListWatchOptions = {}) {
+    this.#client = client;
     this.#hooks = hooks;
+    this.#opts = {
+      listPageSize: LIST_PAGE_SIZE,
+      listTimeoutMs: LIST_TIMEOUT_MS,
+      watchIdleTimeoutMs: WATCH_IDLE_TIMEOUT_MS,
+      watchTimeoutSeconds: randomWatchTimeoutSeconds,
+      quietCloseDelayMs: QUIET_CLOSE_DELAY_MS,
+      quietCloseMaxDelayMs: QUIET_CLOSE_MAX_DELAY_MS,
+      ...opts,
+    };
   }
 
-  override async watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: WatchCallback,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    let ended = false;
-    const controller = await super.watch(path, queryParams, slimEvents(callback), (err: unknown) => {
-      ended = true;
-      this.#hooks.closed(err);
-      done(err);
+  on(verb: Verb, cb: (ns: SlimNamespace) => void): void;
+  on(verb: 'error', cb: (err?: unknown) => void): void;
+  on(verb: Verb | 'error', cb: ((ns: SlimNamespace) => void) | ((err?: unknown) => void)): void {
+    if (verb === 'error') this.#errorCallbacks.push(cb as (err?: unknown) => void);
+    else this.#callbacks[verb].push(cb as (ns: SlimNamespace) => void);
+  }
+
+  /** The resourceVersion it would resume from ('' = relist first). */
+  get resourceVersion(): string {
+    return this.#resourceVersion;
+  }
+
+  /** Resolves when it stops: after stop(), or once it has reported an error. No-op while running. */
+  start(): Promise<void> {
+    if (this.#running === undefined) {
+      const stop = new AbortController();
+      this.#stop = stop;
+      this.#running = this.#run(stop.signal).finally(() => {
+        this.#running = undefined;
+      });
+    }
+    return this.#running;
+  }
+
+  async stop(): Promise<void> {
+    this.#stop?.abort(new Error('informer stopped'));
+    // A failure of the run was start()'s to report.
+    await this.#running?.catch(() => undefined);
+  }
+
+  async #run(stopped: AbortSignal): Promise<void> {
+    let delayMs = 0;
+    while (!stopped.aborted) {
+      if (delayMs > 0 && !(await sleep(delayMs, stopped))) return;
+      if (this.#resourceVersion === '') {
+        try {
+          await this.#list(stopped);
+        } catch (e) {
+          if (!stopped.aborted) this.#emitError(e);
+          return;
+        }
+      }
+      const end = await this.#watchOnce(stopped);
+      if (stopped.aborted) return;
+      if (isGone(end)) {
+        // Our resourceVersion is too old: relist, at once unless the watch before did not deliver anything either.
+        this.#resourceVersion = '';
+        delayMs = quietCloseDelayMs(delayMs, end.events, this.#opts.quietCloseDelayMs, this.#opts.quietCloseMaxDelayMs);
+      } else if (end.errorStatus !== undefined) {
+        this.#emitError(
+          new KubeApiError(`watch ${NAMESPACES_PATH} ERROR event`, end.errorStatus.code ?? 0, end.errorStatus),
+        );
+        return;
+      } else if (end.err instanceof WatchIdleError) {
+        delayMs = 0;
+      } else if (end.err !== undefined) {
+        this.#emitError(end.err);
+        return;
+      } else {
+        delayMs = quietCloseDelayMs(delayMs, end.events, this.#opts.quietCloseDelayMs, this.#opts.quietCloseMaxDelayMs);
+      }
+    }
+  }
+
+  /** All pages; applies each page's items as it arrives, then deletes what the list no longer has. */
+  async #list(stopped: AbortSignal): Promise<void> {
+    const timeout = AbortSignal.timeout(this.#opts.listTimeoutMs);
+    const signal = AbortSignal.any([stopped, timeout]);
+    const seen = new Set<string>();
+    let resourceVersion = '';
+    let next: string | undefined;
+    try {
+      do {
+        const page = (await this.#client.getJson(
+          NAMESPACES_PATH,
+          { labelSelector: ISOLATED_NAMESPACES_SELECTOR, limit: this.#opts.listPageSize, continue: next },
+          signal,
+        )) as NamespaceListPage;
+        for (const item of page.items ?? []) {
+          const ns = slimNamespace(item);
+          if (ns.metadata.name === undefined) continue;
+          seen.add(ns.metadata.name);
+          this.#addOrUpdate(ns);
+        }
+        // Every page of a paged list carries the resourceVersion of the same snapshot.
+        resourceVersion = page.metadata?.resourceVersion ?? '';
+        next = page.metadata?.continue || undefined;
+      } while (next !== undefined);
+    } catch (e) {
+      if (timeout.aborted && !stopped.aborted) {
+        throw new Error(`listing namespaces took longer than ${Math.round(this.#opts.listTimeoutMs / 1000)} s`, {
+          cause: e,
+        });
+      }
+      throw e;
+    }
+    for (const [name, rv] of this.#known) {
+      if (!seen.has(name)) this.#delete({ metadata: { name, resourceVersion: rv } });
+    }
+    this.#resourceVersion = resourceVersion;
+  }
+
+  #watchOnce(stopped: AbortSignal): Promise<WatchEnd> {
+    return new Promise((resolve) => {
+      let events = 0;
+      let errorStatus: KubeStatus | undefined;
+      this.#client.watch(
+        NAMESPACES_PATH,
+        {
+          labelSelector: ISOLATED_NAMESPACES_SELECTOR,
+          resourceVersion: this.#resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds: this.#opts.watchTimeoutSeconds(),
+        },
+        {
+          connected: () => this.#hooks.connected(),
+          event: (type, object) => {
+            if (type === 'ERROR') {
+              // The server ends the stream after it; what happens next depends on the code.
+              errorStatus = (typeof object === 'object' && object !== null ? object : {}) as KubeStatus;
+              return;
+            }
+            events += 1;
+            this.#onEvent(type, object);
+          },
+          closed: (err) => {
+            this.#hooks.closed(err);
+            resolve({ err, errorStatus, events });
+          },
+        },
+        { signal: stopped, idleTimeoutMs: this.#opts.watchIdleTimeoutMs },
+      );
     });
-    // super.watch resolves once the response arrived; `done` already ran if it was an error.
-    if (!ended) this.#hooks.connected();
-    return controller;
+  }
+
+  #onEvent(type: string, object: unknown): void {
+    if (typeof object !== 'object' || object === null) return;
+    const ns = slimNamespace(object as NamespaceLike);
+    switch (type) {
+      case 'ADDED':
+      case 'MODIFIED':
+        this.#addOrUpdate(ns);
+        break;
+      case 'DELETED':
+        this.#delete(ns);
+        break;
+      case 'BOOKMARK':
+        // Only its resourceVersion: where to resume from.
+        break;
+      default:
+        return;
+    }
+    const rv = ns.metadata.resourceVersion;
+    if (rv !== undefined && rv !== '') this.#resourceVersion = rv;
+  }
+
+  #addOrUpdate(ns: SlimNamespace): void {
+    const name = ns.metadata.name;
+    if (name === undefined) return;
+    const rv = ns.metadata.resourceVersion ?? '';
+    const known = this.#known.get(name);
+    if (known !== undefined && known !== '' && known === rv) return;
+    this.#known.set(name, rv);
+    for (const cb of this.#callbacks[known === undefined ? 'add' : 'update']) cb(ns);
+  }
+
+  #delete(ns: SlimNamespace): void {
+    const name = ns.metadata.name;
+    if (name === undefined || !this.#known.delete(name)) return;
+    for (const cb of this.#callbacks.delete) cb(ns);
+  }
+
+  #emitError(err: unknown): void {
+    for (const cb of this.#errorCallbacks) cb(err);
   }
 }
 
-/** The real informer: list (paged) + watch of labeled namespaces, slim objects, list bounded by LIST_TIMEOUT_MS. */
-export function createNamespaceInformer(kc: KubeConfig, hooks: WatchHooks): InformerLike<SlimNamespace> {
-  const core = kc.makeApiClient(CoreV1Api);
-  const list = async (): Promise<KubernetesListObject<SlimNamespace>> => {
-    const options = abortOptions(AbortSignal.timeout(LIST_TIMEOUT_MS));
-    const items: SlimNamespace[] = [];
-    let resourceVersion: string | undefined;
-    let next: string | undefined;
-    do {
-      const page = await core.listNamespace(
-        { labelSelector: ISOLATED_NAMESPACES_SELECTOR, limit: LIST_PAGE_SIZE, _continue: next },
-        options,
-      );
-      for (const ns of page.items) items.push(slimNamespace(ns as V1Namespace & NamespaceLike));
-      // Every page of a paged list carries the resourceVersion of the same snapshot.
-      resourceVersion = page.metadata?.resourceVersion;
-      next = page.metadata?._continue || undefined;
-    } while (next !== undefined);
-    return { metadata: { resourceVersion }, items };
-  };
-  return new ListWatch<SlimNamespace>(
-    NAMESPACES_PATH,
-    new ObservedWatch(kc, hooks),
-    list,
-    false,
-    ISOLATED_NAMESPACES_SELECTOR,
-  );
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The real informer: NamespaceListWatch with the production bounds (tests pass their own). */
+export function createNamespaceInformer(
+  client: KubeClient,
+  hooks: WatchHooks,
+  opts: ListWatchOptions = {},
+): InformerLike<SlimNamespace> {
+  return new NamespaceListWatch(client, hooks, opts);
 }
 
 /** Capped exponential backoff with "equal jitter": a delay in [ceiling/2, ceiling]. `random` in [0, 1). */

@@ -1,42 +1,30 @@
 /**
- * The webhook's only API-server calls, all reads of Namespaces: the informer's list (see
- * informer.ts) and the live GET on a cache miss. Nothing here writes.
+ * The webhook's only API-server calls, all reads of Namespaces: the informer's list and watch
+ * (see informer.ts) and the live GET on a cache miss. Nothing here writes.
  */
-import {
-  ApiException,
-  type ConfigurationOptions,
-  type CoreV1Api,
-  Observable,
-  type ObservableMiddleware,
-} from '@kubernetes/client-node';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { NamespaceLike } from './namespace-cache.js';
 import type { NamespaceReader } from './resolver.js';
 
-/** Request options that abort the HTTP request when `signal` does (the generated client has no timeout option). */
-export function abortOptions(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
-  const middleware: ObservableMiddleware = {
-    pre: (ctx) => {
-      ctx.setSignal(signal);
-      return new Observable(Promise.resolve(ctx));
-    },
-    post: (res) => new Observable(Promise.resolve(res)),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
-}
+export const NAMESPACES_PATH = '/api/v1/namespaces';
 
-/** GET /api/v1/namespaces/{name}; 404 is "does not exist", anything else rejects. */
+/** GET /api/v1/namespaces/{name}; 404 is "does not exist", anything else rejects; aborted with `signal`. */
 export class KubeNamespaceReader implements NamespaceReader {
-  readonly #api: CoreV1Api;
+  readonly #client: KubeClient;
 
-  constructor(api: CoreV1Api) {
-    this.#api = api;
+  constructor(client: KubeClient) {
+    this.#client = client;
   }
 
   async read(name: string, signal: AbortSignal): Promise<NamespaceLike | undefined> {
     try {
-      return await this.#api.readNamespace({ name }, abortOptions(signal));
+      return (await this.#client.getJson(
+        `${NAMESPACES_PATH}/${encodeURIComponent(name)}`,
+        {},
+        signal,
+      )) as NamespaceLike;
     } catch (e) {
-      if (e instanceof ApiException && e.code === 404) return undefined;
+      if (e instanceof KubeApiError && e.statusCode === 404) return undefined;
       throw e;
     }
   }

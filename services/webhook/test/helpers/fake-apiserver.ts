@@ -1,10 +1,12 @@
 /**
- * A minimal kube-apiserver for Namespaces over plain HTTP on 127.0.0.1: list (with
- * labelSelector, and limit/continue pages), watch (streamed events pushed by the test), get.
- * Enough for client-node's ListWatch and CoreV1Api.readNamespace.
+ * A minimal kube-apiserver for Namespaces on 127.0.0.1, over HTTPS when given a certificate
+ * (plain HTTP otherwise): list (with labelSelector, and limit/continue pages), watch (streamed
+ * events pushed by the test, bookmarks, ERROR events), get; bearer-token authentication when
+ * given a token. Enough for the webhook's informer and live lookup (src/kube/client.ts).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,44 +22,97 @@ export interface FakeNamespace {
   [field: string]: unknown;
 }
 
+export interface FakeApiServerOptions {
+  /** Serve HTTPS with this certificate (its kubeconfig then names it as the CA). */
+  tls?: { cert: Buffer; key: Buffer };
+  /** Require `Authorization: Bearer <token>` (401 otherwise); the kubeconfig carries it. */
+  token?: string;
+}
+
 export class FakeApiServer {
   readonly namespaces = new Map<string, FakeNamespace>();
   readonly requests: string[] = [];
+  /** The Authorization header of each request, in order ('' when absent). */
+  readonly authorizations: string[] = [];
+  /** The bearer token accepted (changeable: a rotated token). */
+  token: string | undefined;
   /** Status to answer list requests with (to simulate an unavailable API server). */
   listStatus = 200;
   /** Delay before answering GET of a single namespace. */
   getDelayMs = 0;
   /** Answer the next watch with 410 Gone (resourceVersion too old), as an ERROR event, and end it. */
   goneOnNextWatch = false;
+  /** Answer the next watch with an ERROR event carrying this Status code, and end it. */
+  errorEventOnNextWatch: number | undefined;
+  /** Status to answer watch requests with (200: stream). */
+  watchStatus = 200;
   #rv = 100;
   #watchers = new Set<http.ServerResponse>();
   #timers = new Set<NodeJS.Timeout>();
-  #server = http.createServer((req, res) => this.#handle(req, res));
+  readonly #tls: FakeApiServerOptions['tls'];
+  readonly #server: http.Server;
+
+  constructor(opts: FakeApiServerOptions = {}) {
+    this.#tls = opts.tls;
+    this.token = opts.token;
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.#handle(req, res);
+    this.#server =
+      opts.tls === undefined
+        ? http.createServer(handler)
+        : https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler);
+  }
 
   async start(): Promise<void> {
     await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    const scheme = this.#tls === undefined ? 'http' : 'https';
+    return `${scheme}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
-  /** A kubeconfig file pointing at this server. */
+  /** A kubeconfig file (YAML) pointing at this server: its certificate as the CA, its token. */
   kubeconfig(): string {
     const dir = mkdtempSync(join(tmpdir(), 'fake-apiserver-'));
     const path = join(dir, 'kubeconfig');
+    const ca = this.#tls === undefined ? '' : `    certificate-authority-data: ${this.#tls.cert.toString('base64')}\n`;
+    const user = this.token === undefined ? '{}' : `\n    token: ${this.token}`;
     writeFileSync(
       path,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'fake', cluster: { server: this.url, 'insecure-skip-tls-verify': true } }],
-        users: [{ name: 'fake', user: {} }],
-        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
-        'current-context': 'fake',
-      }),
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- name: fake',
+        '  cluster:',
+        `    server: ${this.url}`,
+        `${ca}users:`,
+        '- name: fake',
+        `  user: ${user}`,
+        'contexts:',
+        '- name: fake',
+        '  context: {cluster: fake, user: fake}',
+        'current-context: fake',
+        '',
+      ].join('\n'),
     );
     return path;
+  }
+
+  /** Sends a BOOKMARK with the current resourceVersion to every open watch. */
+  bookmark(): string {
+    const rv = String(this.#rv);
+    for (const w of this.#watchers) {
+      w.write(
+        `${JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Namespace', apiVersion: 'v1', metadata: { resourceVersion: rv } } })}\n`,
+      );
+    }
+    return rv;
+  }
+
+  /** The current resourceVersion. */
+  get resourceVersion(): string {
+    return String(this.#rv);
   }
 
   /**
@@ -108,15 +163,44 @@ export class FakeApiServer {
     });
   }
 
+  #status(res: http.ServerResponse, code: number, reason: string, message: string): void {
+    res.writeHead(code, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message, code }));
+  }
+
   #handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://x');
     this.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    this.authorizations.push(req.headers.authorization ?? '');
+    if (this.token !== undefined && req.headers.authorization !== `Bearer ${this.token}`) {
+      this.#status(res, 401, 'Unauthorized', 'Unauthorized');
+      return;
+    }
     const selector = url.searchParams.get('labelSelector');
     if (url.pathname === '/api/v1/namespaces' && url.searchParams.get('watch') === 'true') {
+      if (this.watchStatus !== 200) {
+        this.#status(
+          res,
+          this.watchStatus,
+          this.watchStatus === 410 ? 'Expired' : 'InternalError',
+          `watch answered ${this.watchStatus} by the test`,
+        );
+        return;
+      }
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      if (this.goneOnNextWatch) {
+      const errorCode = this.goneOnNextWatch ? 410 : this.errorEventOnNextWatch;
+      if (errorCode !== undefined) {
         this.goneOnNextWatch = false;
-        const status = { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 };
+        this.errorEventOnNextWatch = undefined;
+        const reason = errorCode === 410 ? 'Expired' : 'InternalError';
+        const status = {
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason,
+          message: `code ${errorCode}`,
+          code: errorCode,
+        };
         res.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
         return;
       }
@@ -127,8 +211,7 @@ export class FakeApiServer {
     }
     if (url.pathname === '/api/v1/namespaces') {
       if (this.listStatus !== 200) {
-        res.writeHead(this.listStatus, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: this.listStatus }));
+        this.#status(res, this.listStatus, 'InternalError', `list answered ${this.listStatus} by the test`);
         return;
       }
       const all = [...this.namespaces.values()].filter((ns) => this.#matches(ns, selector));
@@ -150,14 +233,12 @@ export class FakeApiServer {
     }
     const m = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(url.pathname);
     if (m?.[1] !== undefined) {
-      const ns = this.namespaces.get(decodeURIComponent(m[1]));
+      const name = decodeURIComponent(m[1]);
+      const ns = this.namespaces.get(name);
       const timer = setTimeout(() => {
         this.#timers.delete(timer);
         if (ns === undefined) {
-          res.writeHead(404, { 'Content-Type': 'application/json' });
-          res.end(
-            JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }),
-          );
+          this.#status(res, 404, 'NotFound', `namespaces "${name}" not found`);
         } else {
           res.writeHead(200, { 'Content-Type': 'application/json' });
           res.end(JSON.stringify({ kind: 'Namespace', apiVersion: 'v1', ...ns }));

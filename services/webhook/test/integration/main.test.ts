@@ -1,9 +1,9 @@
 /**
- * The built entry point (dist/main.js) as a process: flags, exit codes, SIGTERM drain.
- * The package is built first (tsc -b, incremental), so this tests the current sources.
+ * The built entry point (dist/main.js) as a process: flags, exit codes, SIGTERM drain, and the
+ * modules it loads. The package is built first (tsc -b, incremental), so this tests the current sources.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
@@ -28,8 +28,11 @@ interface Run {
   exit: Promise<number | null>;
 }
 
-function run(args: string[]): Run {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(args: string[], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Run {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN, ...args], {
+    env: { ...ENV, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout?.on('data', (c: Buffer) => {
@@ -120,4 +123,72 @@ describe('kubeplus-node-isolation-webhook (process)', () => {
       r.child.kill('SIGKILL');
     }
   }, 20_000);
+});
+
+/**
+ * @kubernetes/client-node is not loaded at run time: importing it alone costs ~80 MiB of RSS
+ * (README.md, "Memory"). A resolve hook records every module the running webhook loads, ESM and
+ * CommonJS, while it lists, watches and serves; the list must hold the webhook's own client
+ * modules (so the hook saw the graph) and nothing of client-node.
+ */
+(OPENSSL_AVAILABLE ? describe : describe.skip)(`modules loaded at run time${OPENSSL_SKIP_REASON}`, () => {
+  let api: FakeApiServer;
+  beforeAll(async () => {
+    api = new FakeApiServer({ tls: generatePair(mkdtempSync(join(tmpdir(), 'webhook-graph-api-')), 'apiserver') });
+    await api.start();
+  });
+  afterAll(() => api.stop());
+
+  it('include the webhook and its API client, and not @kubernetes/client-node', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'webhook-graph-'));
+    const hook = join(dir, 'record-modules.mjs');
+    const list = join(dir, 'modules.txt');
+    writeFileSync(
+      hook,
+      [
+        "import { writeFileSync } from 'node:fs';",
+        "import { registerHooks } from 'node:module';",
+        'const seen = new Set();',
+        'registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.add(r.url); return r; } });',
+        "process.on('exit', () => writeFileSync(process.env.MODULE_LIST_FILE, [...seen].join('\\n')));",
+      ].join('\n'),
+    );
+    const pair = generatePair(join(dir, 'tls'), 'webhook');
+    api.put(namespace('team-a', { annotation: TEAM_A_ANNOTATION }), { announce: false });
+    const r = run(
+      [
+        '--port=0',
+        '--metrics-port=0',
+        '--bind-address=127.0.0.1',
+        `--tls-cert-file=${pair.certFile}`,
+        `--tls-key-file=${pair.keyFile}`,
+        `--kubeconfig=${api.kubeconfig()}`,
+        '--shutdown-delay-ms=0',
+      ],
+      ['--import', hook],
+      { MODULE_LIST_FILE: list },
+    );
+    try {
+      await eventually(async () => logLines(r.stdout()).some((l) => l.message === 'webhook serving'), 'startup');
+      const port = logLines(r.stdout()).find((l) => l.message === 'webhook serving')?.port as number;
+      await eventually(async () => (await httpsJson(port, 'GET', '/readyz')).status === 200, 'informer synced');
+      // A cache miss: the live GET path runs too.
+      await httpsJson(port, 'POST', '/mutate/pods', review({ namespace: 'not-yet-seen' }));
+      r.child.kill('SIGTERM');
+      expect(await r.exit).toBe(0);
+    } finally {
+      r.child.kill('SIGKILL');
+    }
+    const modules = readFileSync(list, 'utf8').split('\n');
+    for (const own of ['main.js', 'webhook.js', 'kube/client.js', 'kube/connection.js', 'cache/informer.js']) {
+      expect(modules).toContainEqual(expect.stringMatching(new RegExp(`/services/webhook/dist/${own}$`)));
+    }
+    expect(modules).toContainEqual(expect.stringMatching(/js-yaml/));
+    expect(modules.filter((m) => /client-node/.test(m))).toEqual([]);
+    expect(api.requests).toContain('GET /api/v1/namespaces/not-yet-seen');
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'services/webhook/package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(Object.keys(pkg.dependencies)).not.toContain('@kubernetes/client-node');
+  });
 });

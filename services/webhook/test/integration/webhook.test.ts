@@ -2,8 +2,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parseConfig } from '../../src/config.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { kubeconfigConnection } from '../../src/kube/connection.js';
 import { createLogger } from '../../src/log.js';
 import { type RunningWebhook, startWebhook } from '../../src/webhook.js';
 import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
@@ -21,11 +22,16 @@ interface ReviewBody {
 }
 
 maybe(`startWebhook wired to a (fake) API server over real TLS${OPENSSL_SKIP_REASON}`, () => {
-  const api = new FakeApiServer();
+  let api: FakeApiServer;
+  let client: KubeClient;
   let webhook: RunningWebhook;
   let port: number;
 
   beforeAll(async () => {
+    api = new FakeApiServer({
+      tls: generatePair(mkdtempSync(join(tmpdir(), 'webhook-it-api-')), 'apiserver'),
+      token: 'webhook-token',
+    });
     await api.start();
     api.put(namespace('team-a', { annotation: TEAM_A_ANNOTATION }));
     api.put(namespace('unrelated', { labeled: false }));
@@ -43,14 +49,14 @@ maybe(`startWebhook wired to a (fake) API server over real TLS${OPENSSL_SKIP_REA
       {},
     );
     if (parsed.kind !== 'config') throw new Error('config');
-    const kc = new KubeConfig();
-    kc.loadFromFile(api.kubeconfig());
-    webhook = await startWebhook(parsed.config, kc, createLogger({ level: 'error', silent: true }));
+    client = new KubeClient(await kubeconfigConnection(api.kubeconfig()));
+    webhook = await startWebhook(parsed.config, client, createLogger({ level: 'error', silent: true }));
     port = webhook.ports().port;
   });
 
   afterAll(async () => {
     await webhook.shutdown();
+    client.close();
     await api.stop();
   });
 
