@@ -7,7 +7,9 @@
  * sorts keys on every line, then the Console transport's setImmediate per line) cost ~18 µs of
  * CPU per admission line; `leanJson` + a plain stdout transport ~5 µs (measured in one process,
  * stdout to a file), and `StdoutTransport` writes the lines of one event-loop turn at once. The
- * lines hold the same fields; only the key order differs.
+ * lines hold the same fields; only the key order differs. `logRecord` — the admission line, one
+ * per Pod — skips winston's object-mode stream pipeline (a Transform, a pipe and the transport's
+ * Writable per line) when the logger is createLogger's default, and writes the same line.
  */
 import winston from 'winston';
 
@@ -18,6 +20,24 @@ export const SERVICE_NAME = 'kubeplus-node-isolation-webhook';
 
 /** Where winston (triple-beam) keeps the formatted line of a log record. */
 const MESSAGE = Symbol.for('message');
+
+let isoSecond = Number.NaN;
+let isoPrefix = '';
+
+/**
+ * `new Date(now).toISOString()` ("2026-01-02T03:04:05.678Z"), with the part up to the second
+ * formatted once per second: a Date and its formatting cost more than a short log line's
+ * JSON.stringify.
+ */
+export function isoTimestamp(now: number = Date.now()): string {
+  const second = Math.floor(now / 1000);
+  if (second !== isoSecond) {
+    isoSecond = second;
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, -4);
+  }
+  const ms = now - second * 1000;
+  return `${isoPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`;
+}
 
 /** winston's stock JSON chain: used for anything `leanJson` does not take. */
 const fullJson = winston.format.combine(
@@ -33,7 +53,7 @@ const fullJson = winston.format.combine(
  */
 export const leanJson = winston.format((info) => {
   if (info instanceof Error || info.message instanceof Error) return fullJson.transform(info, fullJson.options);
-  info.timestamp = new Date().toISOString();
+  info.timestamp = isoTimestamp();
   try {
     (info as Record<symbol, unknown>)[MESSAGE] = JSON.stringify(info);
   } catch {
@@ -68,7 +88,13 @@ export class StdoutTransport extends TransportStream {
   };
 
   override log(info: Record<symbol, unknown>, next: () => void): void {
-    this.#pending += `${info[MESSAGE] as string}\n`;
+    this.append(info[MESSAGE] as string);
+    next();
+  }
+
+  /** Queues one formatted line (without its newline) for the next write. */
+  append(line: string): void {
+    this.#pending += `${line}\n`;
     if (this.#pending.length >= FLUSH_BYTES) {
       this.flush();
     } else if (!this.#scheduled) {
@@ -82,7 +108,6 @@ export class StdoutTransport extends TransportStream {
       }
       setImmediate(this.#flushSoon);
     }
-    next();
   }
 
   /** Writes the pending lines now. */
@@ -102,15 +127,57 @@ export interface LoggerOptions {
   silent?: boolean;
 }
 
+/** The format each logger createLogger made was given: while it and a lone StdoutTransport are in place, `logRecord` writes directly. */
+const leanFormats = new WeakMap<winston.Logger, winston.Logform.Format>();
+
 export function createLogger(opts: LoggerOptions): winston.Logger {
-  return winston.createLogger({
+  const format = leanJson();
+  const logger = winston.createLogger({
     level: opts.level,
     levels: winston.config.npm.levels,
     defaultMeta: { service: SERVICE_NAME },
-    format: leanJson(),
+    format,
     transports: opts.transports ?? [new StdoutTransport()],
     silent: opts.silent ?? false,
   });
+  leanFormats.set(logger, format);
+  return logger;
+}
+
+/** The logger's StdoutTransport when the logger writes with leanJson to it alone, unfiltered; else undefined. */
+function directTransport(logger: winston.Logger): StdoutTransport | undefined {
+  if (logger.silent || logger.format !== leanFormats.get(logger) || logger.transports.length !== 1) return undefined;
+  const transport = logger.transports[0];
+  if (!(transport instanceof StdoutTransport)) return undefined;
+  return transport.level === undefined && !transport.silent && transport.format === undefined ? transport : undefined;
+}
+
+/**
+ * Logs `record` (a plain object with a string `message`; the caller's, not kept) at `level` when
+ * the level is enabled: the line `logger[level](record)` writes — same fields, same order — but,
+ * for createLogger's default logger (leanJson to a lone StdoutTransport), formatted here and
+ * handed to the transport without winston's object-mode streams. Anything else (other
+ * transports, a record JSON.stringify rejects) goes through winston.
+ */
+export function logRecord(logger: winston.Logger, level: LogLevel, record: Record<string, unknown>): void {
+  if (!logger.isLevelEnabled(level)) return;
+  const transport = directTransport(logger);
+  if (transport === undefined || typeof record.message !== 'string') {
+    logger[level](record);
+    return;
+  }
+  // What winston's single-object call adds (level, then defaultMeta), then leanJson (timestamp).
+  record.level = level;
+  Object.assign(record, logger.defaultMeta);
+  record.timestamp = isoTimestamp();
+  let line: string;
+  try {
+    line = JSON.stringify(record);
+  } catch {
+    logger[level](record);
+    return;
+  }
+  transport.append(line);
 }
 
 type LogMethod = (message: string, meta?: Record<string, unknown>) => void;

@@ -25,6 +25,7 @@ import { type AdmissionOutcome, admit, type ResolveNamespace } from '../admissio
 import type { AdmissionResult, BadRequestReason } from '../admission/reasons.js';
 import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../admission/review.js';
 import type { Readiness } from '../cache/informer.js';
+import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
 import { directLength, jsonBody, readDirect } from './body.js';
 
@@ -107,7 +108,7 @@ const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' 
 
 /**
  * One log line per admission (see the README's log contract): built only when its level is
- * enabled, as one object passed to winston as is (its single-object path: no copy, no splat).
+ * enabled, and written by `logRecord` (winston's line, without its stream pipeline).
  */
 function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: AdmissionRequest, seconds: number): void {
   const { level, message } = ADMISSION_LOG[outcome.result];
@@ -127,7 +128,7 @@ function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: Admiss
     record.detail = outcome.detail;
   }
   if (outcome.patch.length > 0) record.patchOps = outcome.patch.length;
-  logger[level](record);
+  logRecord(logger, level, record);
 }
 
 /** Serves the webhook's HTTPS port: a request listener for `https.createServer` (or supertest). */
