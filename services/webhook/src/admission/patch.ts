@@ -71,6 +71,28 @@ function tolerationKeyField(t: Toleration): unknown {
   return t.key === undefined || t.key === '' ? '' : t.key;
 }
 
+/** What the builder needs of a mandate's tolerations: their keys, and each one's identity. */
+interface MandatedTolerations {
+  keyFields: ReadonlySet<unknown>;
+  ids: readonly string[];
+}
+
+/**
+ * Per mandated tolerations list, computed on first use: a mandate is parsed once per Namespace
+ * event and never changed afterwards (the cache replaces it), so its identities need not be
+ * computed again for every Pod.
+ */
+const mandatedTolerations = new WeakMap<readonly Toleration[], MandatedTolerations>();
+
+function mandatedOf(mandated: readonly Toleration[]): MandatedTolerations {
+  let m = mandatedTolerations.get(mandated);
+  if (m === undefined) {
+    m = { keyFields: new Set(mandated.map(tolerationKeyField)), ids: mandated.map(tolerationKey) };
+    mandatedTolerations.set(mandated, m);
+  }
+  return m;
+}
+
 /**
  * Operations appending each mandated toleration the Pod does not already have (semantic
  * identity via `tolerationKey`) after the Pod's own, which stay as they are, duplicates
@@ -83,18 +105,18 @@ function tolerationOps(podSpec: JsonObject, mandated: readonly Toleration[], ops
   const present = hasMember(podSpec, 'tolerations');
   const current = podSpec.tolerations;
   const existing = Array.isArray(current) ? (current as unknown[]) : [];
+  const { keyFields, ids } = mandatedOf(mandated);
   // Only a toleration with a mandated key can be a mandated toleration: the others' identity
   // (a JSON string per toleration) is not worth computing.
-  const mandatedKeys = new Set(mandated.map(tolerationKeyField));
   const have = new Set<string>();
   for (const t of existing) {
-    if (isObject(t) && mandatedKeys.has(tolerationKeyField(t as Toleration))) have.add(tolerationKey(t as Toleration));
+    if (isObject(t) && keyFields.has(tolerationKeyField(t as Toleration))) have.add(tolerationKey(t as Toleration));
   }
   const missing: Toleration[] = [];
-  for (const t of mandated) {
-    const key = tolerationKey(t);
-    if (have.has(key)) continue;
-    have.add(key);
+  for (const [i, t] of mandated.entries()) {
+    const id = ids[i] as string;
+    if (have.has(id)) continue;
+    have.add(id);
     missing.push({ ...t });
   }
   if (missing.length === 0) return;
@@ -155,17 +177,21 @@ function isJsonValue(v: unknown): boolean {
 /** What an owned field holds while the operations are followed: absent, a map (its members), a list (its length), or another value. */
 type FieldState =
   | { kind: 'absent' | 'other' }
-  | { kind: 'map'; base: JsonObject | undefined; added: Set<string> }
+  | { kind: 'map'; base: JsonObject | undefined; added: Set<string> | undefined }
   | { kind: 'list'; length: number };
 
+const ABSENT: FieldState = { kind: 'absent' };
+const OTHER: FieldState = { kind: 'other' };
+
 function stateOf(value: unknown, present: boolean): FieldState {
-  if (!present) return { kind: 'absent' };
+  if (!present) return ABSENT;
   if (Array.isArray(value)) return { kind: 'list', length: value.length };
-  return isObject(value) ? { kind: 'map', base: value, added: new Set() } : { kind: 'other' };
+  return isObject(value) ? { kind: 'map', base: value, added: undefined } : OTHER;
 }
 
+const NODE_SELECTOR_PATH = '/spec/nodeSelector';
+const TOLERATIONS_PATH = '/spec/tolerations';
 const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
-const OWNED_PATH = /^\/spec\/(nodeSelector|tolerations)(?:\/(.*))?$/s;
 
 /**
  * Whether every operation provably applies, judged from the two fields' shapes alone (no copy,
@@ -175,30 +201,46 @@ const OWNED_PATH = /^\/spec\/(nodeSelector|tolerations)(?:\/(.*))?$/s;
  * does not apply), never "does not apply".
  */
 function provablyApplies(podSpec: JsonObject, patch: readonly Operation[]): boolean {
-  const fields: Record<string, FieldState> = {
-    nodeSelector: stateOf(podSpec.nodeSelector, hasMember(podSpec, 'nodeSelector')),
-    tolerations: stateOf(podSpec.tolerations, hasMember(podSpec, 'tolerations')),
-  };
+  let nodeSelector: FieldState | undefined;
+  let tolerations: FieldState | undefined;
   for (const op of patch) {
     if (op.op !== 'add' && op.op !== 'replace') return false;
+    const path = op.path;
+    let isNodeSelector: boolean;
+    let end: number;
+    if (path.startsWith(NODE_SELECTOR_PATH)) {
+      isNodeSelector = true;
+      end = NODE_SELECTOR_PATH.length;
+    } else if (path.startsWith(TOLERATIONS_PATH)) {
+      isNodeSelector = false;
+      end = TOLERATIONS_PATH.length;
+    } else {
+      return false;
+    }
+    // "/spec/nodeSelectorX" is another field; "/spec/nodeSelector/…" a member.
+    if (path.length > end && path.charCodeAt(end) !== 0x2f) return false;
     if (!isJsonValue(op.value)) return false;
-    const m = OWNED_PATH.exec(op.path);
-    if (m === null) return false;
-    const field = m[1] as 'nodeSelector' | 'tolerations';
-    const token = m[2];
-    const state = fields[field] as FieldState;
-    if (token === undefined) {
+    const state = isNodeSelector
+      ? (nodeSelector ??= stateOf(podSpec.nodeSelector, hasMember(podSpec, 'nodeSelector')))
+      : (tolerations ??= stateOf(podSpec.tolerations, hasMember(podSpec, 'tolerations')));
+    if (path.length === end) {
       if (op.op === 'replace' && state.kind === 'absent') return false;
-      fields[field] = stateOf(op.value, true);
+      if (isNodeSelector) nodeSelector = stateOf(op.value, true);
+      else tolerations = stateOf(op.value, true);
       continue;
     }
+    const token = path.slice(end + 1);
     if (token.includes('/')) return false;
     if (state.kind === 'map') {
-      const key = token.replace(/~1/g, '/').replace(/~0/g, '~');
-      if (key === '__proto__' || /~[^01]|~$/.test(token)) return false;
-      const exists = state.added.has(key) || (state.base !== undefined && hasMember(state.base, key));
+      let key = token;
+      if (token.includes('~')) {
+        if (/~[^01]|~$/.test(token)) return false;
+        key = token.replace(/~1/g, '/').replace(/~0/g, '~');
+      }
+      if (key === '__proto__') return false;
+      const exists = state.added?.has(key) === true || (state.base !== undefined && hasMember(state.base, key));
       if (op.op === 'replace' && !exists) return false;
-      state.added.add(key);
+      (state.added ??= new Set()).add(key);
     } else if (state.kind === 'list') {
       if (op.op !== 'add' || !ARRAY_INDEX.test(token) || Number(token) > state.length) return false;
       state.length += 1;

@@ -172,6 +172,22 @@ describe('buildNodeIsolationPatch (table)', () => {
     expect(buildNodeIsolationPatch('not a pod', TEAM_A)).toEqual([]);
   });
 
+  it('gives each mandate its own answer when the same mandate objects are used Pod after Pod', () => {
+    const other: NodeIsolationSpec = {
+      nodeSelector: { pool: 'team-b-pool' },
+      tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'team-b-pool', effect: 'NoSchedule' }],
+    };
+    for (let i = 0; i < 3; i++) {
+      for (const iso of [TEAM_A, other]) {
+        const p = pod({ tolerations: [...(i === 2 ? iso.tolerations : [])] });
+        const ops = buildNodeIsolationPatch(p, iso);
+        expect(ops.filter((op) => op.path.startsWith('/spec/tolerations'))).toEqual(
+          i === 2 ? [] : [{ op: 'add', path: '/spec/tolerations/0', value: iso.tolerations[0] }],
+        );
+      }
+    }
+  });
+
   it('keeps the Pod own duplicate tolerations as they are and adds only what is missing', () => {
     const gpu = { key: 'gpu', operator: 'Exists' as const };
     const out = apply(
@@ -285,6 +301,9 @@ describe('patchProblem', () => {
       [{ op: 'replace', path: '/spec/nodeSelector', value: { pool: 'p' } }],
       [{ op: 'replace', path: '/spec/tolerations', value: [DEDICATED] }],
       [{ op: 'add', path: '/spec/containers/0', value: {} }],
+      [{ op: 'add', path: '/spec/nodeSelectorX', value: {} }],
+      [{ op: 'add', path: '/spec/tolerationsX/0', value: DEDICATED }],
+      [{ op: 'add', path: '/spec/nodeSelector~1pool', value: 'v' }],
       [{ op: 'add', path: '/spec/nodeSelector/a', value: undefined }],
       [{ op: 'add', path: '/spec/nodeSelector', value: { a: undefined } }],
       [
