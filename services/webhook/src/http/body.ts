@@ -66,13 +66,11 @@ export function readDirect(
   const chunks: Buffer[] = [];
   let received = 0;
   let settled = false;
+  // The listeners stay on the request once it is settled (it is done with; removing four costs
+  // more than leaving them): later events find `settled`, and a late 'error' still has a handler.
   const finish = (err?: Error): void => {
     if (settled) return;
     settled = true;
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onError);
-    req.off('close', onClose);
     if (err !== undefined) {
       done(err);
       return;
