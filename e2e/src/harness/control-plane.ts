@@ -22,12 +22,13 @@ import { freePorts } from './ports.js';
 import {
   describeExit,
   type ManagedProcess,
+  onInterrupt,
   type ProcessExit,
   signalProcessGroup,
   startProcess,
   tailFile,
 } from './process.js';
-import { REAPER_PID_FILE, startReaper } from './reaper.js';
+import { killTrackedGroups, REAPER_PID_FILE, startReaper } from './reaper.js';
 import { FatalWaitError, waitFor } from './wait.js';
 
 export interface ControlPlaneOptions {
@@ -201,29 +202,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     timings[phase] = Math.round(performance.now() - since);
   };
 
+  const pidFile = join(dir, REAPER_PID_FILE);
   const reaper = startReaper({
-    pidFile: join(dir, REAPER_PID_FILE),
+    pidFile,
     tmpDir: dir,
     keepTmpOnCrash: keepTmpOnFailure,
     logPath: join(dir, 'reaper.out'),
   });
   const processes: ManagedProcess[] = [];
-  const killAllNow = (): void => {
-    for (const p of processes) signalProcessGroup(p.pid, 'SIGKILL');
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    killAllNow();
+  // Ctrl-C / SIGTERM / SIGHUP: process.ts has killed every process group it started in this
+  // process (components, services, …) by the time this runs; the pid file also lists those
+  // started elsewhere against this cluster (e.g. by jest suites, in their own module registry).
+  // The signal is re-raised afterwards.
+  const removeInterruptCleanup = onInterrupt(() => {
+    killTrackedGroups(pidFile);
     reaper.dismiss();
     if (!keepTmpOnFailure) rmSync(dir, { recursive: true, force: true });
-    removeHandlers();
-    process.kill(process.pid, signal);
-  };
-  const removeHandlers = (): void => {
-    process.off('exit', killAllNow);
-    for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(s, onSignal);
-  };
-  process.on('exit', killAllNow);
-  for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(s, onSignal);
+  });
 
   const stopAll = async (): Promise<void> => {
     const byName = (name: Component): ManagedProcess[] => processes.filter((p) => p.name === name);
@@ -237,8 +232,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     try {
       await stopAll();
     } finally {
+      // Whatever else still runs against this cluster (a service a suite did not stop) goes with it.
+      killTrackedGroups(pidFile);
       reaper.dismiss();
-      removeHandlers();
+      removeInterruptCleanup();
       if (!(failed && keepTmpOnFailure)) rmSync(dir, { recursive: true, force: true });
     }
   };
@@ -253,8 +250,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
 
     const launch = (name: Component, command: string, args: string[]): ManagedProcess => {
-      const proc = startProcess({ name, command, args, logPath: join(layout.logDir, `${name}.log`) });
-      reaper.track(proc.pid);
+      const proc = startProcess({
+        name,
+        command,
+        args,
+        logPath: join(layout.logDir, `${name}.log`),
+        reaperPidFile: pidFile,
+      });
       processes.push(proc);
       return proc;
     };
@@ -341,8 +343,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
             const proc = processes.find((p) => p.name === name);
             if (!proc) throw new Error(`${name} is not running`);
             if (signal === 'SIGKILL') signalProcessGroup(proc.pid, 'SIGKILL');
+            // Either way, once it has exited process.ts has killed whatever it forked.
             const exit = signal === 'SIGKILL' ? await proc.exit : await proc.stop();
-            signalProcessGroup(proc.pid, 'SIGKILL'); // nothing it forked survives it
             processes.splice(processes.indexOf(proc), 1);
             return exit;
           },

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { trackForReaper, untrackForReaper } from './reaper.js';
 
 export interface ProcessExit {
   code: number | null;
@@ -15,6 +16,11 @@ export interface ProcessSpec {
   logPath: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /**
+   * Also list the process group in this reaper pid file (reaper.ts) while its leader runs: the
+   * control plane's reaper, interrupt cleanup and teardown kill what is listed there.
+   */
+  reaperPidFile?: string;
 }
 
 /** A child process running in its own process group, logging to a file. */
@@ -22,11 +28,17 @@ export interface ManagedProcess {
   readonly name: string;
   readonly pid: number;
   readonly logPath: string;
-  /** Resolves when the process has exited (never rejects). */
+  /**
+   * Resolves when the process has exited (never rejects). Reading it holds the event loop open
+   * until then (so `await proc.exit` works as a process's last pending work).
+   */
   readonly exit: Promise<ProcessExit>;
   /** The exit status once the process has exited, else undefined. */
   exited(): ProcessExit | undefined;
-  /** SIGTERM to the whole process group, SIGKILL after `graceMs`; resolves once it has exited. */
+  /**
+   * SIGTERM to the whole process group, SIGKILL after `graceMs`; resolves once it has exited (and
+   * with it everything in its group). Holds the event loop open meanwhile.
+   */
   stop(graceMs?: number): Promise<ProcessExit>;
 }
 
@@ -46,9 +58,78 @@ export function signalProcessGroup(pid: number, signal: NodeJS.Signals): boolean
 }
 
 /**
+ * Every process group startProcess() started whose leader has not exited yet (pid → name). They
+ * are killed (SIGKILL, the whole group) when this Node.js process exits, and when it is
+ * interrupted: SIGINT, SIGTERM or SIGHUP kill them all synchronously, run the interrupt cleanups
+ * (onInterrupt), then re-raise the signal so the process still dies of it (exit status 128+n for a
+ * shell). Without this, children started outside a control plane (services, the benchmark's
+ * processes) survived a Ctrl-C: they are detached and the signal's default action skips 'exit'
+ * handlers. The handlers are installed only while there is something to clean up.
+ *
+ * One registry per module instance: jest runs suites in their own module registry with a
+ * stand-in `process` object that never receives signals. What those suites start is also listed in
+ * the control plane's reaper pid file (ProcessSpec.reaperPidFile), which the control plane's own
+ * interrupt cleanup and teardown kill (see control-plane.ts).
+ */
+const running = new Map<number, string>();
+const interruptCleanups = new Set<() => void>();
+const INTERRUPT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+let handlersInstalled = false;
+
+function killAllNow(): void {
+  for (const pid of running.keys()) signalProcessGroup(pid, 'SIGKILL');
+}
+
+function onInterruptSignal(signal: NodeJS.Signals): void {
+  killAllNow();
+  for (const cleanup of [...interruptCleanups]) {
+    try {
+      cleanup();
+    } catch (error) {
+      process.stderr.write(`harness: interrupt cleanup failed: ${(error as Error).message}\n`);
+    }
+  }
+  setHandlers(false);
+  // No listener left (unless someone else added one): the default action ends the process.
+  process.kill(process.pid, signal);
+}
+
+function setHandlers(install: boolean): void {
+  if (install === handlersInstalled) return;
+  handlersInstalled = install;
+  if (install) {
+    process.on('exit', killAllNow);
+    for (const s of INTERRUPT_SIGNALS) process.on(s, onInterruptSignal);
+  } else {
+    process.off('exit', killAllNow);
+    for (const s of INTERRUPT_SIGNALS) process.off(s, onInterruptSignal);
+  }
+}
+
+function updateHandlers(): void {
+  setHandlers(running.size > 0 || interruptCleanups.size > 0);
+}
+
+/**
+ * Registers synchronous work to do when this process is interrupted (SIGINT, SIGTERM, SIGHUP):
+ * it runs after every running process group has been killed, before the signal is re-raised
+ * (e.g. remove a temp dir). Returns the function that unregisters it.
+ */
+export function onInterrupt(cleanup: () => void): () => void {
+  interruptCleanups.add(cleanup);
+  updateHandlers();
+  return () => {
+    interruptCleanups.delete(cleanup);
+    updateHandlers();
+  };
+}
+
+/**
  * Starts `spec.command` detached (a new process group, so a Ctrl-C in the terminal does not reach it
  * directly and stop() can kill everything it forks) with output going to `spec.logPath`.
- * The child is unref'ed: it never keeps the Node.js event loop alive on its own.
+ * The child is unref'ed: it never keeps the Node.js event loop alive on its own, only while someone
+ * awaits its exit (`exit`, `stop()`). It is killed with this process (see `running` above).
+ * When its leader exits, whatever it forked is killed too (SIGKILL to the group).
  */
 export function startProcess(spec: ProcessSpec): ManagedProcess {
   const fd = openSync(spec.logPath, 'a');
@@ -64,10 +145,19 @@ export function startProcess(spec: ProcessSpec): ManagedProcess {
   } finally {
     closeSync(fd);
   }
+  const { pid } = child;
   let status: ProcessExit | undefined;
   const exit = new Promise<ProcessExit>((resolve) => {
     child.once('exit', (code, signal) => {
       status = { code, signal };
+      if (pid !== undefined) {
+        // The leader is gone; make sure nothing it forked survives it, then forget the group
+        // (its id may be reused by an unrelated process group from now on).
+        signalProcessGroup(pid, 'SIGKILL');
+        running.delete(pid);
+        if (spec.reaperPidFile) untrackForReaper(spec.reaperPidFile, pid);
+        updateHandlers();
+      }
       resolve(status);
     });
     child.once('error', (error) => {
@@ -76,36 +166,50 @@ export function startProcess(spec: ProcessSpec): ManagedProcess {
       resolve(status);
     });
   });
-  const { pid } = child;
   if (pid === undefined) {
     // spawn failed synchronously (e.g. ENOENT); the 'error' event above records it in the log.
     throw new Error(`could not start ${spec.name}: ${spec.command} is missing or not executable`);
   }
+  running.set(pid, spec.name);
+  if (spec.reaperPidFile) trackForReaper(spec.reaperPidFile, pid);
+  updateHandlers();
   child.unref();
+  /**
+   * The exit promise, holding the event loop open until it settles: an unref'ed child's 'exit'
+   * is not delivered if nothing else keeps the loop alive, so `await proc.exit` (or stop()) as a
+   * process's last pending work would let Node.js end with the await unsettled (exit code 13).
+   * Once the child has exited its handle is closed, so the ref holds nothing any more.
+   */
+  const awaited = (): Promise<ProcessExit> => {
+    if (!status) child.ref();
+    return exit;
+  };
   return {
     name: spec.name,
     pid,
     logPath: spec.logPath,
-    exit,
+    get exit() {
+      return awaited();
+    },
     exited: () => status,
     async stop(graceMs = 10_000) {
-      if (status) {
-        // The leader is gone; make sure nothing it forked survives it.
-        signalProcessGroup(pid, 'SIGKILL');
-        return status;
-      }
+      // Already exited: its group was killed then.
+      if (status) return status;
+      const exited = awaited();
       signalProcessGroup(pid, 'SIGTERM');
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([
-        exit.then(() => false),
+        exited.then(() => false),
         new Promise<boolean>((resolve) => {
           timer = setTimeout(() => resolve(true), graceMs);
         }),
       ]);
       clearTimeout(timer); // a pending grace timer would hold the event loop open
-      if (timedOut) writeLogLine(spec.logPath, `# harness: no exit ${graceMs}ms after SIGTERM, sending SIGKILL`);
-      signalProcessGroup(pid, 'SIGKILL');
-      return exit;
+      if (timedOut) {
+        writeLogLine(spec.logPath, `# harness: no exit ${graceMs}ms after SIGTERM, sending SIGKILL`);
+        signalProcessGroup(pid, 'SIGKILL');
+      }
+      return exited;
     },
   };
 }

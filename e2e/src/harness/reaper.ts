@@ -1,18 +1,27 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync, closeSync, openSync, rmSync } from 'node:fs';
+import { appendFileSync, closeSync, constants, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 
 /**
  * Watchdog for the case no in-process handler can cover: the harness process being SIGKILLed
  * (or crashing natively). It runs as a separate, detached `node -e` process, checks every 500ms
  * that the harness process is alive, and once it is not, kills every process group listed in the
  * pid file (SIGTERM, then SIGKILL after 3s) and removes the temp dir unless told to keep it.
+ * The pid file is append-only (several processes of a test run write to it): a line `<pid>` adds a
+ * process group, a line `-<pid>` removes it again (its leader has exited and the group was killed),
+ * so a pid reused later by an unrelated process group is never signalled.
  * It exits by itself when the pid file disappears (normal teardown) and is also killed by stop().
  */
 const REAPER_SCRIPT = `
 const fs = require('node:fs');
 const [parentPid, pidFile, tmpDir, keep] = process.argv.slice(1);
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
-const groups = () => { try { return fs.readFileSync(pidFile, 'utf8').split('\\n').filter(Boolean).map(Number); } catch { return []; } };
+const groups = () => {
+  const live = new Set();
+  let text = '';
+  try { text = fs.readFileSync(pidFile, 'utf8'); } catch {}
+  for (const line of text.split('\\n')) { const n = Number(line); if (n > 0) live.add(n); else if (n < 0) live.delete(-n); }
+  return [...live];
+};
 const signalAll = (pids, sig) => { for (const p of pids) { try { process.kill(-p, sig); } catch {} } };
 const timer = setInterval(() => {
   if (!fs.existsSync(pidFile)) process.exit(0);
@@ -28,7 +37,7 @@ const timer = setInterval(() => {
 }, 500);
 `;
 
-/** Name of the pid file in a cluster dir: one process-group id per line, killed if the harness dies. */
+/** Name of the pid file in a cluster dir: process groups killed if the harness dies (see above). */
 export const REAPER_PID_FILE = 'pids';
 
 /** Adds a process group to a reaper's pid file (from any process of the test run). */
@@ -36,9 +45,50 @@ export function trackForReaper(pidFile: string, pid: number): void {
   appendFileSync(pidFile, `${pid}\n`);
 }
 
+/** Removes a process group from a reaper's pid file: it is gone (a no-op once the file is). */
+export function untrackForReaper(pidFile: string, pid: number): void {
+  let fd: number;
+  try {
+    fd = openSync(pidFile, constants.O_WRONLY | constants.O_APPEND); // never creates it again
+  } catch {
+    return; // No pid file any more: the control plane is torn down, nothing reads it.
+  }
+  try {
+    writeSync(fd, `-${pid}\n`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The process groups a pid file lists: tracked and not untracked since. */
+export function trackedGroups(pidFile: string): number[] {
+  let text: string;
+  try {
+    text = readFileSync(pidFile, 'utf8');
+  } catch {
+    return [];
+  }
+  const live = new Set<number>();
+  for (const line of text.split('\n')) {
+    const n = Number(line);
+    if (n > 0) live.add(n);
+    else if (n < 0) live.delete(-n);
+  }
+  return [...live];
+}
+
+/** SIGKILLs every process group a pid file lists (e.g. services started by another process of the run). */
+export function killTrackedGroups(pidFile: string): void {
+  for (const pid of trackedGroups(pidFile)) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
 export interface Reaper {
-  /** Records a process group the reaper must kill if the harness dies. */
-  track(pid: number): void;
   /** Normal shutdown: the harness cleans up itself, the reaper is no longer needed. */
   dismiss(): void;
 }
@@ -64,7 +114,6 @@ export function startReaper(opts: {
   child.unref();
   const reaperPid = child.pid;
   return {
-    track: (pid) => trackForReaper(opts.pidFile, pid),
     dismiss() {
       rmSync(opts.pidFile, { force: true });
       if (reaperPid !== undefined) {

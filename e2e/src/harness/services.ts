@@ -4,7 +4,7 @@ import type { Cluster } from './cluster.js';
 import { httpGet, type ProbeTls } from './http-probe.js';
 import { freePorts } from './ports.js';
 import { describeExit, type ManagedProcess, signalProcessGroup, startProcess, tailFile } from './process.js';
-import { REAPER_PID_FILE, trackForReaper } from './reaper.js';
+import { REAPER_PID_FILE } from './reaper.js';
 import { repoRoot } from './repo.js';
 import { FatalWaitError, waitFor } from './wait.js';
 
@@ -48,19 +48,16 @@ export async function startService(cluster: Cluster, opts: ServiceOptions): Prom
     logPath: join(cluster.state.logDir, `${opts.name}.log`),
     env: { ...process.env, ...opts.env },
     cwd: repoRoot(),
+    // Killed with this process (exit, Ctrl-C: process.ts), and through the pid file by the
+    // control plane's teardown, interrupt handler and reaper wherever the cluster was started.
+    reaperPidFile: join(cluster.dir, REAPER_PID_FILE),
   });
-  trackForReaper(join(cluster.dir, REAPER_PID_FILE), proc.pid);
-  const killNow = (): void => {
-    signalProcessGroup(proc.pid, 'SIGKILL');
-  };
-  process.on('exit', killNow);
   const service: RunningService = {
     name: opts.name,
     process: proc,
     logPath: proc.logPath,
     logTail: (lines = 40) => tailFile(proc.logPath, lines),
     async stop() {
-      process.off('exit', killNow);
       await proc.stop(5_000);
     },
     signal: (signal) => signalProcessGroup(proc.pid, signal),
