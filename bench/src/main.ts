@@ -32,7 +32,6 @@ import {
 } from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
-import { killServicesOnSignal, trackService } from './cleanup.js';
 import { type BenchConfig, loadConfig, type Section } from './config.js';
 import { RawApi } from './kube.js';
 import { runLoad } from './load.js';
@@ -170,7 +169,6 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
 
   log('starting a control plane with PodNodeSelector + PodTolerationRestriction');
   const cp = await startControlPlane({ extraAdmissionPlugins: NODE_PLACEMENT_ADMISSION_PLUGINS });
-  killServicesOnSignal();
   let webhook: RunningWebhook | undefined;
   let reference: RunningService | undefined;
   let nodes: FakeNodes | undefined;
@@ -193,7 +191,6 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     const iso = isolatedNamespaceMetadata(mandate);
     const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
     webhook = await startWebhook(cp, cfg.webhookNodeOptions ? { env: { NODE_OPTIONS: cfg.webhookNodeOptions } } : {});
-    trackService(webhook.process.pid);
     results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
     results.versions.webhookFlags = [
       ...(cfg.webhookNodeOptions ? [`NODE_OPTIONS="${cfg.webhookNodeOptions}"`] : []),
@@ -202,7 +199,6 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     await registerWebhook(cp.kc, { url: webhook.url, caPem: webhook.caPem });
     await waitForPlacement(api, nsC, pool);
     reference = await startReferenceWebhook(cp, pool);
-    trackService(reference.process.pid);
     const referenceUrl = `${referenceBase(reference)}/mutate`;
     const running = webhook;
 
@@ -409,7 +405,6 @@ async function profileWebhook(
   const profiled = await startWebhook(cp, {
     env: { NODE_OPTIONS: `${cfg.webhookNodeOptions} --cpu-prof --cpu-prof-dir=${dir}`.trim() },
   });
-  trackService(profiled.process.pid);
   const body = reviewBody(1, namespace);
   let window: [number, number];
   let rps: number;
@@ -453,9 +448,6 @@ async function finish(results: BenchResults, started: number): Promise<BenchResu
 
 async function main(): Promise<void> {
   const cfg = loadConfig();
-  // The harness awaits the exit of unref'ed children during teardown; keep the event loop alive
-  // meanwhile, or Node would end the process with that await still pending.
-  const keepAlive = setInterval(() => undefined, 1000);
   const resultsPath = resolve(repoRoot(), cfg.resultsFile);
   let results: BenchResults;
   if (cfg.reportOnly) {
@@ -471,7 +463,6 @@ async function main(): Promise<void> {
   const plots = await renderPlots(results, outDir);
   writeFileSync(join(outDir, 'benchmarks.md'), renderReport(results, plots));
   log(`report: ${join(outDir, 'benchmarks.md')} (plots: ${plots.map((p) => p.file).join(', ')})`);
-  clearInterval(keepAlive);
   const failed = Object.keys(results.errors);
   if (failed.length > 0) {
     log(`sections that failed: ${failed.join(', ')} (see the report)`);

@@ -27,7 +27,6 @@ import {
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import { ApiextensionsV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { trackService } from './cleanup.js';
 import { forEachConcurrent, type RawApi } from './kube.js';
 import { type LoadResult, runLoad } from './load.js';
 import { admissionReview, makePod, poolMandate } from './pods.js';
@@ -311,7 +310,6 @@ export async function runOperatorScale(
     ],
     readiness: { url: `${metricsBase}/readyz`, timeoutMs: 60_000 },
   });
-  trackService(operator.process.pid);
   try {
     const pid = operator.process.pid;
     const cpu0 = cpuSeconds(pid);
