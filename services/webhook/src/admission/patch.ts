@@ -220,9 +220,12 @@ function provablyApplies(podSpec: JsonObject, patch: readonly Operation[]): bool
     // "/spec/nodeSelectorX" is another field; "/spec/nodeSelector/…" a member.
     if (path.length > end && path.charCodeAt(end) !== 0x2f) return false;
     if (!isJsonValue(op.value)) return false;
-    const state = isNodeSelector
-      ? (nodeSelector ??= stateOf(podSpec.nodeSelector, hasMember(podSpec, 'nodeSelector')))
-      : (tolerations ??= stateOf(podSpec.tolerations, hasMember(podSpec, 'tolerations')));
+    if (isNodeSelector && nodeSelector === undefined) {
+      nodeSelector = stateOf(podSpec.nodeSelector, hasMember(podSpec, 'nodeSelector'));
+    } else if (!isNodeSelector && tolerations === undefined) {
+      tolerations = stateOf(podSpec.tolerations, hasMember(podSpec, 'tolerations'));
+    }
+    const state = (isNodeSelector ? nodeSelector : tolerations) as FieldState;
     if (path.length === end) {
       if (op.op === 'replace' && state.kind === 'absent') return false;
       if (isNodeSelector) nodeSelector = stateOf(op.value, true);
@@ -240,7 +243,8 @@ function provablyApplies(podSpec: JsonObject, patch: readonly Operation[]): bool
       if (key === '__proto__') return false;
       const exists = state.added?.has(key) === true || (state.base !== undefined && hasMember(state.base, key));
       if (op.op === 'replace' && !exists) return false;
-      (state.added ??= new Set()).add(key);
+      if (state.added === undefined) state.added = new Set([key]);
+      else state.added.add(key);
     } else if (state.kind === 'list') {
       if (op.op !== 'add' || !ARRAY_INDEX.test(token) || Number(token) > state.length) return false;
       state.length += 1;
