@@ -23,18 +23,25 @@ node_modules/.modules.yaml: .tools/.ok pnpm-lock.yaml package.json $(wildcard */
 .PHONY: install
 install: node_modules/.modules.yaml ## Bootstrap Node.js 24 + pnpm, install dependencies (frozen lockfile)
 
+# Sources that tsc compiles but git does not hold: packages/spec's annotation validators, ajv
+# standalone code generated from its schemas (packages/spec/README.md). Every `tsc -b` needs them;
+# the generator rewrites the file only when it changes, so the build stays incremental.
+.PHONY: generate
+generate: install ## Generate the sources tsc compiles (packages/spec/src/generated: precompiled validators)
+	node packages/spec/codegen/generate-validators.ts
+
 .PHONY: build
-build: install ## Compile every TypeScript project (tsc -b)
+build: generate ## Compile every TypeScript project (tsc -b)
 	tsc -b tsconfig.json
 
 .PHONY: lint
-lint: install ## Typecheck sources and tests, then lint (tsc + Biome)
+lint: generate ## Typecheck sources and tests, then lint (tsc + Biome)
 	tsc -b tsconfig.json
 	tsc -p tsconfig.test.json
 	biome check .
 
 .PHONY: test-unit
-test-unit: install ## Fast unit tests of every package (no cluster)
+test-unit: generate ## Fast unit tests of every package (no cluster)
 	$(JEST) --selectProjects unit
 
 # ---- e2e/: a real control plane (see e2e/README.md) ------------------------------------------
@@ -58,8 +65,8 @@ demo: build components ## Walk both design documents' demo steps on a fresh loca
 test: lint test-unit chart-test test-e2e ## Everything CI runs: lint, unit tests, chart + image checks, e2e on a real control plane
 
 .PHONY: clean
-clean: ## Remove build output (keeps .tools and node_modules)
-	rm -rf packages/*/dist services/*/dist e2e/dist
+clean: ## Remove build output and generated sources (keeps .tools and node_modules)
+	rm -rf packages/*/dist services/*/dist e2e/dist packages/spec/src/generated
 
 # ---- deploy/: Helm chart and container images -----------------------------------------------
 node_modules/.modules.yaml: deploy/package.json

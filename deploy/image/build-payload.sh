@@ -26,6 +26,9 @@ store=()
 # The service, its workspace dependencies, and the root (which holds the TypeScript compiler).
 pnpm install --offline --frozen-lockfile "${store[@]}" --reporter=append-only \
   --filter "$pkg..." --filter kubeplus-isolation
+# Sources generated before compiling (packages/spec's validators: ajv standalone code), by each
+# workspace package's `generate` script, then the compiler.
+pnpm --filter "$pkg..." --if-present run generate
 node_modules/.bin/tsc -b "services/$service"
 pnpm --filter "$pkg" deploy --prod --offline "${store[@]}" --reporter=append-only "$out"
 

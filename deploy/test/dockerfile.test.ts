@@ -155,8 +155,17 @@ describe('.dockerignore', () => {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
 
-  test('keeps dependencies, build output, toolchains, git metadata and keys out of the context', () => {
-    for (const p of ['**/node_modules', '**/dist', '.git', '.tools', '**/*.tsbuildinfo', '**/*.pem', '**/*.key']) {
+  test('keeps dependencies, build output, generated sources, toolchains, git metadata and keys out of the context', () => {
+    for (const p of [
+      '**/node_modules',
+      '**/dist',
+      '**/src/generated',
+      '.git',
+      '.tools',
+      '**/*.tsbuildinfo',
+      '**/*.pem',
+      '**/*.key',
+    ]) {
       expect(patterns).toContain(p);
     }
   });

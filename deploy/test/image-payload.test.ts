@@ -15,8 +15,10 @@ import { REPO_ROOT } from './helm.js';
 jest.setTimeout(300_000);
 const run = promisify(execFile);
 
-/** Like the .dockerignore: no dependencies, build output, toolchains or git metadata. */
+/** Like the .dockerignore: no dependencies, build output, generated sources, toolchains or git metadata. */
 const EXCLUDED = new Set(['node_modules', 'dist', '.git', '.tools', 'coverage', '.e2e-tmp', 'components']);
+// Generated sources (packages/spec/src/generated; `**/src/generated` in .dockerignore): the build must write them.
+const GENERATED = /(^|\/)src\/generated$/;
 
 function copySources(to: string): void {
   cpSync(REPO_ROOT, to, {
@@ -25,7 +27,7 @@ function copySources(to: string): void {
       const rel = relative(REPO_ROOT, src);
       if (rel === '') return true;
       const name = basename(src);
-      return !EXCLUDED.has(name) && !name.endsWith('.tsbuildinfo') && !rel.startsWith('docs');
+      return !EXCLUDED.has(name) && !GENERATED.test(rel) && !name.endsWith('.tsbuildinfo') && !rel.startsWith('docs');
     },
   });
 }

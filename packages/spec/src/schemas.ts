@@ -1,127 +1,26 @@
 /**
- * JSON Schemas of the two annotations, compiled once at module load.
- * Structural rules live here; the messages are written for the platform team reading a
- * Kubernetes Event, not for a schema expert.
+ * The annotation validators: the schemas of annotation-schemas.ts compiled to plain functions at
+ * build time (codegen/generate-validators.ts writes src/generated/validators.ts; see README.md),
+ * and the messages their errors become. Importing this module loads no part of ajv's compiler,
+ * only the generated code and the one small ajv runtime helper it calls.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import ajvErrorsModule from 'ajv-errors';
-import { isLabelValue, isQualifiedName, LABEL_VALUE_RULE, QUALIFIED_NAME_RULE } from './k8s-validation.js';
-import { RUNTIME_LEVELS } from './types.js';
+import type { ErrorObject } from 'ajv';
+import * as generated from './generated/validators.js';
+import { QUALIFIED_NAME_RULE } from './k8s-validation.js';
 
-/** Largest annotation text accepted (bytes of UTF-16 code units; Kubernetes caps all annotations at 256 KiB). */
-export const MAX_ANNOTATION_LENGTH = 16 * 1024;
-export const MAX_NODE_SELECTOR_ENTRIES = 32;
-export const MAX_TOLERATIONS = 32;
-export const TOLERATION_EFFECTS = ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
-export const TOLERATION_OPERATORS = ['Exists', 'Equal'] as const;
+export * from './annotation-schemas.js';
 
-const KEYLESS = 'must be Exists when key is empty (such a toleration matches every taint)';
-const SECONDS = 'must be NoExecute when tolerationSeconds is set';
+/**
+ * A generated validator: true if `data` is valid (filling in defaults, e.g. `enforce: true`);
+ * otherwise false, with the reasons in `errors` (ajv's error objects, with ajv-errors' messages).
+ */
+export interface AnnotationValidator {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
 
-const tolerationSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    key: {
-      type: 'string',
-      anyOf: [{ const: '' }, { format: 'k8s-qualified-name' }],
-      errorMessage: `must be empty or ${QUALIFIED_NAME_RULE}`,
-    },
-    operator: {
-      enum: TOLERATION_OPERATORS,
-      errorMessage: 'must be one of Exists, Equal (empty means Equal)',
-    },
-    value: { type: 'string', format: 'k8s-label-value', errorMessage: `must be ${LABEL_VALUE_RULE}` },
-    effect: {
-      enum: TOLERATION_EFFECTS,
-      errorMessage: 'must be one of NoSchedule, PreferNoSchedule, NoExecute (or empty for all effects)',
-    },
-    tolerationSeconds: { type: 'integer', errorMessage: 'must be an integer number of seconds' },
-  },
-  allOf: [
-    {
-      if: { required: ['operator'], properties: { operator: { const: 'Exists' } } },
-      // biome-ignore lint/suspicious/noThenProperty: JSON Schema keyword
-      then: { properties: { value: { const: '', errorMessage: 'must be empty when operator is Exists' } } },
-    },
-    {
-      if: { not: { required: ['key'], properties: { key: { type: 'string', minLength: 1 } } } },
-      // biome-ignore lint/suspicious/noThenProperty: JSON Schema keyword
-      then: {
-        required: ['operator'],
-        properties: { operator: { const: 'Exists', errorMessage: KEYLESS } },
-        errorMessage: { required: { operator: `operator ${KEYLESS}` } },
-      },
-    },
-    {
-      if: { required: ['tolerationSeconds'] },
-      // biome-ignore lint/suspicious/noThenProperty: JSON Schema keyword
-      then: {
-        required: ['effect'],
-        properties: { effect: { const: 'NoExecute', errorMessage: SECONDS } },
-        errorMessage: { required: { effect: `effect ${SECONDS}` } },
-      },
-    },
-  ],
-  errorMessage: { type: 'must be an object' },
-} as const;
-
-export const nodeIsolationSchema = {
-  $id: 'https://kubeplus.io/schemas/node-isolation.json',
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    nodeSelector: {
-      type: 'object',
-      maxProperties: MAX_NODE_SELECTOR_ENTRIES,
-      propertyNames: { format: 'k8s-qualified-name' },
-      additionalProperties: { type: 'string', format: 'k8s-label-value', errorMessage: `must be ${LABEL_VALUE_RULE}` },
-      errorMessage: {
-        type: 'must be an object of label keys to label values',
-        maxProperties: `must have at most ${MAX_NODE_SELECTOR_ENTRIES} entries`,
-      },
-    },
-    tolerations: {
-      type: 'array',
-      maxItems: MAX_TOLERATIONS,
-      items: tolerationSchema,
-      errorMessage: {
-        type: 'must be an array of tolerations',
-        maxItems: `must have at most ${MAX_TOLERATIONS} entries`,
-      },
-    },
-  },
-  errorMessage: {
-    type: 'must be a JSON object with nodeSelector and/or tolerations',
-    additionalProperties: 'only nodeSelector and tolerations are allowed',
-  },
-} as const;
-
-export const sandboxIsolationSchema = {
-  $id: 'https://kubeplus.io/schemas/sandbox-isolation.json',
-  type: 'object',
-  additionalProperties: false,
-  required: ['minRuntimeClass'],
-  properties: {
-    minRuntimeClass: { enum: RUNTIME_LEVELS, errorMessage: `must be one of ${RUNTIME_LEVELS.join(', ')}` },
-    enforce: { type: 'boolean', default: true, errorMessage: 'must be true or false' },
-  },
-  errorMessage: {
-    type: 'must be a JSON object with minRuntimeClass and optionally enforce',
-    additionalProperties: 'only minRuntimeClass and enforce are allowed',
-    required: { minRuntimeClass: 'minRuntimeClass is required (one of runc, runsc, kata)' },
-  },
-} as const;
-
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictRequired: false, allowUnionTypes: true });
-// ajv-errors is CommonJS with `module.exports = fn`; its typings declare an ES default export.
-const ajvErrors = ajvErrorsModule as unknown as (typeof ajvErrorsModule)['default'];
-ajvErrors(ajv);
-ajv.addFormat('k8s-qualified-name', { type: 'string', validate: isQualifiedName });
-ajv.addFormat('k8s-label-value', { type: 'string', validate: isLabelValue });
-
-export const validateNodeIsolation: ValidateFunction = ajv.compile(nodeIsolationSchema);
-export const validateSandboxIsolation: ValidateFunction = ajv.compile(sandboxIsolationSchema);
+export const validateNodeIsolation: AnnotationValidator = generated.validateNodeIsolation;
+export const validateSandboxIsolation: AnnotationValidator = generated.validateSandboxIsolation;
 
 /** `/tolerations/0/effect` → `tolerations[0].effect`; `/nodeSelector/a~1b` → `nodeSelector["a/b"]`. */
 export function jsonPathOf(instancePath: string): string {
