@@ -1,4 +1,9 @@
 /** Benchmark parameters: environment variables with the issue's numbers as defaults. */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The webhook image's Dockerfile (from bench/src or bench/dist alike). */
+export const WEBHOOK_DOCKERFILE = fileURLToPath(new URL('../../services/webhook/Dockerfile', import.meta.url));
 
 function int(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -29,8 +34,13 @@ export interface BenchConfig {
   operatorTimeoutSeconds: number;
   /** --concurrency for the operator; undefined: its own default. */
   operatorConcurrency: number | undefined;
-  /** NODE_OPTIONS for the webhook processes (e.g. the image's V8 flags); empty: none. */
+  /** NODE_OPTIONS for the webhook processes; empty: none. */
   webhookNodeOptions: string;
+  /**
+   * Where webhookNodeOptions came from: the image's Dockerfile (the default) or
+   * BENCH_WEBHOOK_NODE_OPTIONS. Absent in results written before the image's were the default.
+   */
+  webhookNodeOptionsFrom?: 'image' | 'env';
   outDir: string;
   /** Where the raw results go (and are read from with reportOnly), relative to the repo root. */
   resultsFile: string;
@@ -66,9 +76,77 @@ export function loadConfig(): BenchConfig {
     operatorConcurrency: process.env.BENCH_OPERATOR_CONCURRENCY
       ? Math.max(1, int('BENCH_OPERATOR_CONCURRENCY', 2))
       : undefined,
-    webhookNodeOptions: process.env.BENCH_WEBHOOK_NODE_OPTIONS ?? '',
+    ...webhookNodeOptions(),
     outDir: process.env.BENCH_OUT_DIR ?? 'docs',
     resultsFile: process.env.BENCH_RESULTS ?? 'bench/results/latest.json',
     reportOnly: process.env.BENCH_REPORT_ONLY === '1',
   };
+}
+
+/** BENCH_WEBHOOK_NODE_OPTIONS if set (even empty: none), else what the webhook image sets. */
+function webhookNodeOptions(): Pick<BenchConfig, 'webhookNodeOptions' | 'webhookNodeOptionsFrom'> {
+  const env = process.env.BENCH_WEBHOOK_NODE_OPTIONS;
+  if (env !== undefined) return { webhookNodeOptions: env.trim(), webhookNodeOptionsFrom: 'env' };
+  const image = dockerfileEnv(readFileSync(WEBHOOK_DOCKERFILE, 'utf8')).get('NODE_OPTIONS') ?? '';
+  return { webhookNodeOptions: image, webhookNodeOptionsFrom: 'image' };
+}
+
+/**
+ * The environment a Dockerfile's final stage sets with ENV: `ENV K=v K2="v 2"` (quotes and
+ * backslash escapes) and the legacy `ENV K v`, across line continuations; comment lines are
+ * dropped first, as Docker does. Build arguments (`$VAR`) are not expanded.
+ */
+export function dockerfileEnv(dockerfile: string): Map<string, string> {
+  const lines = dockerfile.split(/\r?\n/).filter((l) => !/^\s*#/.test(l));
+  const instructions = lines
+    .join('\n')
+    .replace(/\\[ \t]*\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  let env = new Map<string, string>();
+  for (const line of instructions) {
+    const m = /^(\S+)\s*(.*)$/.exec(line);
+    const op = m?.[1]?.toUpperCase();
+    const args = m?.[2] ?? '';
+    if (op === 'FROM') env = new Map();
+    if (op !== 'ENV') continue;
+    const words = shellWords(args);
+    if (words[0]?.includes('=')) {
+      for (const w of words) {
+        const eq = w.indexOf('=');
+        if (eq > 0) env.set(w.slice(0, eq), w.slice(eq + 1));
+      }
+    } else if (words[0] !== undefined) {
+      env.set(words[0], args.slice(args.indexOf(words[0]) + words[0].length).trim());
+    }
+  }
+  return env;
+}
+
+/** Whitespace-separated words, with "..." and '...' quoting and backslash escapes removed. */
+function shellWords(text: string): string[] {
+  const words: string[] = [];
+  let word: string | undefined;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quote !== undefined) {
+      if (c === quote) quote = undefined;
+      else if (c === '\\' && quote === '"' && i + 1 < text.length) word = (word ?? '') + text[++i];
+      else word = (word ?? '') + c;
+    } else if (/\s/.test(c)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      word ??= '';
+    } else if (c === '\\' && i + 1 < text.length) {
+      word = (word ?? '') + text[++i];
+    } else {
+      word = (word ?? '') + c;
+    }
+  }
+  if (word !== undefined) words.push(word);
+  return words;
 }

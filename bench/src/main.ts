@@ -32,7 +32,7 @@ import {
 } from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
-import { type BenchConfig, loadConfig, type Section } from './config.js';
+import { type BenchConfig, loadConfig, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import { RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
@@ -132,6 +132,9 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
   const want = (s: Section): boolean => cfg.sections.includes(s);
   const pinned = canPin();
   log(`machine: ${JSON.stringify(machineInfo())}`);
+  log(
+    `webhook NODE_OPTIONS: ${JSON.stringify(cfg.webhookNodeOptions)} (${cfg.webhookNodeOptionsFrom === 'env' ? 'BENCH_WEBHOOK_NODE_OPTIONS' : WEBHOOK_DOCKERFILE})`,
+  );
   const results: BenchResults = {
     startedAt: new Date(started).toISOString(),
     finishedAt: '',
@@ -190,7 +193,8 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     const mandate = poolMandate(pool);
     const iso = isolatedNamespaceMetadata(mandate);
     const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
-    webhook = await startWebhook(cp, cfg.webhookNodeOptions ? { env: { NODE_OPTIONS: cfg.webhookNodeOptions } } : {});
+    // Always set, so an empty value means none (not this process's own NODE_OPTIONS).
+    webhook = await startWebhook(cp, { env: { NODE_OPTIONS: cfg.webhookNodeOptions } });
     results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
     results.versions.webhookFlags = [
       ...(cfg.webhookNodeOptions ? [`NODE_OPTIONS="${cfg.webhookNodeOptions}"`] : []),

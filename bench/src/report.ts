@@ -1,4 +1,5 @@
 /** docs/benchmarks.md from one run's results (pure: same results, same text). */
+import type { BenchConfig } from './config.js';
 import type { Plot } from './plot.js';
 import type { MachineSnapshot } from './proc.js';
 import type { BenchResults } from './results.js';
@@ -160,7 +161,8 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
   if (r.webhook) {
     p(
       'The real built server (`services/webhook/dist/main.js`, started by the e2e harness with the flags below and its default ' +
-        'log level, so it writes its JSON log line per admission as in production). Its cache is pre-filled by its own ' +
+        `log level, so it writes its JSON log line per admission as in production; it runs ${webhookNodeOptionsText(cfg)}). ` +
+        'Its cache is pre-filled by its own ' +
         "Namespace informer from the benchmark's real API server (an isolated namespace exists before it starts; `/readyz` " +
         'waits for the sync), so no request misses the cache. [autocannon](https://github.com/mcollina/autocannon) 9 POSTs ' +
         `AdmissionReviews (Pod CREATE in that namespace) over ${cfg.loadConnections} keep-alive TLS connections, one request ` +
@@ -207,7 +209,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       p("### Where the webhook's time goes");
       p();
       p(
-        `A second, identical webhook process started with \`NODE_OPTIONS=--cpu-prof\`, pinned the same way, under the same load ` +
+        `A second, identical webhook process (the same NODE_OPTIONS plus \`--cpu-prof\`), pinned the same way, under the same load ` +
           `(1-container Pods) for ${prof.seconds} s (${thousands(prof.rps)} admissions/s while profiled); only samples inside the load window count, idle ones ` +
           `excluded (busy ${num(prof.busyMs, 0)} ms, idle ${num(prof.idleMs, 0)} ms). Shares are of busy time; the V8 sampler charges wall time, so ` +
           `on a contended core they are indicative. The profile is kept in \`${prof.file}\` (not committed; open it in Chrome DevTools).`,
@@ -419,10 +421,11 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     p(
       `${thousands(sw.namespacesCreated)} namespaces created on the real API server (32 concurrent creates, ${num(sw.createSeconds, 1)} s), ` +
         `${thousands(sw.isolatedCreated)} of them labeled + annotated (each with its own mandate text), delivered to the running ` +
-        `webhook by its informer (cache complete ${num(sw.cacheFilledSeconds, 1)} s after the first create). Cache entries ` +
+        `webhook (the §2 process) by its informer (cache complete ${num(sw.cacheFilledSeconds, 1)} s after the first create). Cache entries ` +
         `before: ${JSON.stringify(sw.cacheEntriesBefore)} (including the operator step's tenant namespaces, if it ran); after: ${JSON.stringify(sw.cacheEntriesAfter)}. Then, pinned as in §2, ` +
         `${r.config.rounds} rounds of two interleaved load runs: every review for **one** namespace, and reviews spread ` +
-        `round-robin over **all ${thousands(sw.isolatedCreated)}** isolated namespaces (every lookup a different key).`,
+        `round-robin over **all ${thousands(sw.isolatedCreated)}** isolated namespaces (every lookup a different key). ` +
+        `The webhook runs ${webhookNodeOptionsText(cfg)}.`,
     );
     p();
     p('| | value |');
@@ -483,7 +486,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     const rssMB = ((sw.rssCacheFilledMiB ?? sw.rssAfterMiB) * MiB) / MB;
     verdicts.push({
       target: `webhook RSS ≤ 100 MB with ${thousands(sw.namespacesCreated)} namespaces (${thousands(sw.isolatedCreated)} isolated)`,
-      measured: `${num(rssMB, 1)} MB with the cache full (${num((sw.rssAfterMiB * MiB) / MB, 1)} MB after the lookup load, peak ${num((sw.peakRssMiB * MiB) / MB, 1)} MB; ${num(((r.webhookMemory?.idleRssMiB ?? Number.NaN) * MiB) / MB, 1)} MB idle before any namespace)`,
+      measured: `${num(rssMB, 1)} MB with the cache full (${num((sw.rssAfterMiB * MiB) / MB, 1)} MB after the lookup load, peak ${num((sw.peakRssMiB * MiB) / MB, 1)} MB; ${num(((r.webhookMemory?.idleRssMiB ?? Number.NaN) * MiB) / MB, 1)} MB idle before any namespace; NODE_OPTIONS ${cfg.webhookNodeOptions ? `\`${cfg.webhookNodeOptions}\`` : 'none'}${cfg.webhookNodeOptionsFrom === 'image' ? ", the image's" : ''})`,
       met: rssMB <= 100,
       detail: rssMB <= 100 ? `${num(100 - rssMB, 1)} MB to spare` : `by ${num(rssMB - 100, 1)} MB`,
     });
@@ -582,6 +585,26 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trimEnd()}\n`;
+}
+
+/** With which NODE_OPTIONS the webhook processes ran, and why (the method text of §2 and §5). */
+function webhookNodeOptionsText(cfg: BenchConfig): string {
+  const opts = cfg.webhookNodeOptions;
+  switch (cfg.webhookNodeOptionsFrom) {
+    case 'image':
+      return opts
+        ? `with the webhook image's \`NODE_OPTIONS=${opts}\`, read from \`services/webhook/Dockerfile\` at the start of the run so the bench measures what ships`
+        : 'without NODE_OPTIONS, as the webhook image (`services/webhook/Dockerfile`) sets none';
+    case 'env':
+      return opts
+        ? `with \`NODE_OPTIONS=${opts}\` from BENCH_WEBHOOK_NODE_OPTIONS, not the image's (\`services/webhook/Dockerfile\`)`
+        : "without NODE_OPTIONS (BENCH_WEBHOOK_NODE_OPTIONS set empty), not with the image's (`services/webhook/Dockerfile`)";
+    default:
+      // Results written before the image's NODE_OPTIONS were the default.
+      return opts
+        ? `with \`NODE_OPTIONS=${opts}\` (BENCH_WEBHOOK_NODE_OPTIONS)`
+        : "without NODE_OPTIONS (the bench's default then, not the image's)";
+  }
 }
 
 function notMeasured(r: BenchResults, section: keyof BenchResults['errors']): string {
