@@ -4,14 +4,13 @@ import { type Assets, resolveAssets } from '../harness/assets.js';
 import { type ControlPlane, startControlPlane } from '../harness/control-plane.js';
 import { type FakeNodes, startFakeNodes } from '../harness/fake-nodes.js';
 import { freePorts } from '../harness/ports.js';
-import { signalProcessGroup } from '../harness/process.js';
 import { type RunningService, type RunningWebhook, startOperator, startWebhook } from '../harness/services.js';
 import { registerWebhook } from '../harness/webhook-config.js';
 import { type KubectlResult, kubectl } from './kubectl.js';
 
 export const NODES = ['node-a', 'node-b', 'node-c'] as const;
 
-/** Everything the demo runs; built up step by step, torn down by stop() or killNow(). */
+/** Everything the demo runs; built up step by step, torn down by stop() (on Ctrl-C by the harness: main.ts). */
 export class DemoEnvironment {
   assets: Assets | undefined;
   cp: ControlPlane | undefined;
@@ -90,15 +89,5 @@ export class DemoEnvironment {
       await this.cp?.stop();
     })();
     return this.#stopping;
-  }
-
-  /**
-   * Synchronous, for a signal handler: SIGKILL the services' process groups. The control plane
-   * kills its own components and removes its temp dir in its own signal handler, which runs next.
-   */
-  killServicesNow(): void {
-    for (const service of [this.operator, this.webhook]) {
-      if (service) signalProcessGroup(service.process.pid, 'SIGKILL');
-    }
   }
 }

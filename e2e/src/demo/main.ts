@@ -45,13 +45,13 @@ async function main(): Promise<number> {
   const scenario = new Scenario(report);
   const env = scenario.env;
 
-  // Ctrl-C: kill the services at once (synchronously); the control plane's own handler, which
-  // runs next, kills its components, removes the temp dir and re-raises the signal.
+  // Ctrl-C: the harness's own handler (harness/process.ts), which runs next, kills every process
+  // it started (components and services), runs the control plane's cleanup (temp dir) and
+  // re-raises the signal.
   const onSignal = (signal: NodeJS.Signals): void => {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.stderr.write(`\n${red(`demo: ${signal}: tearing everything down`)}\n`);
-    env.killServicesNow();
     if (!env.cp) process.exit(130);
   };
   process.on('SIGINT', onSignal);
