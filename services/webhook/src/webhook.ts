@@ -7,7 +7,7 @@ import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'winston';
-import { createNamespaceInformer, NamespaceWatcher } from './cache/informer.js';
+import { NamespaceListWatch, NamespaceWatcher } from './cache/informer.js';
 import { KubeNamespaceReader } from './cache/kube-api.js';
 import { NamespaceCache } from './cache/namespace-cache.js';
 import { IsolationResolver } from './cache/resolver.js';
@@ -42,7 +42,7 @@ export async function startWebhook(config: Config, kube: KubeClient, logger: Log
   // Gauges read their values at scrape time from these sources.
   const sources: MetricSources = { cacheCounts: () => cache.counts() };
   const metrics = createMetrics({ sources });
-  const watcher = new NamespaceWatcher((hooks) => createNamespaceInformer(kube, hooks), cache, {
+  const watcher = new NamespaceWatcher((hooks) => new NamespaceListWatch(kube, hooks), cache, {
     maxStalenessMs: config.maxInformerStalenessMs,
     logger,
     onError: () => metrics.informerErrors.inc(),

@@ -22,6 +22,7 @@
  * objects, and find what a relist no longer returns); the list is read in pages, so a (re)list
  * never holds more than one page of full objects.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_ENABLED_VALUE,
@@ -204,7 +205,11 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
   async #run(stopped: AbortSignal): Promise<void> {
     let delayMs = 0;
     while (!stopped.aborted) {
-      if (delayMs > 0 && !(await sleep(delayMs, stopped))) return;
+      if (delayMs > 0) {
+        // Rejects (AbortError) as soon as stop() aborts `stopped`: the run then ends.
+        await delay(delayMs, undefined, { signal: stopped }).catch(() => undefined);
+        if (stopped.aborted) return;
+      }
       if (this.#resourceVersion === '') {
         try {
           await this.#list(stopped);
@@ -348,31 +353,6 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
   }
 }
 
-/** Resolves true after `ms`, or false as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** The real informer: NamespaceListWatch with the production bounds (tests pass their own). */
-export function createNamespaceInformer(
-  client: KubeClient,
-  hooks: WatchHooks,
-  opts: ListWatchOptions = {},
-): InformerLike<SlimNamespace> {
-  return new NamespaceListWatch(client, hooks, opts);
-}
-
 /** Capped exponential backoff with "equal jitter": a delay in [ceiling/2, ceiling]. `random` in [0, 1). */
 export function backoffDelayMs(attempt: number, initialMs: number, maxMs: number, random: number): number {
   const ceiling = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
@@ -413,7 +393,7 @@ export class NamespaceWatcher {
   #attempt = 0;
   #restartTimer: NodeJS.Timeout | undefined;
 
-  /** `makeInformer` receives the hooks its watch must call (see createNamespaceInformer). */
+  /** `makeInformer` receives the hooks its watch must call (NamespaceListWatch takes them). */
   constructor(
     makeInformer: (hooks: WatchHooks) => InformerLike<NamespaceLike>,
     sink: NamespaceSink,

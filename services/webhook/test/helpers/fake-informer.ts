@@ -1,4 +1,4 @@
-/** An informer driven by the test: emits add/update/delete/error like client-node's ListWatch. */
+/** An informer driven by the test: emits add/update/delete/error like NamespaceListWatch. */
 import type { InformerLike, WatchHooks } from '../../src/cache/informer.js';
 import type { NamespaceLike } from '../../src/cache/namespace-cache.js';
 
