@@ -27,7 +27,7 @@ import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../adm
 import type { Readiness } from '../cache/informer.js';
 import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
-import { directLength, jsonBody, readDirect } from './body.js';
+import { directLength, readDirect } from './body.js';
 
 /** What express's res.json sends as Content-Type. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -141,7 +141,8 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  const readBody = jsonBody(maxBodyBytes);
+  // Sets req.body; what the API server sends never gets here (served before express, below).
+  const readBody = express.json({ limit: maxBodyBytes, type: 'application/json', strict: true });
 
   /**
    * A request that failed after routing: a body-reading error gets its 4xx answer, anything

@@ -1,17 +1,18 @@
 /**
- * The JSON body of POST /mutate/pods. What the API server sends — `Content-Type:
- * application/json`, a Content-Length within the limit, no Content-Encoding — is read here
- * directly (`directLength` says whether a request is one, `readDirect` reads it): the chunks
- * collected, one JSON.parse. Everything else (a compressed or chunked body, a charset parameter,
- * a length over the limit) goes to body-parser's `express.json`, which decompresses, decodes and
- * enforces the limit after decompression. Both report failures as body-parser does (errors with
- * its `type` and a 4xx `status`), so the app maps them to the same 400/413/415 answers either way.
+ * The JSON body of the API server's POST /mutate/pods — `Content-Type: application/json`, a
+ * Content-Length within the limit, no Content-Encoding — read without express (`directLength`
+ * says whether a request is one, `readDirect` reads it; app.ts serves such a request before
+ * express sees it): the chunks collected, one JSON.parse. Every other POST /mutate/pods (a
+ * compressed or chunked body, a charset parameter, a length over the limit, a path express
+ * matches loosely) goes through express to body-parser's `express.json`, which decompresses,
+ * decodes and enforces the limit after decompression. Both report failures as body-parser does
+ * (errors with its `type` and a 4xx `status`), so the app maps them to the same 400/413/415
+ * answers either way.
  *
  * Why: body-parser's generic path (type-is, content-type parsing, raw-body with an iconv
  * decoder, on-finished) costs more per request than reading ~2 KiB of JSON does.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 
 /** An error shaped like body-parser's (http-errors): `type` names it, `status` is the 4xx to answer. */
 export function bodyError(status: number, type: string, message: string): Error {
@@ -103,24 +104,4 @@ export function readDirect(
   req.on('end', onEnd);
   req.on('error', onError);
   req.on('close', onClose);
-}
-
-/** Sets `req.body` from a JSON request body of at most `limit` bytes (after decompression). */
-export function jsonBody(limit: number): RequestHandler {
-  const general = express.json({ limit, type: 'application/json', strict: true });
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const length = directLength(req.headers, limit);
-    if (length === undefined) {
-      general(req, res, next);
-      return;
-    }
-    readDirect(req, length, (err, body) => {
-      if (err !== undefined) {
-        next(err);
-        return;
-      }
-      req.body = body;
-      next();
-    });
-  };
 }
