@@ -101,10 +101,16 @@ export function deletedOwnedObjectOwnerKey(
 ): string | undefined {
   if (!isOwnedObject(type, obj)) return undefined;
   const owner = ownerOf({ annotations: obj.metadata?.annotations });
-  if (owner === undefined) return undefined;
+  return owner === undefined ? undefined : ownerInstanceKey(owner, lookup);
+}
+
+/** The instances-controller key of the instance an owner annotation names; `undefined` if its Kind is not watched. */
+function ownerInstanceKey(
+  owner: InstanceIdentity,
+  lookup: (group: string, kind: string) => KindRef | undefined,
+): string | undefined {
   const kind = lookup(owner.group, owner.kind);
-  if (kind === undefined) return undefined;
-  return encodeInstanceKey({ ...kind, namespace: owner.namespace, name: owner.name });
+  return kind === undefined ? undefined : encodeInstanceKey({ ...kind, namespace: owner.namespace, name: owner.name });
 }
 
 /** One cached instance, with the GVR its informer watches. */
@@ -115,15 +121,17 @@ export interface CachedInstance {
 
 /**
  * The key of every instance asking for sandbox isolation (the allowed RuntimeClasses of its
- * admission policy are computed from the platform's classes).
+ * admission policy are computed from the platform's classes); only those `where` accepts, if given.
  */
 export function sandboxInstanceKeys(
   instances: Iterable<CachedInstance>,
   kindOf: (gvr: GroupVersionResource) => string | undefined,
+  where?: (obj: KubernetesObject) => boolean,
 ): string[] {
   const keys: string[] = [];
   for (const { gvr, obj } of instances) {
     if (obj.metadata?.annotations?.[SANDBOX_ISOLATION_ANNOTATION] === undefined) continue;
+    if (where !== undefined && !where(obj)) continue;
     const key = instanceEventKey(gvr, obj, kindOf);
     if (key !== undefined) keys.push(key);
   }
@@ -181,20 +189,14 @@ export function runtimeClassChangeKeys(
   if (sides.some((s) => !s.generated)) return sandboxInstanceKeys(instances, kindOf);
   const keys = new Set<string>();
   for (const { owner } of sides) {
-    const kind = owner === undefined ? undefined : lookup(owner.group, owner.kind);
-    if (owner !== undefined && kind !== undefined) {
-      keys.add(encodeInstanceKey({ ...kind, namespace: owner.namespace, name: owner.name }));
-    }
+    const key = owner === undefined ? undefined : ownerInstanceKey(owner, lookup);
+    if (key !== undefined) keys.add(key);
   }
   const deleted = change.after === undefined ? change.before : undefined;
   if (deleted !== undefined) {
-    for (const { gvr, obj } of instances) {
-      const name = obj.metadata?.name;
-      if (name === undefined || obj.metadata?.annotations?.[SANDBOX_ISOLATION_ANNOTATION] === undefined) continue;
-      if (runtimeClassName(name) !== deleted.name) continue;
-      const key = instanceEventKey(gvr, obj, kindOf);
-      if (key !== undefined) keys.add(key);
-    }
+    const ownClassWasHeld = (obj: KubernetesObject): boolean =>
+      obj.metadata?.name !== undefined && runtimeClassName(obj.metadata.name) === deleted.name;
+    for (const key of sandboxInstanceKeys(instances, kindOf, ownClassWasHeld)) keys.add(key);
   }
   return [...keys];
 }
