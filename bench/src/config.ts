@@ -41,6 +41,11 @@ export interface BenchConfig {
    * BENCH_WEBHOOK_NODE_OPTIONS. Absent in results written before the image's were the default.
    */
   webhookNodeOptionsFrom?: 'image' | 'env';
+  /**
+   * glibc malloc tunables (`MALLOC_*`) the webhook image sets with ENV, passed to the webhook
+   * processes as the image does. Absent in results written before they were passed.
+   */
+  webhookMallocEnv?: Record<string, string>;
   outDir: string;
   /** Where the raw results go (and are read from with reportOnly), relative to the repo root. */
   resultsFile: string;
@@ -77,6 +82,7 @@ export function loadConfig(): BenchConfig {
       ? Math.max(1, int('BENCH_OPERATOR_CONCURRENCY', 2))
       : undefined,
     ...webhookNodeOptions(),
+    webhookMallocEnv: webhookMallocEnv(),
     outDir: process.env.BENCH_OUT_DIR ?? 'docs',
     resultsFile: process.env.BENCH_RESULTS ?? 'bench/results/latest.json',
     reportOnly: process.env.BENCH_REPORT_ONLY === '1',
@@ -89,6 +95,12 @@ function webhookNodeOptions(): Pick<BenchConfig, 'webhookNodeOptions' | 'webhook
   if (env !== undefined) return { webhookNodeOptions: env.trim(), webhookNodeOptionsFrom: 'env' };
   const image = dockerfileEnv(readFileSync(WEBHOOK_DOCKERFILE, 'utf8')).get('NODE_OPTIONS') ?? '';
   return { webhookNodeOptions: image, webhookNodeOptionsFrom: 'image' };
+}
+
+/** The image's `MALLOC_*` ENV (glibc malloc tunables, e.g. MALLOC_ARENA_MAX). */
+function webhookMallocEnv(): Record<string, string> {
+  const image = dockerfileEnv(readFileSync(WEBHOOK_DOCKERFILE, 'utf8'));
+  return Object.fromEntries([...image].filter(([k]) => k.startsWith('MALLOC_')));
 }
 
 /**

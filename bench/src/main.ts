@@ -133,7 +133,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
   const pinned = canPin();
   log(`machine: ${JSON.stringify(machineInfo())}`);
   log(
-    `webhook NODE_OPTIONS: ${JSON.stringify(cfg.webhookNodeOptions)} (${cfg.webhookNodeOptionsFrom === 'env' ? 'BENCH_WEBHOOK_NODE_OPTIONS' : WEBHOOK_DOCKERFILE})`,
+    `webhook NODE_OPTIONS: ${JSON.stringify(cfg.webhookNodeOptions)} (${cfg.webhookNodeOptionsFrom === 'env' ? 'BENCH_WEBHOOK_NODE_OPTIONS' : WEBHOOK_DOCKERFILE}); malloc env: ${JSON.stringify(cfg.webhookMallocEnv ?? {})} (${WEBHOOK_DOCKERFILE})`,
   );
   const results: BenchResults = {
     startedAt: new Date(started).toISOString(),
@@ -194,10 +194,12 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     const iso = isolatedNamespaceMetadata(mandate);
     const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
     // Always set, so an empty value means none (not this process's own NODE_OPTIONS).
-    webhook = await startWebhook(cp, { env: { NODE_OPTIONS: cfg.webhookNodeOptions } });
+    // The image's malloc tunables too, as the image runs it.
+    webhook = await startWebhook(cp, { env: { ...cfg.webhookMallocEnv, NODE_OPTIONS: cfg.webhookNodeOptions } });
     results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
     results.versions.webhookFlags = [
       ...(cfg.webhookNodeOptions ? [`NODE_OPTIONS="${cfg.webhookNodeOptions}"`] : []),
+      ...Object.entries(cfg.webhookMallocEnv ?? {}).map(([k, v]) => `${k}=${v}`),
       ...webhookFlags(webhook.logPath),
     ];
     await registerWebhook(cp.kc, { url: webhook.url, caPem: webhook.caPem });
@@ -407,7 +409,7 @@ async function profileWebhook(
   const dir = join(cp.dir, 'profiles');
   mkdirSync(dir, { recursive: true });
   const profiled = await startWebhook(cp, {
-    env: { NODE_OPTIONS: `${cfg.webhookNodeOptions} --cpu-prof --cpu-prof-dir=${dir}`.trim() },
+    env: { ...cfg.webhookMallocEnv, NODE_OPTIONS: `${cfg.webhookNodeOptions} --cpu-prof --cpu-prof-dir=${dir}`.trim() },
   });
   const body = reviewBody(1, namespace);
   let window: [number, number];
