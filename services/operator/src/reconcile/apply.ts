@@ -16,7 +16,7 @@ import {
   refOf,
 } from '../desired/objects.js';
 import { isOwnedBy, ownerNameSelector, ownerOf } from '../desired/owner.js';
-import { type ClusterPort, isAlreadyExists, type ReadOptions } from './port.js';
+import { type ClusterPort, type DeletePreconditions, isAlreadyExists, type ReadOptions } from './port.js';
 
 /** Reads before a create: a cache miss is taken as absent (applyObject handles AlreadyExists). */
 export const OPTIMISTIC: ReadOptions = { missIsAbsent: true };
@@ -85,43 +85,46 @@ export async function applyObject(
 }
 
 /**
- * Applies `desired` in apply order: every current object is read at once (in parallel; `known`
- * supplies objects the caller already read, by `Kind/name`), then the writes go rank by rank —
- * RuntimeClass, then policies, then bindings — in parallel within a rank, so an object never
- * exists before what it refers to. Outcomes are returned in apply order.
+ * `ordered` (sorted by apply rank, either way) cut into runs of one rank: the objects of a run
+ * never refer to each other, so a run's writes may go in parallel.
+ */
+function rankRuns<T>(ordered: readonly T[], rank: (item: T) => number): T[][] {
+  const runs: T[][] = [];
+  for (const item of ordered) {
+    const run = runs.at(-1);
+    if (run !== undefined && rank(run[0] as T) === rank(item)) run.push(item);
+    else runs.push([item]);
+  }
+  return runs;
+}
+
+/**
+ * Applies `desired` in apply order: every current object is read at once (in parallel), then
+ * the writes go rank by rank — RuntimeClass, then policies, then bindings — in parallel within
+ * a rank, so an object never exists before what it refers to. Outcomes are returned in apply
+ * order.
  */
 export async function applyObjects(
   port: ClusterPort,
   desired: readonly ManagedObject[],
   owner: InstanceIdentity,
-  known: ReadonlyMap<string, ManagedObject | undefined> = new Map(),
 ): Promise<Array<{ desired: ManagedObject; outcome: ApplyOutcome }>> {
   const ordered = applyOrder(desired);
-  const currents = await settleAll(
-    ordered.map(async (d) => {
-      const id = `${d.kind}/${d.metadata.name}`;
-      return known.has(id) ? { current: known.get(id) } : { current: await port.getObject(refOf(d), OPTIMISTIC) };
-    }),
-  );
+  const currents = await settleAll(ordered.map((d) => port.getObject(refOf(d), OPTIMISTIC)));
+  const reads = ordered.map((d, i) => ({ desired: d, current: currents[i] }));
   const out: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
-  let i = 0;
-  while (i < ordered.length) {
-    const rank = applyRank(ordered[i] as ManagedObject);
-    let j = i;
-    while (j < ordered.length && applyRank(ordered[j] as ManagedObject) === rank) j++;
-    const batch = ordered.slice(i, j);
-    const outcomes = await settleAll(batch.map((d, k) => applyObject(port, d, owner, currents[i + k])));
-    batch.forEach((d, k) => {
-      out.push({ desired: d, outcome: outcomes[k] as ApplyOutcome });
+  for (const run of rankRuns(reads, (r) => applyRank(r.desired))) {
+    const outcomes = await settleAll(run.map((r) => applyObject(port, r.desired, owner, { current: r.current })));
+    run.forEach((r, k) => {
+      out.push({ desired: r.desired, outcome: outcomes[k] as ApplyOutcome });
     });
-    i = j;
   }
   return out;
 }
 
 /** uid and resourceVersion of what was read: a delete then never hits a replaced or changed object. */
-export function preconditionsOf(obj: ManagedObject): { uid?: string; resourceVersion?: string } {
-  const out: { uid?: string; resourceVersion?: string } = {};
+export function preconditionsOf(obj: ManagedObject): DeletePreconditions {
+  const out: DeletePreconditions = {};
   if (obj.metadata.uid !== undefined) out.uid = obj.metadata.uid;
   if (obj.metadata.resourceVersion !== undefined) out.resourceVersion = obj.metadata.resourceVersion;
   return out;
@@ -131,7 +134,7 @@ function sameObject(a: Pick<ObjectRef, 'kind' | 'name'>, b: Pick<ObjectRef, 'kin
   return a.kind === b.kind && a.name === b.name;
 }
 
-/** Every object of `types` that `owner` owns (any incarnation of it), in delete order. Lists all types at once. */
+/** Every object of `types` that `owner` owns (any incarnation of it). Lists all types at once. */
 export async function listOwned(
   port: ClusterPort,
   owner: InstanceIdentity,
@@ -140,19 +143,14 @@ export async function listOwned(
 ): Promise<ManagedObject[]> {
   const selector = ownerNameSelector(owner);
   const lists = await settleAll(types.map((type) => port.listObjects(type, selector, options)));
-  return deleteOrder(lists.flat().filter((obj) => isOwnedBy(obj.metadata, owner)));
+  return lists.flat().filter((obj) => isOwnedBy(obj.metadata, owner));
 }
 
 /** Deletes `objects` in delete order: rank by rank (bindings, policies, RuntimeClass), in parallel within a rank. */
 export async function deleteObjects(port: ClusterPort, objects: readonly ManagedObject[]): Promise<ObjectRef[]> {
   const ordered = deleteOrder(objects);
-  let i = 0;
-  while (i < ordered.length) {
-    const rank = applyRank(ordered[i] as ManagedObject);
-    let j = i;
-    while (j < ordered.length && applyRank(ordered[j] as ManagedObject) === rank) j++;
-    await settleAll(ordered.slice(i, j).map((obj) => port.deleteObject(refOf(obj), preconditionsOf(obj))));
-    i = j;
+  for (const run of rankRuns(ordered, applyRank)) {
+    await settleAll(run.map((obj) => port.deleteObject(refOf(obj), preconditionsOf(obj))));
   }
   return ordered.map(refOf);
 }
