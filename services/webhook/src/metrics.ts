@@ -114,10 +114,6 @@ export class FixedLabelHistogram<L extends string> {
     return s;
   }
 
-  observe(labels: Record<string, L>, value: number): void {
-    this.series(labels[this.#label] as L).observe(value);
-  }
-
   /** Zeroes every series (prom-client's Histogram drops them instead; the registry's resetMetrics() calls this). */
   reset(): void {
     for (const s of this.#series.values()) {
@@ -152,9 +148,6 @@ export class FixedLabelHistogram<L extends string> {
 
 export interface WebhookMetrics {
   registry: Registry;
-  admissions: Counter<'result'>;
-  failOpen: Counter<'reason'>;
-  admissionDuration: FixedLabelHistogram<AdmissionResult>;
   liveLookups: Counter<'result'>;
   badRequests: Counter<'reason'>;
   informerErrors: Counter;
@@ -293,9 +286,6 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
     registry,
     byResult,
     byFailOpenReason,
-    admissions,
-    failOpen,
-    admissionDuration,
     liveLookups,
     badRequests,
     informerErrors,
