@@ -57,7 +57,7 @@ import {
   type RunningServer,
   startHttpServer,
 } from './controller/server.js';
-import type { InstanceIdentity } from './desired/instance.js';
+import { apiVersionOf, type InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
 import { CachedClusterPort, sameType } from './reconcile/cached-port.js';
@@ -339,8 +339,7 @@ export function createOperator(deps: OperatorDeps): Operator {
       const gvr = { group: kind.group, version: kind.version, resource: kind.plural };
       const uid = instances.get(gvr)?.get(owner.name, owner.namespace)?.metadata?.uid;
       if (uid === undefined) return undefined;
-      const apiVersion = kind.group === '' ? kind.version : `${kind.group}/${kind.version}`;
-      return { apiVersion, kind: owner.kind, namespace: owner.namespace, name: owner.name, uid };
+      return { apiVersion: apiVersionOf(kind), kind: owner.kind, namespace: owner.namespace, name: owner.name, uid };
     };
     const audit = createNodeIsolationAudit({
       intervalMs: config.auditIntervalMs,

@@ -50,6 +50,11 @@ export function splitApiVersion(apiVersion: string): { group: string; version: s
     : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
 
+/** The inverse of splitApiVersion: {group: 'apps', version: 'v1'} → `apps/v1`; group '' → `v1`. */
+export function apiVersionOf(k: { group: string; version: string }): string {
+  return k.group === '' ? k.version : `${k.group}/${k.version}`;
+}
+
 /** `group/Kind/namespace/name`: the exact identity written to `kubeplus.io/owner` and `kubeplus.io/created-for`. */
 export function instanceIdentity(i: InstanceIdentity): string {
   return `${i.group}/${i.kind}/${i.namespace}/${i.name}`;

@@ -15,7 +15,7 @@
  * - `{ fresh: true }` always goes to the API server;
  * - writes, discovery and Events go straight to the wrapped port.
  */
-import type { InstanceKey, KindRef } from '../desired/instance.js';
+import { apiVersionOf, type InstanceKey, type KindRef } from '../desired/instance.js';
 import { type NamespaceMeta, namespaceMetaOf } from '../desired/node-isolation.js';
 import type { ManagedObject, ManagedType, ObjectRef } from '../desired/objects.js';
 import type { ClusterPort, ReadOptions } from './port.js';
@@ -45,10 +45,6 @@ export interface ReadCaches {
   namespaces(): ObjectCacheView | undefined;
   /** The cache of an owned cluster-scoped type, when an informer watches it at exactly this apiVersion. */
   objects(type: ManagedType): ObjectCacheView | undefined;
-}
-
-function apiVersionOf(k: Pick<KindRef, 'group' | 'version'>): string {
-  return k.group === '' ? k.version : `${k.group}/${k.version}`;
 }
 
 /** `k=v,k2=v2` (the only form the reconciler uses) → pairs; undefined for anything else. */

@@ -19,7 +19,7 @@ import {
   type V1Namespace,
   type V1RuntimeClass,
 } from '@kubernetes/client-node';
-import type { InstanceKey, KindRef } from '../desired/instance.js';
+import { apiVersionOf, type InstanceKey, type KindRef } from '../desired/instance.js';
 import {
   type NamespaceMergePatch,
   type NamespaceMeta,
@@ -124,10 +124,6 @@ async function remove(what: string, fn: () => Promise<unknown>): Promise<void> {
   } catch (err) {
     if (statusOf(err) !== 404) throw toApiError(err, what);
   }
-}
-
-function apiVersionOf(k: Pick<KindRef, 'group' | 'version'>): string {
-  return k.group === '' ? k.version : `${k.group}/${k.version}`;
 }
 
 function eventName(object: string, now: Date): string {
