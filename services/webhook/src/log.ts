@@ -51,7 +51,7 @@ const fullJson = winston.format.combine(
  * JSON.stringify rejects (a BigInt, a cycle) go through `fullJson` instead, so every line is
  * what the stock chain would have written, fields included.
  */
-export const leanJson = winston.format((info) => {
+const leanJson = winston.format((info) => {
   if (info instanceof Error || info.message instanceof Error) return fullJson.transform(info, fullJson.options);
   info.timestamp = isoTimestamp();
   try {

@@ -15,7 +15,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 
 /** An error shaped like body-parser's (http-errors): `type` names it, `status` is the 4xx to answer. */
-export function bodyError(status: number, type: string, message: string): Error {
+function bodyError(status: number, type: string, message: string): Error {
   return Object.assign(new Error(message), { status, statusCode: status, expose: true, type });
 }
 
