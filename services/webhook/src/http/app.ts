@@ -137,6 +137,10 @@ export type WebhookApp = (req: IncomingMessage, res: ServerResponse) => void;
 export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
   const { metrics, logger, maxBodyBytes } = opts;
   const shuttingDown = opts.isShuttingDown ?? (() => false);
+  /** While draining, let each connection carry its current response and then close. */
+  const closeIfDraining = (res: ServerResponse): void => {
+    if (shuttingDown()) res.setHeader('Connection', 'close');
+  };
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -192,8 +196,7 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
   // in one handler: express runs no other layer before it.
   app.post(MUTATE_PODS_PATH, (req, res, next) => {
     const startedAt = performance.now();
-    // While draining, let each connection carry its current response and then close.
-    if (shuttingDown()) res.setHeader('Connection', 'close');
+    closeIfDraining(res);
     const contentLength = req.headers['content-length'];
     // The API server's exact header skips type-is; anything else is checked in full.
     if (req.headers['content-type'] !== 'application/json' || contentLength === '0') {
@@ -220,8 +223,7 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
   });
 
   app.use((_req, res, next) => {
-    // While draining, let each connection carry its current response and then close.
-    if (shuttingDown()) res.setHeader('Connection', 'close');
+    closeIfDraining(res);
     next();
   });
 
@@ -252,8 +254,7 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
   /** The API server's request, served without express (see the module comment). */
   const serveDirect = (req: IncomingMessage, res: ServerResponse, length: number): void => {
     const startedAt = performance.now();
-    // While draining, let each connection carry its current response and then close.
-    if (shuttingDown()) res.setHeader('Connection', 'close');
+    closeIfDraining(res);
     readDirect(req, length, (err, body) => {
       if (err !== undefined) answerError(err, req.method, MUTATE_PODS_PATH, res);
       else review(body, res, startedAt).catch((e: unknown) => answerError(e, req.method, MUTATE_PODS_PATH, res));
