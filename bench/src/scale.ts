@@ -10,7 +10,9 @@
  */
 import {
   type Cluster,
+  installCrds,
   installSandboxCrds,
+  instanceKindCrd,
   type MetricSample,
   type RunningService,
   scrapeMetrics,
@@ -26,7 +28,7 @@ import {
   NODE_ISOLATION_RESOLVED_ANNOTATION,
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import { ApiextensionsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { forEachConcurrent, type RawApi } from './kube.js';
 import { type LoadResult, runLoad } from './load.js';
 import { admissionReview, makePod, poolMandate } from './pods.js';
@@ -260,34 +262,7 @@ export async function runOperatorScale(
 ): Promise<OperatorScaleResult> {
   const kc = cluster.kc;
   // An instance Kind as KubePlus registers it (label registered-by=kubeplus).
-  const crdName = `benchapps.${opts.group}`;
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  await ext.createCustomResourceDefinition({
-    body: {
-      metadata: { name: crdName, labels: { 'registered-by': 'kubeplus' } },
-      spec: {
-        group: opts.group,
-        names: { kind: 'BenchApp', plural: 'benchapps', singular: 'benchapp', listKind: 'BenchAppList' },
-        scope: 'Namespaced',
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-          },
-        ],
-      },
-    },
-  });
-  await waitFor(
-    `CRD ${crdName} established`,
-    async () => {
-      const crd = await ext.readCustomResourceDefinition({ name: crdName });
-      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
-    },
-    { timeoutMs: 30_000 },
-  );
+  await installCrds(kc, [instanceKindCrd({ group: opts.group, kind: 'BenchApp', plural: 'benchapps' })], 30_000);
   await installSandboxCrds(kc);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: opts.platformNamespace } } });
