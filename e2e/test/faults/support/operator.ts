@@ -9,6 +9,8 @@
 import {
   type Cluster,
   freePorts,
+  installCrds,
+  instanceKindCrd,
   isApiStatus,
   type RunningService,
   startOperator,
@@ -54,33 +56,8 @@ export interface InstanceKind {
 /** A namespaced instance Kind in its own API group (no `registered-by` label: named by --instance-kinds). */
 export async function createInstanceKind(kc: KubeConfig, group: string): Promise<InstanceKind> {
   const kind: InstanceKind = { group, version: 'v1', plural: 'gadgets', kind: 'Gadget', crdName: `gadgets.${group}` };
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  await ext.createCustomResourceDefinition({
-    body: {
-      metadata: { name: kind.crdName },
-      spec: {
-        group,
-        names: { kind: kind.kind, plural: kind.plural, singular: 'gadget', listKind: 'GadgetList' },
-        scope: 'Namespaced',
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-          },
-        ],
-      },
-    },
-  });
-  await waitFor(
-    `CRD ${kind.crdName} to be Established`,
-    async () => {
-      const crd = await ext.readCustomResourceDefinition({ name: kind.crdName });
-      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
-    },
-    { timeoutMs: 30_000 },
-  );
+  // The harness's instance-Kind CRD without its registered-by label.
+  await installCrds(kc, [{ ...instanceKindCrd(kind), metadata: { name: kind.crdName } }], 30_000);
   return kind;
 }
 
