@@ -21,6 +21,7 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  type InstanceKind,
   isApiStatus,
   type ProxiedRequest,
   type RunningWebhook,
@@ -49,7 +50,6 @@ import {
   type ChartRbac,
   createInstanceCrd,
   deleteInstanceCrd,
-  type InstanceKindCrd,
   startChartOperator,
 } from './support/chart-rbac-operator.js';
 
@@ -85,7 +85,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   let operator: ChartOperator | undefined;
   const release = uniqueName('kpi-audit');
   const suffix = uniqueName('audit');
-  const widgets: InstanceKindCrd = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
+  const widgets: InstanceKind = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
   const widget = { group: widgets.group, version: 'v1', plural: widgets.plural };
   const instance = 'widget-1';
   const mandate = poolMandate(`${suffix}-pool`);

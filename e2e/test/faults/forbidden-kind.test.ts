@@ -16,6 +16,7 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  type InstanceKind,
   isApiStatus,
   loadKubeConfig,
   scrapeMetrics,
@@ -38,7 +39,6 @@ import {
   can,
   createInstanceCrd,
   deleteInstanceCrd,
-  type InstanceKindCrd,
   operatorKubeconfig,
   startChartOperator,
 } from './support/chart-rbac-operator.js';
@@ -69,19 +69,19 @@ describe('fault: an instance Kind the operator may not read', () => {
   let operatorKc: KubeConfig;
   const release = uniqueName('kpi-fk');
   const suffix = uniqueName('fk');
-  const permitted: InstanceKindCrd = {
+  const permitted: InstanceKind = {
     group: `permitted-${suffix}.e2e.kubeplus.io`,
     kind: 'Widget',
     plural: 'widgets',
   };
-  const forbidden: InstanceKindCrd = {
+  const forbidden: InstanceKind = {
     group: `forbidden-${suffix}.e2e.kubeplus.io`,
     kind: 'Gadget',
     plural: 'gadgets',
   };
   const forbiddenGvr = `${forbidden.group}/v1/${forbidden.plural}`;
   const grant = uniqueName('kpi-fk-grant');
-  const crds: InstanceKindCrd[] = [];
+  const crds: InstanceKind[] = [];
   const namespaces: string[] = [];
   let releaseNs = '';
   let widgetNs = '';
@@ -91,7 +91,7 @@ describe('fault: an instance Kind the operator may not read', () => {
   const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
     sumMetric(await scrapeMetrics(operator?.metricsUrl ?? ''), name, labels);
 
-  async function createInstance(crd: InstanceKindCrd, namespace: string, name: string): Promise<void> {
+  async function createInstance(crd: InstanceKind, namespace: string, name: string): Promise<void> {
     await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
       group: crd.group,
       version: 'v1',

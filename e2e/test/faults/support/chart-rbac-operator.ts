@@ -162,9 +162,6 @@ export function operatorKubeconfig(cluster: Cluster, namespace: string, rbac: Ch
   });
 }
 
-/** Same shape as the harness's InstanceKind (kept as a name the fault suites import). */
-export type InstanceKindCrd = InstanceKind;
-
 /** A namespaced CRD labelled `registered-by: kubeplus` (as KubePlus registers Kinds), Established. */
 export async function createInstanceCrd(kc: KubeConfig, crd: InstanceKind): Promise<void> {
   await installCrds(kc, [instanceKindCrd(crd)], 30_000);
