@@ -59,6 +59,7 @@ import {
 } from './controller/server.js';
 import { apiVersionOf, type InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
+import { mixedPolicyNamespaces, type SandboxInstanceMeta, sandboxInstanceMeta } from './desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
 import { CachedClusterPort, sameType } from './reconcile/cached-port.js';
 import { InstanceReconciler } from './reconcile/instance-reconciler.js';
@@ -76,6 +77,7 @@ import {
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './wiring/kinds.js';
 import { COUNTED_ANNOTATIONS, createWiringMetrics } from './wiring/metrics.js';
 import {
+  cachedInstances,
   instanceSource,
   KeyChannel,
   ownedObjectSource,
@@ -92,9 +94,10 @@ export interface InformerSources {
   instances(gvr: GroupVersionResource): InformerSource<KubernetesObject>;
 }
 
-/** What the ClusterPort is built with: the cached RuntimeClasses and the Event recorder. */
+/** What the ClusterPort is built with: the cached RuntimeClasses and instances, and the Event recorder. */
 export interface ClusterPortOptions {
   runtimeClasses(): readonly RuntimeClassInfo[];
+  sandboxInstances(): readonly SandboxInstanceMeta[];
   recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
 }
 
@@ -229,6 +232,17 @@ export function createOperator(deps: OperatorDeps): Operator {
   for (const informer of informers) metrics.trackInformer(informer.name, informer);
   const wiringMetrics = createWiringMetrics(metrics);
   wiringMetrics.trackInstanceKinds(() => countInstanceKinds(kindInformers()));
+  // Every cached instance asking for sandbox isolation (several may bind policies to one namespace).
+  const sandboxInstances = (): SandboxInstanceMeta[] => {
+    const out: SandboxInstanceMeta[] = [];
+    for (const { gvr, obj } of cachedInstances(instances)) {
+      const kind = kinds.kindOf(gvr) ?? obj.kind;
+      const meta = kind === undefined ? undefined : sandboxInstanceMeta({ group: gvr.group, kind }, obj.metadata);
+      if (meta !== undefined) out.push(meta);
+    }
+    return out;
+  };
+  wiringMetrics.trackMixedPolicyNamespaces(() => mixedPolicyNamespaces(sandboxInstances(), config.platformNamespace));
 
   // ---- reconciler ----
   const recorder = new EventRecorder({
@@ -242,6 +256,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   const port = new CachedClusterPort(
     deps.clusterPort({
       runtimeClasses: () => runtimeClassInfos(runtimeClassSource.list()),
+      sandboxInstances,
       recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
     }),
     {
@@ -315,8 +330,8 @@ export function createOperator(deps: OperatorDeps): Operator {
   const owners = new KeyChannel();
   const controllerDeps = { port, reconcilerFor, logger, clock };
   const instanceSources: KeySource[] = [
-    instanceSource(instances, kinds),
-    runtimeClassFanOut(runtimeClasses, instances, kinds),
+    instanceSource(instances, kinds, config.platformNamespace),
+    runtimeClassFanOut(runtimeClasses, instances, kinds, config.platformNamespace),
     ...owned.map((o) => ownerOfDeletedSource(o.informer, o.type, kinds)),
     owners,
   ];

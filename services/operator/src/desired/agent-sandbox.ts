@@ -7,7 +7,11 @@
 
 export interface SandboxResource {
   group: string;
-  /** Every served version. Policies match with matchPolicy Exact, so each version is listed. */
+  /**
+   * The versions whose schema the policies' CEL is written for, most preferred first: each gets
+   * its own rule, and with matchPolicy Equivalent a request at any other version (one added after
+   * this release included) is converted to the first of them the API server can reach.
+   */
   versions: readonly string[];
   /** Plural resource name; subresources (status, scale) are deliberately not matched. */
   resource: string;
@@ -19,10 +23,10 @@ export interface SandboxResource {
  * Sandboxes from, so a weak template is refused when it is written rather than at claim time.
  */
 export const SANDBOX_RESOURCES: readonly SandboxResource[] = [
-  { group: 'agents.x-k8s.io', versions: ['v1alpha1', 'v1beta1'], resource: 'sandboxes', kind: 'Sandbox' },
+  { group: 'agents.x-k8s.io', versions: ['v1beta1', 'v1alpha1'], resource: 'sandboxes', kind: 'Sandbox' },
   {
     group: 'extensions.agents.x-k8s.io',
-    versions: ['v1alpha1', 'v1beta1'],
+    versions: ['v1beta1', 'v1alpha1'],
     resource: 'sandboxtemplates',
     kind: 'SandboxTemplate',
   },

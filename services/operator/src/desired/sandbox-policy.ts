@@ -11,6 +11,7 @@
  */
 
 import {
+  compareLevels,
   DEFAULT_HANDLER_LEVELS,
   DEFAULT_LEVEL_HANDLERS,
   type HandlerLevels,
@@ -32,14 +33,15 @@ import type {
 } from '@kubernetes/client-node';
 import { RUNTIME_CLASS_PATH, RUNTIME_CLASS_POINTER, SANDBOX_RESOURCES } from './agent-sandbox.js';
 import { celOptionalString, celString, celStringList } from './cel.js';
-import type { Instance } from './instance.js';
+import type { Instance, InstanceIdentity } from './instance.js';
 import {
   type ManagedObject,
   type MutatingPolicyApiVersion,
   RUNTIME_CLASS_API_VERSION,
   VALIDATING_POLICY_API_VERSION,
 } from './objects.js';
-import { carriesOwnershipMarkers, type MetaLike, ownerAnnotations, ownerLabels } from './owner.js';
+import { carriesOwnershipMarkers, type MetaLike, ownerAnnotations, ownerLabels, ownerOf } from './owner.js';
+import { effectiveMinimum, type SandboxPeer, stricterPeers, tenantOf } from './sandbox-peers.js';
 
 /** A RuntimeClass as the decision needs it. */
 export interface RuntimeClassInfo {
@@ -51,6 +53,8 @@ export interface RuntimeClassInfo {
    * Sandboxes may use only its own.
    */
   generated: boolean;
+  /** The instance a generated class's `kubeplus.io/owner` annotation names, if well-formed. */
+  owner?: InstanceIdentity;
 }
 
 /** A RuntimeClass object (informer cache or API list item) as the decision needs it. */
@@ -60,7 +64,12 @@ export function runtimeClassInfo(rc: {
 }): RuntimeClassInfo | undefined {
   const name = rc.metadata?.name;
   if (name === undefined || typeof rc.handler !== 'string') return undefined;
-  return { name, handler: rc.handler, generated: carriesOwnershipMarkers(rc.metadata ?? {}) };
+  const meta = rc.metadata ?? {};
+  const generated = carriesOwnershipMarkers(meta);
+  const owner = generated ? ownerOf(meta) : undefined;
+  return owner === undefined
+    ? { name, handler: rc.handler, generated }
+    : { name, handler: rc.handler, generated, owner };
 }
 
 export interface SandboxPolicyInput {
@@ -80,6 +89,14 @@ export interface SandboxPolicyInput {
    * when it is a platform class whose handler meets the minimum.
    */
   runtimeClassConflict?: boolean;
+  /** The platform namespace (default `kubeplus`), to tell which tenant namespace a class's owner isolates. */
+  platformNamespace?: string;
+  /**
+   * The other instances whose sandbox isolation is bound to the same tenant namespace
+   * (`sandbox-peers.ts` `sandboxPeers`). Their generated classes are acceptable here when strong
+   * enough; the strictest of them decides the recommended class.
+   */
+  peers?: readonly SandboxPeer[];
 }
 
 export type SandboxCondition =
@@ -98,6 +115,10 @@ export interface SandboxPolicy {
   /** The class users are told to use and advisory mode defaults to. */
   recommendedRuntimeClass: string | undefined;
   conditions: SandboxCondition[];
+  /** The minimum every Sandbox in the namespace must meet: the strongest of this instance's and its peers'. */
+  effectiveMinimum: RuntimeLevel;
+  /** Peers whose policy is stricter than this instance's (in minimum or mode): they govern the namespace too. */
+  stricterPeers: SandboxPeer[];
 }
 
 export const ROLE_VALIDATION_ACTIONS = {
@@ -109,15 +130,17 @@ const TENANT_NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
 
 /**
  * Names a Sandbox in the tenant namespace may use: every platform RuntimeClass (one without
- * kubeplus-isolation's markers) whose handler meets the minimum, plus the instance's own class
- * (whose handler is chosen to meet it) unless something else holds that name. Sorted and
+ * kubeplus-isolation's markers) whose handler meets the minimum, every class generated for another
+ * instance of the same tenant namespace (`sameTenant`) whose handler meets it, plus the instance's
+ * own class (whose handler is chosen to meet it) unless something else holds that name. Sorted and
  * de-duplicated.
  *
- * A class generated for another instance is never allowed, whatever its handler: it belongs to
- * another tenant, is deleted with that tenant, and is re-created with a weaker handler when that
- * tenant lowers its minimum — a Sandbox admitted with it would then run weaker than this
- * tenant's minimum. (It also keeps each list independent of how many instances exist, so a new
- * instance never rewrites the policies of the others.)
+ * A class generated for an instance of another namespace is never allowed, whatever its handler:
+ * it belongs to another tenant, is deleted with that tenant, and is re-created with a weaker
+ * handler when that tenant lowers its minimum — a Sandbox admitted with it would then run weaker
+ * than this tenant's minimum. (It also keeps each list independent of how many tenants exist, so
+ * a new tenant never rewrites the policies of the others.) A peer's class in the same namespace is
+ * the same tenant's: all the namespace's policies apply to every Sandbox there anyway.
  */
 export function allowedRuntimeClasses(
   classes: readonly RuntimeClassInfo[],
@@ -125,11 +148,12 @@ export function allowedRuntimeClasses(
   own: string,
   ownConflict: boolean,
   levels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
+  sameTenant: (owner: InstanceIdentity) => boolean = () => false,
 ): string[] {
   const names = new Set<string>();
   for (const rc of classes) {
-    if (rc.generated) continue; // the own class is added below; any other instance's never
-    if (rc.name === own && !ownConflict) continue; // its current handler may be about to change
+    if (rc.name === own && !ownConflict) continue; // added below: its current handler may be about to change
+    if (rc.generated && (rc.owner === undefined || !sameTenant(rc.owner))) continue; // another tenant's
     if (handlerMeetsMinimum(rc.handler, min, levels)) names.add(rc.name);
   }
   if (!ownConflict) names.add(own);
@@ -137,20 +161,39 @@ export function allowedRuntimeClasses(
 }
 
 /**
- * The class to recommend (and, in advisory mode, to default to): the instance's own, or — when
- * something else holds that name — the allowed (so platform) class whose handler is exactly the
- * minimum's handler, else the first allowed one; none when nothing is allowed.
+ * The class to recommend (and, in advisory mode, to default to), among the allowed ones: the
+ * instance's own when its handler meets the namespace's effective minimum (the strongest of this
+ * instance's and its peers'), else an allowed class that meets it — one whose handler is exactly
+ * that minimum's preferred, a peer's generated class before a platform one; failing that, the
+ * former rule for this instance's own minimum (own class, else exact handler, else the first).
  */
 function recommendedClass(
   allowed: readonly string[],
   classes: readonly RuntimeClassInfo[],
-  own: string,
-  ownConflict: boolean,
-  preferredHandler: string,
+  own: { name: string; handler: string; conflict: boolean },
+  levelHandlers: Readonly<Record<RuntimeLevel, string>>,
+  levels: HandlerLevels,
+  min: RuntimeLevel,
+  effectiveMin: RuntimeLevel,
 ): string | undefined {
-  if (!ownConflict) return own;
-  const exact = allowed.find((name) => classes.some((rc) => rc.name === name && rc.handler === preferredHandler));
-  return exact ?? allowed[0];
+  // The own class is generated to meet this instance's minimum, whatever the handler table says.
+  const meets = (name: string, level: RuntimeLevel): boolean => {
+    if (name === own.name && !own.conflict)
+      return compareLevels(min, level) >= 0 || handlerMeetsMinimum(own.handler, level, levels);
+    const handler = classes.find((rc) => rc.name === name)?.handler;
+    return handler !== undefined && handlerMeetsMinimum(handler, level, levels);
+  };
+  const handlerOf = (name: string): string | undefined =>
+    name === own.name && !own.conflict ? own.handler : classes.find((rc) => rc.name === name)?.handler;
+  const generatedFirst = (name: string): number => (classes.find((rc) => rc.name === name)?.generated ? 0 : 1);
+  const pick = (level: RuntimeLevel, ownFirst: boolean): string | undefined => {
+    if (ownFirst && !own.conflict && meets(own.name, level)) return own.name;
+    const ranked = allowed
+      .filter((name) => meets(name, level))
+      .sort((a, b) => generatedFirst(a) - generatedFirst(b) || a.localeCompare(b));
+    return ranked.find((name) => handlerOf(name) === levelHandlers[level]) ?? ranked[0];
+  };
+  return pick(effectiveMin, true) ?? (own.conflict ? pick(min, false) : own.name);
 }
 
 function metadataFor(
@@ -164,18 +207,25 @@ function asManaged<T extends object>(obj: T): ManagedObject {
   return obj as unknown as ManagedObject;
 }
 
+/**
+ * The Agent Sandbox resources, one rule per known version in order of preference, matched with
+ * `Equivalent`: a request at any other version of the same resource — one served today or added
+ * tomorrow — is converted by the API server (the CRD's own conversion) to the first listed
+ * version it can reach and judged there, so a new version can neither bypass the policy nor move
+ * `runtimeClassName` out of its sight (DESIGN.md, "Admission policies").
+ */
 function matchConstraints(operations: readonly string[]): V1MatchResources {
   return {
-    resourceRules: SANDBOX_RESOURCES.map((r) => ({
-      apiGroups: [r.group],
-      apiVersions: [...r.versions],
-      resources: [r.resource],
-      operations: [...operations],
-      scope: 'Namespaced',
-    })),
-    // Exact: a request at either version is matched by its own rule; Equivalent would route
-    // through the Sandbox conversion webhook, a dependency admission should not have.
-    matchPolicy: 'Exact',
+    resourceRules: SANDBOX_RESOURCES.flatMap((r) =>
+      r.versions.map((version) => ({
+        apiGroups: [r.group],
+        apiVersions: [version],
+        resources: [r.resource],
+        operations: [...operations],
+        scope: 'Namespaced',
+      })),
+    ),
+    matchPolicy: 'Equivalent',
     // Empty values here are asserted: an added selector or exclusion is drift and is reverted.
     namespaceSelector: {},
     objectSelector: {},
@@ -333,10 +383,22 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
   const levelHandlers = input.levelHandlers ?? DEFAULT_LEVEL_HANDLERS;
   const min = input.spec.minRuntimeClass;
   const conflict = input.runtimeClassConflict === true;
+  const peers = input.peers ?? [];
   const rcName = runtimeClassName(input.instance.name);
   const handler = levelHandlers[min];
-  const allowed = allowedRuntimeClasses(input.runtimeClasses, min, rcName, conflict, levels);
-  const recommended = recommendedClass(allowed, input.runtimeClasses, rcName, conflict, handler);
+  const sameTenant = (owner: InstanceIdentity): boolean =>
+    tenantOf(owner, input.platformNamespace) === input.tenantNamespace;
+  const allowed = allowedRuntimeClasses(input.runtimeClasses, min, rcName, conflict, levels, sameTenant);
+  const effectiveMin = effectiveMinimum(input.spec, peers);
+  const recommended = recommendedClass(
+    allowed,
+    input.runtimeClasses,
+    { name: rcName, handler, conflict },
+    levelHandlers,
+    levels,
+    min,
+    effectiveMin,
+  );
   const objects: ManagedObject[] = [];
   const conditions: SandboxCondition[] = [];
 
@@ -365,5 +427,7 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
     allowedRuntimeClasses: allowed,
     recommendedRuntimeClass: recommended,
     conditions,
+    effectiveMinimum: effectiveMin,
+    stricterPeers: stricterPeers(input.spec, peers),
   };
 }

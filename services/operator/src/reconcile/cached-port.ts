@@ -145,6 +145,10 @@ export class CachedClusterPort implements ClusterPort {
     return this.live.listRuntimeClasses();
   }
 
+  listSandboxInstances(): ReturnType<ClusterPort['listSandboxInstances']> {
+    return this.live.listSandboxInstances();
+  }
+
   servedMutatingPolicyVersion(): ReturnType<ClusterPort['servedMutatingPolicyVersion']> {
     return this.live.servedMutatingPolicyVersion();
   }

@@ -14,6 +14,11 @@ export const EventReason = {
   NodeIsolationConflict: 'NodeIsolationConflict',
   /** Warning: advisory mode, but the cluster serves no MutatingAdmissionPolicy API to default with. */
   MutatingAdmissionPolicyUnavailable: 'MutatingAdmissionPolicyUnavailable',
+  /**
+   * Warning: another instance binds a stricter sandbox policy (minimum or mode) to the same tenant
+   * namespace; every policy applies, so the strictest governs, not this instance's.
+   */
+  StricterSandboxPolicy: 'StricterSandboxPolicy',
   /** Warning: advisory mode, but no RuntimeClass to default to. */
   NoDefaultRuntimeClass: 'NoDefaultRuntimeClass',
   NamespaceCreated: 'NamespaceCreated',

@@ -41,6 +41,7 @@ import {
   sandboxManagedTypes,
 } from '../desired/objects.js';
 import { isManaged, isOwnedBy, type MetaLike, ownerOf } from '../desired/owner.js';
+import { describeSpec, sandboxPeers, stricterPolicyMessage } from '../desired/sandbox-peers.js';
 import { desiredSandboxPolicy } from '../desired/sandbox-policy.js';
 import {
   type ApplyOutcome,
@@ -446,10 +447,12 @@ export class InstanceReconciler {
       name: runtimeClassName(instance.name),
     };
     // Every RuntimeClass is cached: a miss means "absent" (a stale one ends in AlreadyExists, below).
-    const [classes, currentRc] = await settleAll([
+    const [classes, currentRc, annotated] = await settleAll([
       this.port.listRuntimeClasses(),
       this.port.getObject(rcRef, OPTIMISTIC),
+      this.port.listSandboxInstances(),
     ]);
+    const peers = sandboxPeers(annotated, instance, tenant.name, this.platformNamespace);
     const rcConflict = currentRc !== undefined && !isOwnedBy(currentRc.metadata, instance);
     const policy = desiredSandboxPolicy({
       instance,
@@ -460,6 +463,8 @@ export class InstanceReconciler {
       levelHandlers: this.levelHandlers,
       mutatingPolicyApiVersion: mutatingVersion,
       runtimeClassConflict: rcConflict,
+      platformNamespace: this.platformNamespace,
+      peers,
     });
     let requeueAfterMs: number | undefined;
     if (rcConflict) {
@@ -488,6 +493,9 @@ export class InstanceReconciler {
         );
       }
     }
+
+    const governedBy = stricterPolicyMessage(parsed.value, tenant.name, policy.stricterPeers);
+    if (governedBy !== undefined) this.warn(instance, EventReason.StricterSandboxPolicy, governedBy);
 
     const changed: string[] = [];
     // The RuntimeClass first and on its own: the allowed list above assumed it is ours (or absent).
@@ -556,5 +564,5 @@ export class InstanceReconciler {
 }
 
 function describePolicy(objects: readonly ManagedObject[], spec: SandboxIsolationSpec): string {
-  return `minimum ${spec.minRuntimeClass}, ${spec.enforce ? 'enforced' : 'advisory'} (${objects.length} objects)`;
+  return `${describeSpec(spec)} (${objects.length} objects)`;
 }

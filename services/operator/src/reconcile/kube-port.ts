@@ -34,6 +34,7 @@ import {
   type ObjectRef,
   RUNTIME_CLASS_API_VERSION,
 } from '../desired/objects.js';
+import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from '../desired/sandbox-policy.js';
 import { ApiError, type ClusterPort, type DeletePreconditions, type EventTarget, type InstanceEvent } from './port.js';
 
@@ -46,6 +47,12 @@ export interface KubeClusterPortOptions {
   fieldManager?: string;
   /** RuntimeClasses from an informer cache; without it every call lists them from the API server. */
   runtimeClasses?: () => readonly RuntimeClassInfo[];
+  /**
+   * The sandbox-annotated instances, from the instance caches. Instances come in Kinds only the
+   * operator's CRD selection knows, so there is no API-server fallback: without it,
+   * `listSandboxInstances` rejects.
+   */
+  sandboxInstances?: () => readonly SandboxInstanceMeta[];
   /** Delegate Events to the runtime's recorder (aggregation, rate limits); default: create core/v1 Events. */
   recordEvent?: (target: EventTarget, event: InstanceEvent) => Promise<void>;
   /** How long discovery answers (served kinds, MutatingAdmissionPolicy version) are reused. Default 60 s. */
@@ -367,6 +374,12 @@ export class KubeClusterPort implements ClusterPort {
       this.objects.list<V1RuntimeClass>(RUNTIME_CLASS_API_VERSION, 'RuntimeClass'),
     );
     return list.items.flatMap((rc) => runtimeClassInfo(rc) ?? []);
+  }
+
+  async listSandboxInstances(): Promise<readonly SandboxInstanceMeta[]> {
+    if (this.options.sandboxInstances === undefined)
+      throw new ApiError(0, 'listing sandbox-isolated instances needs the instance caches (option sandboxInstances)');
+    return this.options.sandboxInstances();
   }
 
   async servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined> {

@@ -18,6 +18,7 @@
 import type { InstanceKey, KindRef } from '../desired/instance.js';
 import type { NamespaceMergePatch, NamespaceMeta, NamespaceToCreate } from '../desired/node-isolation.js';
 import type { ManagedObject, ManagedType, MutatingPolicyApiVersion, ObjectRef } from '../desired/objects.js';
+import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../desired/sandbox-policy.js';
 
 /** A failed API call, normalized: `statusCode` is the HTTP status (0 when there was no response). */
@@ -123,6 +124,12 @@ export interface ClusterPort {
 
   /** Every RuntimeClass, preferably from an informer cache. */
   listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]>;
+  /**
+   * Every instance, of any watched Kind and namespace, carrying `kubeplus.io/sandbox-isolation`
+   * (valid or not), from the instance caches: several instances may bind policies to one tenant
+   * namespace, and each one's policy depends on the others' (`desired/sandbox-peers.ts`).
+   */
+  listSandboxInstances(): Promise<readonly SandboxInstanceMeta[]>;
   /** The MutatingAdmissionPolicy API version served (v1 preferred), or undefined when none is. */
   servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined>;
 }

@@ -19,9 +19,15 @@ import {
 } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { GroupVersionResource } from '../controller/informers.js';
-import { encodeInstanceKey, type InstanceIdentity, type KindRef } from '../desired/instance.js';
+import {
+  DEFAULT_PLATFORM_NAMESPACE,
+  encodeInstanceKey,
+  type InstanceIdentity,
+  type KindRef,
+} from '../desired/instance.js';
 import type { ManagedKind } from '../desired/objects.js';
 import { carriesOwnershipMarkers, ownerOf } from '../desired/owner.js';
+import { tenantOf } from '../desired/sandbox-peers.js';
 import type { OwnedTarget } from '../reconcile/instance-reconciler.js';
 
 /** A kind of object the operator owns, at the API version its informer watches. */
@@ -113,6 +119,54 @@ function ownerInstanceKey(
   return kind === undefined ? undefined : encodeInstanceKey({ ...kind, namespace: owner.namespace, name: owner.name });
 }
 
+/** The tenant namespace a cached instance binds its policies to, if it has a valid one. */
+function instanceTenant(obj: KubernetesObject, platformNamespace: string): string | undefined {
+  const name = obj.metadata?.name;
+  const namespace = obj.metadata?.namespace;
+  return name && namespace ? tenantOf({ namespace, name }, platformNamespace) : undefined;
+}
+
+/**
+ * The sandbox-annotated instances of each tenant namespace, as the instance events have shown
+ * them: one index per subscription of the instances source, so that an instance event also
+ * reaches the other instances whose policies bind the same namespace (their allowed classes and
+ * StricterSandboxPolicy Warnings depend on it). It remembers the namespace an instance bound
+ * before the event, since an update or delete removing the annotation concerns that namespace.
+ */
+export class SandboxTenantIndex {
+  private readonly tenantOfKey = new Map<string, string>();
+  private readonly keysOfTenant = new Map<string, Set<string>>();
+
+  constructor(private readonly platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE) {}
+
+  /**
+   * Records the instance `key` as it is after an event (`obj` undefined once deleted) and returns
+   * the keys of the other sandbox-annotated instances of the namespace it binds now or bound before.
+   */
+  update(key: string, obj: KubernetesObject | undefined): string[] {
+    const before = this.tenantOfKey.get(key);
+    const annotated = obj?.metadata?.annotations?.[SANDBOX_ISOLATION_ANNOTATION] !== undefined;
+    const after = obj !== undefined && annotated ? instanceTenant(obj, this.platformNamespace) : undefined;
+    if (before !== undefined && before !== after) {
+      this.tenantOfKey.delete(key);
+      this.keysOfTenant.get(before)?.delete(key);
+      if (this.keysOfTenant.get(before)?.size === 0) this.keysOfTenant.delete(before);
+    }
+    if (after !== undefined) {
+      this.tenantOfKey.set(key, after);
+      const keys = this.keysOfTenant.get(after) ?? new Set<string>();
+      keys.add(key);
+      this.keysOfTenant.set(after, keys);
+    }
+    const peers = new Set<string>();
+    for (const tenant of [before, after]) {
+      if (tenant === undefined) continue;
+      for (const other of this.keysOfTenant.get(tenant) ?? []) if (other !== key) peers.add(other);
+    }
+    return [...peers];
+  }
+}
+
 /** One cached instance, with the GVR its informer watches. */
 export interface CachedInstance {
   gvr: GroupVersionResource;
@@ -167,14 +221,15 @@ export interface RuntimeClassChange {
  *
  * - a platform class (no kubeplus-isolation markers before or after the change, or gaining or
  *   losing them): every sandbox-annotated instance, whose allowed list may gain or lose it;
- * - a class generated for an instance, before and after: no other instance's allowed list holds
- *   it (desired/sandbox-policy.ts `allowedRuntimeClasses`), so only its owner (both owners, if the
- *   owner annotation was changed) — and, when it is deleted, the sandbox-annotated instances
- *   whose own class has its name (they were held off it: RuntimeClassConflict), so one takes the
- *   name now rather than after the conflict requeue.
+ * - a class generated for an instance, before and after: only the allowed lists of its owner's
+ *   tenant namespace may hold it (desired/sandbox-policy.ts `allowedRuntimeClasses`), so its owner
+ *   (both owners, if the owner annotation was changed) and the sandbox-annotated instances bound
+ *   to that owner's tenant namespace (`platformNamespace` decides which that is) — and, when it is
+ *   deleted, the sandbox-annotated instances whose own class has its name (they were held off it:
+ *   RuntimeClassConflict), so one takes the name now rather than after the conflict requeue.
  *
- * So N instances creating N classes cost N keys, not N² (a platform class change still costs one
- * key per sandbox instance). The owner's key is also reached through `owned-objects` (add/update
+ * So N instances in N namespaces creating N classes cost N keys, not N² (a platform class change
+ * still costs one key per sandbox instance). The owner's key is also reached through `owned-objects` (add/update
  * → `cleanupOrphan`) and `deletedOwnedObjectOwnerKey` for classes labelled managed-by; the work
  * queue merges the duplicates.
  */
@@ -183,14 +238,25 @@ export function runtimeClassChangeKeys(
   instances: Iterable<CachedInstance>,
   kindOf: (gvr: GroupVersionResource) => string | undefined,
   lookup: (group: string, kind: string) => KindRef | undefined,
+  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
 ): string[] {
   const sides = [change.before, change.after].filter((s): s is RuntimeClassSnapshot => s !== undefined);
   if (sides.length === 0) return [];
   if (sides.some((s) => !s.generated)) return sandboxInstanceKeys(instances, kindOf);
   const keys = new Set<string>();
+  const tenants = new Set<string>();
   for (const { owner } of sides) {
     const key = owner === undefined ? undefined : ownerInstanceKey(owner, lookup);
     if (key !== undefined) keys.add(key);
+    const tenant = owner === undefined ? undefined : tenantOf(owner, platformNamespace);
+    if (tenant !== undefined) tenants.add(tenant);
+  }
+  if (tenants.size > 0) {
+    const inTenant = (obj: KubernetesObject): boolean => {
+      const tenant = instanceTenant(obj, platformNamespace);
+      return tenant !== undefined && tenants.has(tenant);
+    };
+    for (const key of sandboxInstanceKeys(instances, kindOf, inTenant)) keys.add(key);
   }
   const deleted = change.after === undefined ? change.before : undefined;
   if (deleted !== undefined) {

@@ -23,6 +23,8 @@ export interface WiringMetrics {
   hooks: ReconcilerHooks;
   /** How many instance Kinds are watched, by state (kind-health.ts); read at scrape time. */
   trackInstanceKinds(count: () => Readonly<Record<InstanceKindState, number>>): void;
+  /** How many tenant namespaces carry differing sandbox policies (desired/sandbox-peers.ts); read at scrape time. */
+  trackMixedPolicyNamespaces(count: () => number): void;
 }
 
 export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
@@ -49,6 +51,15 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
       for (const state of INSTANCE_KIND_STATES) this.set({ state }, counts?.[state] ?? 0);
     },
   });
+  let countMixed: () => number = () => 0;
+  new Gauge({
+    name: 'kubeplus_operator_sandbox_mixed_policy_namespaces',
+    help: 'Tenant namespaces where two or more instances bind sandbox isolation with different minimums or modes: every policy applies, so the strictest governs, and the weaker instances carry a StricterSandboxPolicy Warning.',
+    registers,
+    collect() {
+      this.set(countMixed());
+    },
+  });
   unavailable.inc(0);
   for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
 
@@ -60,6 +71,9 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     },
     trackInstanceKinds(count) {
       countKinds = count;
+    },
+    trackMixedPolicyNamespaces(count) {
+      countMixed = count;
     },
   };
 }

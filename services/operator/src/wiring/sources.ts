@@ -16,6 +16,7 @@ import {
   type RuntimeClassSnapshot,
   runtimeClassChangeKeys,
   runtimeClassSnapshot,
+  SandboxTenantIndex,
 } from './keys.js';
 
 interface EventSource<T> {
@@ -35,16 +36,29 @@ export interface KindIndex {
   lookup(group: string, kind: string): KindRef | undefined;
 }
 
-/** Every event of every instance informer → that instance. */
-export function instanceSource(instances: DynamicInformers<KubernetesObject>, kinds: KindIndex): KeySource {
+/**
+ * Every event of every instance informer → that instance, and the other sandbox-annotated
+ * instances bound to the tenant namespace it binds (or bound before the event): their policies
+ * and Warnings depend on it (`SandboxTenantIndex`).
+ */
+export function instanceSource(
+  instances: DynamicInformers<KubernetesObject>,
+  kinds: KindIndex,
+  platformNamespace?: string,
+): KeySource {
   return {
     subscribe(enqueue) {
-      const on = (gvr: GroupVersionResource, obj: KubernetesObject): void =>
-        emit(
-          enqueue,
-          instanceEventKey(gvr, obj, (g) => kinds.kindOf(g)),
-        );
-      return instances.addEventHandler({ add: on, update: on, delete: on });
+      const tenants = new SandboxTenantIndex(platformNamespace);
+      const on = (gvr: GroupVersionResource, obj: KubernetesObject, deleted: boolean): void => {
+        const key = instanceEventKey(gvr, obj, (g) => kinds.kindOf(g));
+        if (key === undefined) return;
+        emit(enqueue, [key, ...tenants.update(key, deleted ? undefined : obj)]);
+      };
+      return instances.addEventHandler({
+        add: (gvr, obj) => on(gvr, obj, false),
+        update: (gvr, obj) => on(gvr, obj, false),
+        delete: (gvr, obj) => on(gvr, obj, true),
+      });
     },
   };
 }
@@ -67,6 +81,7 @@ export function runtimeClassFanOut(
   runtimeClasses: EventSource<KubernetesObject>,
   instances: DynamicInformers<KubernetesObject>,
   kinds: KindIndex,
+  platformNamespace?: string,
 ): KeySource {
   return {
     subscribe(enqueue) {
@@ -84,6 +99,7 @@ export function runtimeClassFanOut(
             cachedInstances(instances),
             (g) => kinds.kindOf(g),
             (g, k) => kinds.lookup(g, k),
+            platformNamespace,
           ),
         );
       };

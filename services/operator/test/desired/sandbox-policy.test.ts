@@ -54,9 +54,10 @@ describe('runtimeClassInfo', () => {
     expect(runtimeClassInfo({ metadata: { name: 'a', labels: managed }, handler: 'kata' })).toEqual(
       generated('a', 'kata'),
     );
-    expect(runtimeClassInfo({ metadata: { name: 'b', annotations: owner }, handler: 'kata' })).toEqual(
-      generated('b', 'kata'),
-    );
+    expect(runtimeClassInfo({ metadata: { name: 'b', annotations: owner }, handler: 'kata' })).toEqual({
+      ...generated('b', 'kata'),
+      owner: { group: 'cloudark.io', kind: 'Agent', namespace: 'team-b', name: 'b' },
+    });
     expect(
       runtimeClassInfo({
         metadata: { name: 'c', labels: { 'app.kubernetes.io/managed-by': 'Helm' } },
@@ -201,27 +202,26 @@ describe('desiredSandboxPolicy: enforce', () => {
     }
   });
 
-  it('matches Sandbox and SandboxTemplate at both served versions, CREATE and UPDATE, exactly', () => {
+  it('matches Sandbox and SandboxTemplate at every version, CREATE and UPDATE: one rule per known version, storage first, Equivalent', () => {
     const vap = spec(policy.objects[1]);
     expect(vap.failurePolicy).toBe('Fail');
+    const rule = (group: string, resource: string, version: string) => ({
+      apiGroups: [group],
+      apiVersions: [version],
+      resources: [resource],
+      operations: ['CREATE', 'UPDATE'],
+      scope: 'Namespaced',
+    });
     expect(vap.matchConstraints).toEqual({
+      // A request at a version not listed (a v1 added to the CRD later) is converted by the API
+      // server to the first listed version it can reach and judged there: never let through.
       resourceRules: [
-        {
-          apiGroups: ['agents.x-k8s.io'],
-          apiVersions: ['v1alpha1', 'v1beta1'],
-          resources: ['sandboxes'],
-          operations: ['CREATE', 'UPDATE'],
-          scope: 'Namespaced',
-        },
-        {
-          apiGroups: ['extensions.agents.x-k8s.io'],
-          apiVersions: ['v1alpha1', 'v1beta1'],
-          resources: ['sandboxtemplates'],
-          operations: ['CREATE', 'UPDATE'],
-          scope: 'Namespaced',
-        },
+        rule('agents.x-k8s.io', 'sandboxes', 'v1beta1'),
+        rule('agents.x-k8s.io', 'sandboxes', 'v1alpha1'),
+        rule('extensions.agents.x-k8s.io', 'sandboxtemplates', 'v1beta1'),
+        rule('extensions.agents.x-k8s.io', 'sandboxtemplates', 'v1alpha1'),
       ],
-      matchPolicy: 'Exact',
+      matchPolicy: 'Equivalent',
       namespaceSelector: {},
       objectSelector: {},
       excludeResourceRules: [],
@@ -292,7 +292,9 @@ describe('desiredSandboxPolicy: advisory', () => {
     expect(map.failurePolicy).toBe('Ignore');
     expect(map.reinvocationPolicy).toBe('IfNeeded');
     const rules = (map.matchConstraints as { resourceRules: { operations: string[] }[] }).resourceRules;
-    expect(rules.map((r) => r.operations)).toEqual([['CREATE'], ['CREATE']]);
+    expect(rules.map((r) => r.operations)).toEqual([['CREATE'], ['CREATE'], ['CREATE'], ['CREATE']]);
+    // Equivalent here too: a Sandbox at a version added later is defaulted like one at v1beta1.
+    expect((map.matchConstraints as { matchPolicy: string }).matchPolicy).toBe('Equivalent');
     expect(map.mutations).toEqual([
       {
         patchType: 'JSONPatch',
@@ -407,5 +409,86 @@ describe('desiredSandboxPolicy: names and determinism', () => {
         expect(a).toEqual(b);
       }),
     );
+  });
+});
+
+describe('desiredSandboxPolicy: instances sharing the tenant namespace', () => {
+  /** A class generated for the instance `namespace/name`. */
+  const ownedBy = (name: string, handler: string, namespace: string, instanceName: string): RuntimeClassInfo => ({
+    name,
+    handler,
+    generated: true,
+    owner: { group: 'cloudark.io', kind: 'Agent', namespace, name: instanceName },
+  });
+  const PEER = 'kubeplus-sandbox-peer';
+  const peer = (minRuntimeClass: 'runc' | 'runsc' | 'kata', enforce: boolean) => ({
+    identity: { group: 'cloudark.io', kind: 'Agent', namespace: 'team-a', name: 'peer' },
+    spec: { minRuntimeClass, enforce },
+  });
+
+  it('allows a same-namespace instance’s class by its handler, never another namespace’s (an instance in the platform namespace binds the namespace named after it)', () => {
+    const classes = [
+      ownedBy(PEER, 'kata', 'team-a', 'peer'),
+      ownedBy('kubeplus-sandbox-team-a', 'kata', 'kubeplus', 'team-a'),
+      ownedBy('kubeplus-sandbox-weak', 'runsc', 'team-a', 'weak'),
+      ownedBy(OTHER, 'kata', 'team-b', 'team-b-agent-instance'),
+    ];
+    const p = desiredSandboxPolicy(policyInput({ runtimeClasses: classes }));
+    expect(p.allowedRuntimeClasses).toEqual([OWN, 'kubeplus-sandbox-peer', 'kubeplus-sandbox-team-a'].sort());
+    const elsewhere = desiredSandboxPolicy(policyInput({ runtimeClasses: classes, platformNamespace: 'platform' }));
+    expect(elsewhere.allowedRuntimeClasses).toEqual(['kubeplus-sandbox-peer', OWN]);
+    const weaker = desiredSandboxPolicy(
+      policyInput({ runtimeClasses: classes, spec: { minRuntimeClass: 'runsc', enforce: true } }),
+    );
+    expect(weaker.allowedRuntimeClasses).toEqual(
+      [OWN, 'kubeplus-sandbox-peer', 'kubeplus-sandbox-team-a', 'kubeplus-sandbox-weak'].sort(),
+    );
+  });
+
+  it('equal peers: the own class is recommended and nobody is stricter', () => {
+    const p = desiredSandboxPolicy(
+      policyInput({ runtimeClasses: [ownedBy(PEER, 'kata', 'team-a', 'peer')], peers: [peer('kata', true)] }),
+    );
+    expect(p.recommendedRuntimeClass).toBe(OWN);
+    expect(p.effectiveMinimum).toBe('kata');
+    expect(p.stricterPeers).toEqual([]);
+  });
+
+  it('a stricter peer governs: it is named, and the class recommended and defaulted to is one meeting its minimum (its own class before a platform one)', () => {
+    const p = desiredSandboxPolicy(
+      policyInput({
+        spec: { minRuntimeClass: 'runsc', enforce: false },
+        runtimeClasses: [...CLASSES, ownedBy(PEER, 'kata', 'team-a', 'peer')],
+        peers: [peer('kata', true)],
+      }),
+    );
+    expect(p.effectiveMinimum).toBe('kata');
+    expect(p.stricterPeers.map((s) => s.identity.name)).toEqual(['peer']);
+    expect(p.recommendedRuntimeClass).toBe(PEER);
+    expect(JSON.stringify(spec(p.objects[3]).mutations)).toContain(`value: \\"${PEER}\\"`);
+    // Without the peer's class (not created yet), a platform class meeting kata; without any, the own class.
+    const platformOnly = desiredSandboxPolicy(
+      policyInput({
+        spec: { minRuntimeClass: 'runsc', enforce: false },
+        runtimeClasses: CLASSES,
+        peers: [peer('kata', true)],
+      }),
+    );
+    expect(platformOnly.recommendedRuntimeClass).toBe('kata');
+    const none = desiredSandboxPolicy(
+      policyInput({
+        spec: { minRuntimeClass: 'runsc', enforce: false },
+        runtimeClasses: [],
+        peers: [peer('kata', true)],
+      }),
+    );
+    expect(none.recommendedRuntimeClass).toBe(OWN);
+  });
+
+  it('a weaker peer changes nothing for the stricter instance', () => {
+    const alone = desiredSandboxPolicy(policyInput({ runtimeClasses: CLASSES }));
+    const withPeer = desiredSandboxPolicy(policyInput({ runtimeClasses: CLASSES, peers: [peer('runsc', false)] }));
+    expect(withPeer.objects).toEqual(alone.objects);
+    expect(withPeer.stricterPeers).toEqual([]);
   });
 });

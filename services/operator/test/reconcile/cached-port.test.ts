@@ -137,8 +137,10 @@ function put(annotations: Record<string, string>, namespace = 'kubeplus'): Insta
   return cluster.putInstance({ name: NAME, namespace, annotations });
 }
 
-/** API reads (the RuntimeClass list is the informer's in production). */
-const reads = (): string[] => calls.filter((c) => /^(get|list)/.test(c) && c !== 'listRuntimeClasses');
+/** Informer reads in production, not API requests: the RuntimeClass list and the sandbox-annotated instances. */
+const INFORMER_LISTS = ['listRuntimeClasses', 'listSandboxInstances'];
+/** API reads. */
+const reads = (): string[] => calls.filter((c) => /^(get|list)/.test(c) && !INFORMER_LISTS.includes(c));
 
 beforeEach(() => {
   cluster = new FakeCluster();
@@ -219,7 +221,7 @@ describe('the reconciler on cached reads', () => {
     calls.length = 0;
     expect(await reconciler().reconcile(key)).toEqual({});
     // Discovery answers are cached by KubeClusterPort for 60 s; the RuntimeClasses are an informer's.
-    const discovery = ['resolveKind', 'servedMutatingPolicyVersion', 'listRuntimeClasses'];
+    const discovery = ['resolveKind', 'servedMutatingPolicyVersion', ...INFORMER_LISTS];
     expect(calls.filter((c) => !discovery.includes(c))).toEqual([]);
     // Without caches the same reconcile reads ten times (instance, namespace, 3 objects, 5 lists).
     const uncached = new CachedClusterPort(counted(cluster, calls), {

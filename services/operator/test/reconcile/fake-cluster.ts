@@ -14,6 +14,7 @@ import {
   type ObjectRef,
   refOf,
 } from '../../src/desired/objects.js';
+import { type SandboxInstanceMeta, sandboxInstanceMeta } from '../../src/desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
 import {
   ApiError,
@@ -22,6 +23,8 @@ import {
   type EventTarget,
   type InstanceEvent,
 } from '../../src/reconcile/port.js';
+
+type SandboxMetadata = Parameters<typeof sandboxInstanceMeta>[1];
 
 export type WriteOp =
   | 'setFinalizers'
@@ -375,6 +378,14 @@ export class FakeCluster implements ClusterPort {
 
   async listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]> {
     return this.storedOfKind('RuntimeClass').flatMap((o) => runtimeClassInfo(o) ?? []);
+  }
+
+  async listSandboxInstances(): Promise<readonly SandboxInstanceMeta[]> {
+    return [...this.instances.values()].flatMap((obj) => {
+      const kind = String(obj.kind);
+      const meta = sandboxInstanceMeta({ group: 'cloudark.io', kind }, obj.metadata as SandboxMetadata);
+      return meta === undefined ? [] : [meta];
+    });
   }
 
   async servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined> {

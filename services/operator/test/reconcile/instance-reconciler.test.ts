@@ -613,3 +613,48 @@ describe('errors', () => {
     expect(cluster.writeCount()).toBe(0);
   });
 });
+
+describe('several instances binding sandbox isolation to one namespace', () => {
+  const other = 'second-agent';
+  const put = (name: string, annotation: string): InstanceKey =>
+    cluster.putInstance({ name, namespace: 'team-a', annotations: { [SANDBOX]: annotation } });
+  const allowed = (policy: string): unknown =>
+    (spec('ValidatingAdmissionPolicy', policy).variables as { name: string; expression: string }[]).find(
+      (v) => v.name === 'allowedRuntimeClasses',
+    )?.expression;
+
+  it.each([
+    ['first', false],
+    ['second', true],
+  ])(
+    'two kata-enforced instances (%s created first): each policy accepts both generated classes',
+    async (_o, reversed) => {
+      const keys = [put(INSTANCE, KATA_ENFORCE), put(other, KATA_ENFORCE)];
+      for (const key of reversed ? [...keys].reverse() : keys) await reconciler().reconcile(key);
+      // The one reconciled first saw no peer class yet: the peer's class event re-queues it (wiring/keys.ts).
+      for (const key of keys) await reconciler().reconcile(key);
+      const both = `["kubeplus-sandbox-${other}", "${RC}"]`;
+      expect(allowed(`${RC}-enforce`)).toBe(both);
+      expect(allowed(`kubeplus-sandbox-${other}-enforce`)).toBe(both);
+      expect(reasons()).not.toContain('StricterSandboxPolicy');
+    },
+  );
+
+  it('a weaker instance beside a stricter one: Warning naming who governs, and its default is the stricter class', async () => {
+    const strict = put(INSTANCE, KATA_ENFORCE);
+    const weak = put(other, '{"minRuntimeClass": "runsc", "enforce": false}');
+    await reconciler().reconcile(strict);
+    await reconciler().reconcile(weak);
+    const warning = cluster.events.find((e) => e.reason === 'StricterSandboxPolicy');
+    expect(warning).toMatchObject({ type: 'Warning', target: { name: other } });
+    expect(warning?.message).toContain(`cloudark.io/Agent/team-a/${INSTANCE} (minimum kata, enforced)`);
+    expect(JSON.stringify(spec('MutatingAdmissionPolicy', `kubeplus-sandbox-${other}-default`).mutations)).toContain(
+      `value: \\"${RC}\\"`,
+    );
+    // The stricter instance refuses the weaker one's runsc class and is not warned.
+    expect(allowed(`${RC}-enforce`)).toBe(`["${RC}"]`);
+    expect(cluster.events.filter((e) => e.reason === 'StricterSandboxPolicy' && e.target.name === INSTANCE)).toEqual(
+      [],
+    );
+  });
+});

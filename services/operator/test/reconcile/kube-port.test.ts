@@ -339,8 +339,20 @@ describe('KubeClusterPort', () => {
     );
     expect(await new KubeClusterPort(kc).listRuntimeClasses()).toEqual([
       { name: 'kata', handler: 'kata', generated: false },
-      { name: 'kubeplus-sandbox-b', handler: 'kata', generated: true },
+      {
+        name: 'kubeplus-sandbox-b',
+        handler: 'kata',
+        generated: true,
+        owner: { group: 'cloudark.io', kind: 'Agent', namespace: 'team-b', name: 'b' },
+      },
     ]);
+  });
+
+  it('lists sandbox-isolated instances only from the instance caches it is given, and says so without them', async () => {
+    const cached = [{ group: 'cloudark.io', kind: 'Agent', namespace: 'team-a', name: 'a', annotation: '{}' }];
+    expect(await new KubeClusterPort(kc, { sandboxInstances: () => cached }).listSandboxInstances()).toEqual(cached);
+    await expect(new KubeClusterPort(kc).listSandboxInstances()).rejects.toThrow(/needs the instance caches/);
+    expect(seen).toEqual([]);
   });
 
   it('records a core/v1 Event on the instance, or delegates to a recorder', async () => {

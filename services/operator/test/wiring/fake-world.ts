@@ -95,6 +95,7 @@ export class FakeWorld {
     const cluster = this.cluster;
     const delegated: Record<string, unknown> = {
       listRuntimeClasses: async () => options.runtimeClasses(),
+      listSandboxInstances: async () => options.sandboxInstances(),
       recordEvent: (target: EventTarget, event: InstanceEvent) => options.recordEvent(target, event),
     };
     return new Proxy(cluster, {

@@ -13,6 +13,7 @@ import {
   type RuntimeClassSnapshot,
   runtimeClassChangeKeys,
   runtimeClassSnapshot,
+  SandboxTenantIndex,
   sandboxInstanceKeys,
 } from '../../src/wiring/keys.js';
 import { instance, ownedMeta } from './fixtures.js';
@@ -218,5 +219,50 @@ describe('runtimeClassChangeKeys', () => {
     expect(keys(undefined, garbage)).toEqual([]);
     expect(keys(undefined, snapshot(ownedMeta('kubeplus-sandbox-t', 'other.io/Thing/ns/t')))).toEqual([]);
     expect(keys(undefined, undefined)).toEqual([]);
+  });
+});
+
+describe('instances sharing a tenant namespace', () => {
+  const SANDBOX = { 'kubeplus.io/sandbox-isolation': '{"minRuntimeClass":"kata"}' };
+  const key = (namespace: string, name: string): string => `cloudark.io/v1/Agent/agents/${namespace}/${name}`;
+
+  it('a generated class change re-queues its owner and every sandbox instance bound to the owner’s tenant namespace', () => {
+    const cached = [
+      { gvr: AGENTS, obj: instance('agent-x', 'team-a', SANDBOX) },
+      { gvr: AGENTS, obj: instance('agent-w', 'team-a', SANDBOX) },
+      // In the platform namespace: its tenant namespace is named after it, team-a.
+      { gvr: AGENTS, obj: instance('team-a', 'kubeplus', SANDBOX) },
+      { gvr: AGENTS, obj: instance('agent-v', 'team-a') }, // no sandbox isolation
+      { gvr: AGENTS, obj: instance('agent-y', 'team-b', SANDBOX) },
+    ];
+    const generatedX = runtimeClassSnapshot(object(ownedMeta('kubeplus-sandbox-agent-x', OWNER)));
+    const keys = runtimeClassChangeKeys({ before: undefined, after: generatedX }, cached, kindOf, lookup).sort();
+    expect(keys).toEqual([key('kubeplus', 'team-a'), key('team-a', 'agent-w'), OWNER_KEY]);
+    // With another platform namespace, the instance in `kubeplus` binds its own namespace `kubeplus`.
+    expect(
+      runtimeClassChangeKeys({ before: undefined, after: generatedX }, cached, kindOf, lookup, 'platform').sort(),
+    ).toEqual([key('team-a', 'agent-w'), OWNER_KEY]);
+  });
+
+  it('SandboxTenantIndex: an instance event reaches the other sandbox instances of the namespace it binds now or bound before', () => {
+    const index = new SandboxTenantIndex();
+    expect(index.update(key('team-a', 'a'), instance('a', 'team-a', SANDBOX))).toEqual([]);
+    expect(index.update(key('team-a', 'b'), instance('b', 'team-a', SANDBOX))).toEqual([key('team-a', 'a')]);
+    expect(index.update(key('kubeplus', 'team-a'), instance('team-a', 'kubeplus', SANDBOX)).sort()).toEqual([
+      key('team-a', 'a'),
+      key('team-a', 'b'),
+    ]);
+    expect(index.update(key('team-b', 'c'), instance('c', 'team-b', SANDBOX))).toEqual([]);
+    // An instance without the annotation binds nothing, and is reached by nothing.
+    expect(index.update(key('team-a', 'plain'), instance('plain', 'team-a'))).toEqual([]);
+    // Removing the annotation still concerns the namespace it bound; from then on it is out.
+    expect(index.update(key('team-a', 'b'), instance('b', 'team-a')).sort()).toEqual([
+      key('kubeplus', 'team-a'),
+      key('team-a', 'a'),
+    ]);
+    expect(index.update(key('team-a', 'a'), instance('a', 'team-a', SANDBOX))).toEqual([key('kubeplus', 'team-a')]);
+    // A deletion likewise.
+    expect(index.update(key('kubeplus', 'team-a'), undefined)).toEqual([key('team-a', 'a')]);
+    expect(index.update(key('team-a', 'a'), undefined)).toEqual([]);
   });
 });
