@@ -4,11 +4,18 @@
  * allowed (with the API server's `Warning` headers) or refused (status code and message).
  */
 import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
-import { CustomObjectsApi, type KubeConfig, NodeV1Api } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  NodeV1Api,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 import { mergePatch, statusMessage } from './operator.js';
 
 export type SandboxKind = 'Sandbox' | 'SandboxTemplate';
-export type SandboxVersion = 'v1beta1' | 'v1alpha1';
+/** The versions the Agent Sandbox CRDs serve, and `v1`, which a test adds (`addServedVersion`). */
+export type SandboxVersion = 'v1beta1' | 'v1alpha1' | 'v1';
 
 const RESOURCES: Record<SandboxKind, { group: string; plural: string }> = {
   Sandbox: { group: 'agents.x-k8s.io', plural: 'sandboxes' },
@@ -167,4 +174,67 @@ export class RuntimeClasses {
       }
     }
   }
+}
+
+/** The CustomResourceDefinition name of a Sandbox kind. */
+export function crdName(kind: SandboxKind): string {
+  return `${RESOURCES[kind].plural}.${RESOURCES[kind].group}`;
+}
+
+async function replaceCrd(
+  kc: KubeConfig,
+  name: string,
+  change: (crd: V1CustomResourceDefinition) => V1CustomResourceDefinition,
+): Promise<void> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
+  const current = await api.readCustomResourceDefinition({ name });
+  await api.replaceCustomResourceDefinition({ name, body: change(current) });
+}
+
+/**
+ * Adds `version` to the kind's installed CRD as a served, non-storage copy of `like`'s schema —
+ * what Agent Sandbox does when it ships a new API version — and waits until the API server serves
+ * it (a dry-run CREATE at that version no longer answers 404).
+ */
+export async function addServedVersion(
+  kc: KubeConfig,
+  kind: SandboxKind,
+  version: SandboxVersion,
+  like: SandboxVersion,
+  namespace: string,
+): Promise<void> {
+  await replaceCrd(kc, crdName(kind), (crd) => {
+    const template = crd.spec.versions.find((v) => v.name === like);
+    if (template === undefined) throw new Error(`${crdName(kind)} has no version ${like}`);
+    const others = crd.spec.versions.filter((v) => v.name !== version);
+    return {
+      ...crd,
+      spec: {
+        ...crd.spec,
+        versions: [...others, { ...structuredClone(template), name: version, served: true, storage: false }],
+      },
+    };
+  });
+  await waitFor(
+    `${crdName(kind)} to serve ${version}`,
+    async (observe) => {
+      try {
+        await createSandbox(kc, { kind, version, namespace, name: 'served-probe' }, 'probe', { dryRun: true });
+        return true;
+      } catch (error) {
+        observe(String(error));
+        if (isApiStatus(error, 404)) return false;
+        throw error;
+      }
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+/** Removes `version` from the kind's CRD again (it was never the storage version). */
+export async function removeVersion(kc: KubeConfig, kind: SandboxKind, version: SandboxVersion): Promise<void> {
+  await replaceCrd(kc, crdName(kind), (crd) => ({
+    ...crd,
+    spec: { ...crd.spec, versions: crd.spec.versions.filter((v) => v.name !== version) },
+  }));
 }
