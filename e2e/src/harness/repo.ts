@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,11 +15,20 @@ export function repoRoot(): string {
   }
 }
 
-/** `<repo>/../shared/fixtures/agent-sandbox`, or KUBEPLUS_SANDBOX_CRDS_DIR. */
+/**
+ * The Agent Sandbox CRDs: `k8s/crds/` of the Go module pinned in e2e/components/agent-sandbox
+ * (fetched into the Go module cache by e2e/scripts/agent-sandbox-crds.sh), or
+ * KUBEPLUS_SANDBOX_CRDS_DIR. Nothing outside the repository's own build inputs is read.
+ */
 export function sandboxCrdsDir(): string {
-  return resolve(
-    process.env.KUBEPLUS_SANDBOX_CRDS_DIR ?? join(repoRoot(), '..', 'shared', 'fixtures', 'agent-sandbox'),
-  );
+  const fromEnv = process.env.KUBEPLUS_SANDBOX_CRDS_DIR;
+  if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
+  const script = join(repoRoot(), 'e2e', 'scripts', 'agent-sandbox-crds.sh');
+  const out = execFileSync(script, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = out.trim().split('\n').at(-1);
+  if (!dir) throw new Error(`${script} printed no directory`);
+  process.env.KUBEPLUS_SANDBOX_CRDS_DIR = dir; // once per process
+  return dir;
 }
 
 /** The webhooks[] entry shared with the Helm chart (single source of truth). */

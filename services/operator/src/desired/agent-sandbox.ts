@@ -1,7 +1,7 @@
 /**
  * The only facts about kubernetes-sigs/agent-sandbox the operator relies on: which resources
  * carry a Pod template, at which versions they are served, and where the runtime class sits.
- * (CRDs at commit 2fd412d5: `sandboxes.agents.x-k8s.io` and
+ * (CRDs of sigs.k8s.io/agent-sandbox v0.5.0, pinned in e2e/components/agent-sandbox: `sandboxes.agents.x-k8s.io` and
  * `sandboxtemplates.extensions.agents.x-k8s.io`, each serving v1beta1 (storage) and v1alpha1.)
  */
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,11 +7,18 @@ import { loadYaml } from '@kubernetes/client-node';
 import { RUNTIME_CLASS_PATH, RUNTIME_CLASS_POINTER, SANDBOX_RESOURCES } from '../../src/desired/agent-sandbox.js';
 
 /**
- * The Agent Sandbox CRDs live in the project's shared fixtures, beside the repository
- * (`<repo>/../shared/fixtures/agent-sandbox`, both on a developer machine and in CI).
+ * The Agent Sandbox CRDs of the release the project pins: `k8s/crds/` of the Go module in
+ * e2e/components/agent-sandbox, which e2e/scripts/agent-sandbox-crds.sh fetches into the Go module
+ * cache (or KUBEPLUS_SANDBOX_CRDS_DIR).
  */
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
-const fixtures = resolve(repoRoot, '../shared/fixtures/agent-sandbox');
+const fixtures =
+  process.env.KUBEPLUS_SANDBOX_CRDS_DIR ||
+  (execFileSync(resolve(repoRoot, 'e2e/scripts/agent-sandbox-crds.sh'), { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .at(-1) ??
+    '');
 
 interface CrdVersion {
   name: string;
