@@ -48,10 +48,11 @@ import {
   waitForSettled,
 } from './support/operator.js';
 import {
-  type Admission,
   allowedWithout,
   createSandbox,
   denied,
+  expectAllowed,
+  expectDenied,
   getSandbox,
   patchSandbox,
   RuntimeClasses,
@@ -85,22 +86,6 @@ const bodyFields = (rc: V1RuntimeClass): string[] =>
         !['apiVersion', 'kind', 'metadata'].includes(k) && (rc as unknown as Record<string, unknown>)[k] !== undefined,
     )
     .sort();
-
-function expectDenied(outcome: Admission, what: string): string {
-  if (outcome.allowed) {
-    throw new Error(
-      `expected ${what} to be denied, but it was admitted with runtimeClassName ${outcome.object.spec.podTemplate.spec.runtimeClassName}`,
-    );
-  }
-  expect(outcome.code).toBe(403);
-  return outcome.message;
-}
-
-function expectAllowed(outcome: Admission, what: string): Extract<Admission, { allowed: true }> {
-  if (!outcome.allowed)
-    throw new Error(`expected ${what} to be admitted, but: HTTP ${outcome.code} ${outcome.message}`);
-  return outcome;
-}
 
 describe('operator: sandbox isolation (seed 2) from instance annotations, on the real control plane', () => {
   let cluster: Cluster;

@@ -30,11 +30,12 @@ import {
   waitForSettled,
 } from './support/operator.js';
 import {
-  type Admission,
   addServedVersion,
   allowedWithout,
   createSandbox,
   denied,
+  expectAllowed,
+  expectDenied,
   getSandbox,
   patchSandbox,
   removeVersion,
@@ -47,22 +48,6 @@ import {
 const sandboxAnnotation = (minRuntimeClass: string, enforce: boolean): string =>
   JSON.stringify({ minRuntimeClass, enforce });
 const MIXED_METRIC = 'kubeplus_operator_sandbox_mixed_policy_namespaces';
-
-function expectDenied(outcome: Admission, what: string): string {
-  if (outcome.allowed) {
-    throw new Error(
-      `expected ${what} to be denied, but it was admitted with runtimeClassName ${outcome.object.spec.podTemplate.spec.runtimeClassName}`,
-    );
-  }
-  expect(outcome.code).toBe(403);
-  return outcome.message;
-}
-
-function expectAllowed(outcome: Admission, what: string): Extract<Admission, { allowed: true }> {
-  if (!outcome.allowed)
-    throw new Error(`expected ${what} to be admitted, but: HTTP ${outcome.code} ${outcome.message}`);
-  return outcome;
-}
 
 describe('operator: what a sandbox policy governs (every served version; every instance of a namespace)', () => {
   let cluster: Cluster;

@@ -3,6 +3,7 @@
  * (extensions.agents.x-k8s.io) at both served versions, and what admission made of a write —
  * allowed (with the API server's `Warning` headers) or refused (status code and message).
  */
+import { expect } from '@jest/globals';
 import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
 import {
   ApiextensionsV1Api,
@@ -148,6 +149,24 @@ export function waitForAdmission(
     },
     { timeoutMs, intervalMs: 200 },
   );
+}
+
+/** Fails unless admission refused the write with 403; returns the API server's message. */
+export function expectDenied(outcome: Admission, what: string): string {
+  if (outcome.allowed) {
+    throw new Error(
+      `expected ${what} to be denied, but it was admitted with runtimeClassName ${outcome.object.spec.podTemplate.spec.runtimeClassName}`,
+    );
+  }
+  expect(outcome.code).toBe(403);
+  return outcome.message;
+}
+
+/** Fails unless admission let the write through; returns what was stored and the warnings. */
+export function expectAllowed(outcome: Admission, what: string): Extract<Admission, { allowed: true }> {
+  if (!outcome.allowed)
+    throw new Error(`expected ${what} to be admitted, but: HTTP ${outcome.code} ${outcome.message}`);
+  return outcome;
 }
 
 export const denied = (a: Admission): a is Extract<Admission, { allowed: false }> => !a.allowed;
