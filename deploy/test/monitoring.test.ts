@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, jest, test } from '@jest/globals';
-import { registerAuditMetrics } from '../../services/operator/src/audit/metrics.js';
-import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/controller/metrics.js';
-import { createWiringMetrics } from '../../services/operator/src/wiring/metrics.js';
+import { registerAuditMetrics } from '../../services/operator/src/controllers/audit/audit-metrics.js';
+import { createWiringMetrics } from '../../services/operator/src/controllers/instances/reconcile-metrics.js';
+import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/runtime/runtime-metrics.js';
 import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/reasons.js';
 import { createMetrics } from '../../services/webhook/src/metrics.js';
 import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';

@@ -16,11 +16,11 @@ import {
   RUNTIME_LEVELS,
   type RuntimeLevel,
 } from '@kubeplus-isolation/spec';
-import { JITTER_FACTOR } from './controller/leader-election.js';
-import { LOG_LEVELS, type LogLevel, parseLogLevel } from './controller/log.js';
 import { DEFAULT_PLATFORM_NAMESPACE } from './desired/instance.js';
-import { formatDuration, parseDuration } from './wiring/duration.js';
-import { type InstanceKindSelection, parseInstanceKinds } from './wiring/kinds.js';
+import { type InstanceKindSelection, parseInstanceKinds } from './instance-kinds/registry.js';
+import { formatDuration, parseDuration } from './runtime/duration.js';
+import { JITTER_FACTOR } from './runtime/leader-election.js';
+import { LOG_LEVELS, type LogLevel, parseLogLevel } from './runtime/log.js';
 
 export interface Config {
   kubeconfig: string | undefined;

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { IN_CLUSTER_NAMESPACE_FILE, PROGRAM, parseConfig, usage } from './config.js';
-import { createLogger } from './controller/log.js';
+import { createLogger } from './runtime/log.js';
 
 function inClusterNamespace(): string | undefined {
   try {
@@ -43,9 +43,9 @@ process.on('unhandledRejection', (reason) => {
 });
 
 // Loaded after the flags are checked, so --help and flag errors answer at once.
-const { runUntilSignalled } = await import('./controller/shutdown.js');
+const { runUntilSignalled } = await import('./runtime/shutdown.js');
 const { createOperator } = await import('./operator.js');
-const { kubeOperatorDeps, loadKubeConfig } = await import('./wiring/kube.js');
+const { kubeOperatorDeps, loadKubeConfig } = await import('./kube/kubeconfig.js');
 
 const identity = config.leaderElectionIdentity ?? `${process.env.POD_NAME || hostname()}_${randomUUID()}`;
 

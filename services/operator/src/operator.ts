@@ -28,15 +28,49 @@ import type {
   V1RuntimeClass,
 } from '@kubernetes/client-node';
 import type { Express } from 'express';
+import { CachedClusterPort, sameType } from './cluster/cached-cluster-port.js';
+import type { ClusterPort, EventTarget, InstanceEvent } from './cluster/port.js';
+import type { Config } from './config.js';
 import {
   AUDIT_CONTROLLER,
   createNodeIsolationAudit,
   ISOLATED_NAMESPACE_SELECTOR,
   type PodLister,
-} from './audit/index.js';
-import type { Config } from './config.js';
-import { type Clock, systemClock } from './controller/clock.js';
-import { EventRecorder, type EventSink } from './controller/events.js';
+} from './controllers/audit/controller.js';
+import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './controllers/instances/controller.js';
+import {
+  cachedInstances,
+  instanceSource,
+  KeyChannel,
+  ownedObjectSource,
+  ownerOfDeletedSource,
+  runtimeClassFanOut,
+} from './controllers/instances/key-sources.js';
+import type { OwnedType } from './controllers/instances/keys.js';
+import { COUNTED_ANNOTATIONS, createWiringMetrics } from './controllers/instances/reconcile-metrics.js';
+import { InstanceReconciler } from './controllers/instances/reconciler.js';
+import { apiVersionOf, type InstanceIdentity } from './desired/instance.js';
+import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
+import { mixedPolicyNamespaces, type SandboxInstanceMeta, sandboxInstanceMeta } from './desired/sandbox-peers.js';
+import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
+import {
+  countInstanceKinds,
+  ForbiddenKindReporter,
+  instanceKindState,
+  instanceKindsReadiness,
+} from './instance-kinds/kind-health.js';
+import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './instance-kinds/registry.js';
+import { type PolicyApis, type PolicyResource, policyResources } from './kube/discovery.js';
+import { type Clock, systemClock } from './runtime/clock.js';
+import { formatDuration } from './runtime/duration.js';
+import { EventRecorder, type EventSink } from './runtime/event-recorder.js';
+import {
+  createHttpApp,
+  EventLoopMonitor,
+  type HealthCheck,
+  type RunningServer,
+  startHttpServer,
+} from './runtime/http-server.js';
 import {
   bindCrdInformer,
   DynamicInformers,
@@ -45,45 +79,11 @@ import {
   keepMetadataOnly,
   ResourceInformer,
   type SyncedInformer,
-} from './controller/informers.js';
-import { LeaderElector, type LeaseLock } from './controller/leader-election.js';
-import type { Logger } from './controller/log.js';
-import { type KeySource, Manager, type ManagerExit } from './controller/manager.js';
-import { createOperatorMetrics, type OperatorMetrics } from './controller/metrics.js';
-import {
-  createHttpApp,
-  EventLoopMonitor,
-  type HealthCheck,
-  type RunningServer,
-  startHttpServer,
-} from './controller/server.js';
-import { apiVersionOf, type InstanceIdentity } from './desired/instance.js';
-import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
-import { mixedPolicyNamespaces, type SandboxInstanceMeta, sandboxInstanceMeta } from './desired/sandbox-peers.js';
-import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
-import { CachedClusterPort, sameType } from './reconcile/cached-port.js';
-import { InstanceReconciler } from './reconcile/instance-reconciler.js';
-import type { ClusterPort, EventTarget, InstanceEvent } from './reconcile/port.js';
-import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './wiring/controllers.js';
-import { type PolicyApis, type PolicyResource, policyResources } from './wiring/discovery.js';
-import { formatDuration } from './wiring/duration.js';
-import type { OwnedType } from './wiring/keys.js';
-import {
-  countInstanceKinds,
-  ForbiddenKindReporter,
-  instanceKindState,
-  instanceKindsReadiness,
-} from './wiring/kind-health.js';
-import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './wiring/kinds.js';
-import { COUNTED_ANNOTATIONS, createWiringMetrics } from './wiring/metrics.js';
-import {
-  cachedInstances,
-  instanceSource,
-  KeyChannel,
-  ownedObjectSource,
-  ownerOfDeletedSource,
-  runtimeClassFanOut,
-} from './wiring/sources.js';
+} from './runtime/informer.js';
+import { LeaderElector, type LeaseLock } from './runtime/leader-election.js';
+import type { Logger } from './runtime/log.js';
+import { type KeySource, Manager, type ManagerExit } from './runtime/manager.js';
+import { createOperatorMetrics, type OperatorMetrics } from './runtime/runtime-metrics.js';
 
 /** List+watch sources of every resource the operator caches (client-node's ListWatch, or fakes). */
 export interface InformerSources {

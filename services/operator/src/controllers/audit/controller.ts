@@ -1,0 +1,72 @@
+/**
+ * The fail-open audit, composed: a controller (leader only) keyed by namespace over the
+ * isolated-namespace informer, its key sources and its metrics. operator.ts adds the controller
+ * to the Manager and the informer to the caches when `--audit-interval` is not 0.
+ */
+import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_ENABLED_VALUE } from '@kubeplus-isolation/spec';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
+import type { InstanceIdentity } from '../../desired/instance.js';
+import type { Clock } from '../../runtime/clock.js';
+import type { EventHandlers, Lister } from '../../runtime/informer.js';
+import type { Logger } from '../../runtime/log.js';
+import type { ControllerOptions } from '../../runtime/manager.js';
+import { registerAuditMetrics } from './audit-metrics.js';
+import { isolatedNamespaceEvents, periodicAudit } from './audit-sources.js';
+import { NodeIsolationAuditor, type PodLister } from './auditor.js';
+
+export { kubePodLister } from '../../kube/pod-lister.js';
+export { AUDIT_CONTROLLER, NodeIsolationAuditor, type PodLister } from './auditor.js';
+
+/** The webhook's namespaceSelector, as a label selector: the namespaces whose Pods it patches. */
+export const ISOLATED_NAMESPACE_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=${NODE_ISOLATION_ENABLED_VALUE}`;
+
+export interface NodeIsolationAuditOptions {
+  intervalMs: number;
+  /** Informer of the namespaces matching ISOLATED_NAMESPACE_SELECTOR. */
+  namespaces: Lister<KubernetesObject> & { addEventHandler(handlers: EventHandlers<KubernetesObject>): () => void };
+  pods: PodLister;
+  resolveOwner(owner: InstanceIdentity): EventTarget | undefined;
+  recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
+  registry: Registry;
+  logger: Logger;
+  clock: Clock;
+  random?: () => number;
+}
+
+export interface NodeIsolationAudit {
+  auditor: NodeIsolationAuditor;
+  /** For Manager.addController. One worker: the audit is background work, its LISTs go one at a time. */
+  controller: ControllerOptions;
+}
+
+export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): NodeIsolationAudit {
+  const metrics = registerAuditMetrics(options.registry, options.namespaces);
+  const audit = new NodeIsolationAuditor({
+    pods: options.pods,
+    namespaces: options.namespaces,
+    resolveOwner: options.resolveOwner,
+    recordEvent: options.recordEvent,
+    hooks: metrics.hooks,
+    logger: options.logger,
+    clock: options.clock,
+  });
+  metrics.trackTotals(() => audit.totals());
+  return {
+    auditor: audit,
+    controller: {
+      reconciler: audit,
+      sources: [
+        isolatedNamespaceEvents(options.namespaces),
+        periodicAudit(options.namespaces, {
+          intervalMs: options.intervalMs,
+          clock: options.clock,
+          random: options.random,
+          onTerm: () => audit.reset(),
+        }),
+      ],
+      concurrency: 1,
+    },
+  };
+}

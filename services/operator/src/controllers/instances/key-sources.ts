@@ -1,0 +1,162 @@
+/**
+ * Key sources of the two controllers: thin adapters from informer events to the pure mappings
+ * of keys.ts. The Manager subscribes them only while this replica leads (replaying the caches
+ * then), so a standby never enqueues anything.
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KindRef } from '../../desired/instance.js';
+import type { DynamicInformers, EventHandlers, GroupVersionResource } from '../../runtime/informer.js';
+import type { KeySource } from '../../runtime/manager.js';
+import {
+  type CachedInstance,
+  deletedOwnedObjectOwnerKey,
+  instanceEventKey,
+  type OwnedType,
+  ownedObjectKey,
+  type RuntimeClassSnapshot,
+  runtimeClassChangeKeys,
+  runtimeClassSnapshot,
+  SandboxTenantIndex,
+} from './keys.js';
+
+interface EventSource<T> {
+  addEventHandler(handlers: EventHandlers<T>): () => void;
+}
+
+type Enqueue = (key: string) => void;
+
+function emit(enqueue: Enqueue, keys: string | readonly string[] | undefined): void {
+  if (keys === undefined) return;
+  for (const key of typeof keys === 'string' ? [keys] : keys) enqueue(key);
+}
+
+/** The Kinds the instance informers watch (InstanceKindRegistry). */
+export interface KindIndex {
+  kindOf(gvr: GroupVersionResource): string | undefined;
+  lookup(group: string, kind: string): KindRef | undefined;
+}
+
+/**
+ * Every event of every instance informer → that instance, and the other sandbox-annotated
+ * instances bound to the tenant namespace it binds (or bound before the event): their policies
+ * and Warnings depend on it (`SandboxTenantIndex`).
+ */
+export function instanceSource(
+  instances: DynamicInformers<KubernetesObject>,
+  kinds: KindIndex,
+  platformNamespace?: string,
+): KeySource {
+  return {
+    subscribe(enqueue) {
+      const tenants = new SandboxTenantIndex(platformNamespace);
+      const on = (gvr: GroupVersionResource, obj: KubernetesObject, deleted: boolean): void => {
+        const key = instanceEventKey(gvr, obj, (g) => kinds.kindOf(g));
+        if (key === undefined) return;
+        emit(enqueue, [key, ...tenants.update(key, deleted ? undefined : obj)]);
+      };
+      return instances.addEventHandler({
+        add: (gvr, obj) => on(gvr, obj, false),
+        update: (gvr, obj) => on(gvr, obj, false),
+        delete: (gvr, obj) => on(gvr, obj, true),
+      });
+    },
+  };
+}
+
+/** Every instance in the caches of `instances`. */
+export function* cachedInstances(instances: DynamicInformers<KubernetesObject>): Generator<CachedInstance> {
+  for (const gvr of instances.kinds()) {
+    for (const obj of instances.get(gvr)?.list() ?? []) yield { gvr, obj };
+  }
+}
+
+/**
+ * RuntimeClass add/update/delete → the instances whose sandbox policy it concerns
+ * (`runtimeClassChangeKeys`): every sandbox-annotated instance for a platform class, the owner for
+ * a generated one. Each subscription remembers how every class looked at its previous event (the
+ * replay on subscribe fills it), since an update carries only the new object and a class gaining
+ * or losing the ownership markers concerns every sandbox instance.
+ */
+export function runtimeClassFanOut(
+  runtimeClasses: EventSource<KubernetesObject>,
+  instances: DynamicInformers<KubernetesObject>,
+  kinds: KindIndex,
+  platformNamespace?: string,
+): KeySource {
+  return {
+    subscribe(enqueue) {
+      const seen = new Map<string, RuntimeClassSnapshot>();
+      const on = (obj: KubernetesObject, deleted: boolean): void => {
+        const now = runtimeClassSnapshot(obj);
+        if (now === undefined) return;
+        const before = seen.get(now.name) ?? (deleted ? now : undefined);
+        if (deleted) seen.delete(now.name);
+        else seen.set(now.name, now);
+        emit(
+          enqueue,
+          runtimeClassChangeKeys(
+            { before, after: deleted ? undefined : now },
+            cachedInstances(instances),
+            (g) => kinds.kindOf(g),
+            (g, k) => kinds.lookup(g, k),
+            platformNamespace,
+          ),
+        );
+      };
+      return runtimeClasses.addEventHandler({
+        add: (obj) => on(obj, false),
+        update: (obj) => on(obj, false),
+        delete: (obj) => on(obj, true),
+      });
+    },
+  };
+}
+
+/** Delete of an owned object → its owner instance (drift restore). */
+export function ownerOfDeletedSource(
+  informer: EventSource<KubernetesObject>,
+  type: OwnedType,
+  kinds: KindIndex,
+): KeySource {
+  return {
+    subscribe(enqueue) {
+      return informer.addEventHandler({
+        delete: (obj) =>
+          emit(
+            enqueue,
+            deletedOwnedObjectOwnerKey(type, obj, (g, k) => kinds.lookup(g, k)),
+          ),
+      });
+    },
+  };
+}
+
+/** Add/update of an owned object → the object itself, for the orphan check. */
+export function ownedObjectSource(informer: EventSource<KubernetesObject>, type: OwnedType): KeySource {
+  return {
+    subscribe(enqueue) {
+      const on = (obj: KubernetesObject): void => emit(enqueue, ownedObjectKey(type, obj));
+      return informer.addEventHandler({ add: on, update: on });
+    },
+  };
+}
+
+/**
+ * Keys pushed by code (controller-runtime's channel source): the owned-objects controller hands
+ * the owners it finds to the instances controller. Pushes while nobody is subscribed (this
+ * replica does not lead) are dropped: the next leader replays every instance anyway.
+ */
+export class KeyChannel implements KeySource {
+  private readonly subscribers = new Set<Enqueue>();
+
+  subscribe(enqueue: Enqueue): () => void {
+    this.subscribers.add(enqueue);
+    return () => {
+      this.subscribers.delete(enqueue);
+    };
+  }
+
+  push(key: string): void {
+    for (const enqueue of this.subscribers) enqueue(key);
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The reconciler's hooks as metrics: the runtime's OperatorMetrics (reconciles, queues, leader,
+ * informers, invalid annotations) plus the series only this operator has. Every label value is
+ * fixed by code, so cardinality is bounded; every series starts at 0.
+ */
+import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
+import { Counter, Gauge } from 'prom-client';
+import { INSTANCE_KIND_STATES, type InstanceKindState } from '../../instance-kinds/kind-health.js';
+import type { OperatorMetrics } from '../../runtime/runtime-metrics.js';
+import type { AnnotationName, ConflictKind, ReconcilerHooks } from './reconciler.js';
+
+/** The annotation keys whose parse failures are counted (OperatorMetrics `annotations`). */
+export const COUNTED_ANNOTATIONS = [NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION] as const;
+
+const ANNOTATION_KEYS: Readonly<Record<AnnotationName, string>> = {
+  'node-isolation': NODE_ISOLATION_ANNOTATION,
+  'sandbox-isolation': SANDBOX_ISOLATION_ANNOTATION,
+};
+
+const CONFLICT_KINDS: readonly ConflictKind[] = ['Namespace', 'RuntimeClass', 'AdmissionPolicy'];
+
+export interface WiringMetrics {
+  hooks: ReconcilerHooks;
+  /** How many instance Kinds are watched, by state (kind-health.ts); read at scrape time. */
+  trackInstanceKinds(count: () => Readonly<Record<InstanceKindState, number>>): void;
+  /** How many tenant namespaces carry differing sandbox policies (desired/sandbox-peers.ts); read at scrape time. */
+  trackMixedPolicyNamespaces(count: () => number): void;
+}
+
+export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
+  const registers = [metrics.registry];
+  const unavailable = new Counter({
+    name: 'kubeplus_operator_mutating_policy_unavailable_total',
+    help: 'Advisory-mode reconciles on a cluster serving no MutatingAdmissionPolicy API: an unset runtimeClassName is warned about, not defaulted.',
+    registers,
+  });
+  const conflicts = new Counter({
+    name: 'kubeplus_operator_conflicts_total',
+    help: 'Reconciles that found an object held by another instance and left it alone, by kind (Namespace, RuntimeClass, AdmissionPolicy).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  let countKinds: () => Readonly<Record<InstanceKindState, number>> | undefined = () => undefined;
+  new Gauge({
+    name: 'kubeplus_operator_instance_kinds',
+    help: 'Instance Kinds (CRDs) currently selected, by the state of their cache: synced, pending (first list not done), stale (watch down past 60s) or forbidden (RBAC refuses list/watch: not watched, retried, excluded from readiness). sum() for the total.',
+    labelNames: ['state'] as const,
+    registers,
+    collect() {
+      const counts = countKinds();
+      for (const state of INSTANCE_KIND_STATES) this.set({ state }, counts?.[state] ?? 0);
+    },
+  });
+  let countMixed: () => number = () => 0;
+  new Gauge({
+    name: 'kubeplus_operator_sandbox_mixed_policy_namespaces',
+    help: 'Tenant namespaces where two or more instances bind sandbox isolation with different minimums or modes: every policy applies, so the strictest governs, and the weaker instances carry a StricterSandboxPolicy Warning.',
+    registers,
+    collect() {
+      this.set(countMixed());
+    },
+  });
+  unavailable.inc(0);
+  for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
+
+  return {
+    hooks: {
+      invalidAnnotation: (annotation) => metrics.invalidAnnotation(ANNOTATION_KEYS[annotation]),
+      mutatingPolicyUnavailable: () => unavailable.inc(),
+      conflict: (kind) => conflicts.inc({ kind }),
+    },
+    trackInstanceKinds(count) {
+      countKinds = count;
+    },
+    trackMixedPolicyNamespaces(count) {
+      countMixed = count;
+    },
+  };
+}

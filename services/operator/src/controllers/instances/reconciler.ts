@@ -1,0 +1,568 @@
+/**
+ * The instance reconciler: level-triggered and idempotent, in the manner of controller-runtime's
+ * Reconcile. Each call reads the instance and the state it owns, computes the desired state with
+ * the pure functions of `desired/`, and writes only what differs. It keeps no state between
+ * calls: everything it needs is in the cluster (labels, annotations, the finalizer), so a
+ * restarted or newly elected operator carries on where the last one stopped.
+ *
+ * Errors propagate to the caller (the work queue), which retries; 409s keep `statusCode: 409`.
+ */
+import {
+  DEFAULT_HANDLER_LEVELS,
+  DEFAULT_LEVEL_HANDLERS,
+  FINALIZER,
+  type HandlerLevels,
+  NODE_ISOLATION_ANNOTATION,
+  type ParseResult,
+  parseSandboxIsolation,
+  type RuntimeLevel,
+  runtimeClassName,
+  SANDBOX_ISOLATION_ANNOTATION,
+  type SandboxIsolationSpec,
+} from '@kubeplus-isolation/spec';
+import {
+  type ApplyOutcome,
+  applyObject,
+  applyObjects,
+  deleteObjects,
+  listOwned,
+  OPTIMISTIC,
+  preconditionsOf,
+  pruneOwned,
+  settleAll,
+} from '../../cluster/apply.js';
+import {
+  ApiError,
+  type ClusterPort,
+  type EventTarget,
+  type InstanceEvent,
+  isAlreadyExists,
+  type ReadOptions,
+} from '../../cluster/port.js';
+import {
+  DEFAULT_PLATFORM_NAMESPACE,
+  type Instance,
+  type InstanceIdentity,
+  type InstanceKey,
+  instanceIdentity,
+  instanceKeyOf,
+  parseInstance,
+  type TenantNamespace,
+  tenantNamespace,
+} from '../../desired/instance.js';
+import { isNamespaceCreatedFor, planNamespaceCleanup, planNodeIsolation } from '../../desired/node-isolation.js';
+import {
+  formatRef,
+  type ManagedObject,
+  type ObjectRef,
+  RUNTIME_CLASS_API_VERSION,
+  refOf,
+  sandboxManagedTypes,
+} from '../../desired/objects.js';
+import { isManaged, isOwnedBy, type MetaLike, ownerOf } from '../../desired/owner.js';
+import { describeSpec, sandboxPeers, stricterPolicyMessage } from '../../desired/sandbox-peers.js';
+import { desiredSandboxPolicy } from '../../desired/sandbox-policy.js';
+import { EventReason } from './event-reasons.js';
+
+export interface ReconcileResult {
+  /** Reconcile again after this long even without a change (set after conflicts with other instances). */
+  requeueAfterMs?: number;
+}
+
+export interface OrphanResult {
+  /** The live owner of the object: enqueue it so its reconcile restores or prunes the object. */
+  enqueue?: InstanceKey;
+}
+
+export interface NamespaceRef {
+  apiVersion: 'v1';
+  kind: 'Namespace';
+  name: string;
+}
+
+/** An object carrying the operator's ownership markers, as an informer event names it. */
+export type OwnedTarget = ObjectRef | NamespaceRef;
+
+export type AnnotationName = 'node-isolation' | 'sandbox-isolation';
+export type ConflictKind = 'RuntimeClass' | 'AdmissionPolicy' | 'Namespace';
+
+/** Callbacks for metrics. Called synchronously; they must not throw. */
+export interface ReconcilerHooks {
+  invalidAnnotation?(annotation: AnnotationName, key: InstanceKey): void;
+  /** Advisory mode on a cluster serving no MutatingAdmissionPolicy API. */
+  mutatingPolicyUnavailable?(key: InstanceKey): void;
+  conflict?(kind: ConflictKind, key: InstanceKey): void;
+}
+
+/** The subset of a (winston) logger the reconciler uses. */
+export interface ReconcileLogger {
+  debug(message: string, meta?: Record<string, unknown>): void;
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+}
+
+export interface InstanceReconcilerOptions {
+  port: ClusterPort;
+  /** Namespace whose instances get a namespace of their own (default `kubeplus`). */
+  platformNamespace?: string;
+  handlerLevels?: HandlerLevels;
+  levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
+  /** Delay before retrying after a conflict with another instance (default 60 s). */
+  conflictRequeueMs?: number;
+  hooks?: ReconcilerHooks;
+  logger?: ReconcileLogger;
+}
+
+const NO_LOG: ReconcileLogger = { debug() {}, info() {}, warn() {} };
+export const DEFAULT_CONFLICT_REQUEUE_MS = 60_000;
+
+function earliest(...delays: (number | undefined)[]): ReconcileResult {
+  const defined = delays.filter((d): d is number => d !== undefined);
+  return defined.length === 0 ? {} : { requeueAfterMs: Math.min(...defined) };
+}
+
+function asksForIsolation(instance: Instance): boolean {
+  return (
+    instance.annotations[NODE_ISOLATION_ANNOTATION] !== undefined ||
+    instance.annotations[SANDBOX_ISOLATION_ANNOTATION] !== undefined
+  );
+}
+
+function eventTarget(i: Instance): EventTarget {
+  return {
+    apiVersion: i.apiVersion,
+    kind: i.kind,
+    namespace: i.namespace,
+    name: i.name,
+    uid: i.uid,
+    resourceVersion: i.resourceVersion,
+  };
+}
+
+interface NodeOutcome {
+  requeueAfterMs?: number;
+  /** The operator created the tenant namespace for this instance: its lifecycle follows the instance's. */
+  ownsNamespace: boolean;
+}
+
+type Live = { state: 'live'; instance: Instance } | { state: 'gone' } | { state: 'unknown' };
+
+const FRESH: ReadOptions = { fresh: true };
+
+export class InstanceReconciler {
+  private readonly port: ClusterPort;
+  private readonly platformNamespace: string;
+  private readonly handlerLevels: HandlerLevels;
+  private readonly levelHandlers: Readonly<Record<RuntimeLevel, string>>;
+  private readonly conflictRequeueMs: number;
+  private readonly hooks: ReconcilerHooks;
+  private readonly log: ReconcileLogger;
+
+  constructor(options: InstanceReconcilerOptions) {
+    this.port = options.port;
+    this.platformNamespace = options.platformNamespace ?? DEFAULT_PLATFORM_NAMESPACE;
+    this.handlerLevels = options.handlerLevels ?? DEFAULT_HANDLER_LEVELS;
+    this.levelHandlers = options.levelHandlers ?? DEFAULT_LEVEL_HANDLERS;
+    this.conflictRequeueMs = options.conflictRequeueMs ?? DEFAULT_CONFLICT_REQUEUE_MS;
+    this.hooks = options.hooks ?? {};
+    this.log = options.logger ?? NO_LOG;
+  }
+
+  /** Brings everything one instance owns to what its annotations ask for. */
+  async reconcile(key: InstanceKey): Promise<ReconcileResult> {
+    const raw = await this.port.getInstance(key);
+    if (raw === undefined) return {}; // gone: its finalizer already ran (or orphan cleanup takes over)
+    const parsed = parseInstance(raw, key.plural);
+    if (!parsed.ok) {
+      this.log.warn('ignoring a malformed instance', { key, errors: parsed.errors });
+      return {};
+    }
+    const instance = parsed.value;
+    const hasFinalizer = instance.finalizers.includes(FINALIZER);
+    if (instance.deletionTimestamp !== undefined) {
+      if (hasFinalizer) await this.finalize(instance);
+      return {};
+    }
+    const wanted = asksForIsolation(instance);
+    if (!wanted && !hasFinalizer) return {}; // never asked for isolation: exactly as without the operator
+    if (wanted && !hasFinalizer) {
+      // First, so nothing is created that a deletion could leave behind.
+      await this.port.setInstanceFinalizers(key, [...instance.finalizers, FINALIZER], instance.resourceVersion);
+    }
+    return this.sync(instance, { manageFinalizer: true });
+  }
+
+  /**
+   * The instance an owned object names as its owner, resolved to a work-queue key; for delete
+   * events of owned objects (so a manually deleted object is restored).
+   */
+  async ownerKeyOf(meta: MetaLike): Promise<InstanceKey | undefined> {
+    const owner = ownerOf(meta);
+    if (owner === undefined) return undefined;
+    const kind = await this.port.resolveKind(owner.group, owner.kind);
+    return kind === undefined ? undefined : { ...kind, namespace: owner.namespace, name: owner.name };
+  }
+
+  /**
+   * For add/update events (and a start-up sweep) of objects carrying ownership markers: when the
+   * owner still wants it, returns the owner to enqueue; when the owner is gone (its finalizer was
+   * force-removed, or it was deleted while this operator could not act), removes the object —
+   * a Namespace created for it is deleted, any other Namespace only loses the keys it wrote.
+   */
+  async cleanupOrphan(target: OwnedTarget): Promise<OrphanResult> {
+    if (target.kind === 'Namespace') {
+      const ns = await this.port.getNamespace(target.name);
+      const owner = ns === undefined ? undefined : ownerOf(ns);
+      if (ns === undefined || owner === undefined) return {};
+      const live = await this.liveOwner(owner);
+      if (live.state !== 'gone') return this.handleLiveOwner(live);
+      const plan = planNamespaceCleanup(owner, ns);
+      if (plan.action === 'delete') {
+        this.log.info('deleting the namespace of a deleted instance', { namespace: ns.name, owner });
+        await this.port.deleteNamespace(ns.name, plan.uid === undefined ? {} : { uid: plan.uid });
+      } else if (plan.action === 'patch') {
+        this.log.info('removing node isolation of a deleted instance', { namespace: ns.name, owner });
+        await this.port.patchNamespace(ns.name, plan.patch, ns.resourceVersion);
+      }
+      return {};
+    }
+    const obj = await this.port.getObject(target);
+    const owner = obj === undefined ? undefined : ownerOf(obj.metadata);
+    if (obj === undefined || owner === undefined || !isManaged(obj.metadata)) return {};
+    const live = await this.liveOwner(owner);
+    if (live.state !== 'gone') return this.handleLiveOwner(live);
+    this.log.info('deleting an object of a deleted instance', { object: formatRef(target), owner });
+    await this.port.deleteObject(target, preconditionsOf(obj));
+    return {};
+  }
+
+  private async handleLiveOwner(live: Exclude<Live, { state: 'gone' }>): Promise<OrphanResult> {
+    if (live.state === 'unknown') return {};
+    const instance = live.instance;
+    if (instance.finalizers.includes(FINALIZER) || asksForIsolation(instance)) {
+      return { enqueue: instanceKeyOf(instance) };
+    }
+    // Alive, but neither asks for isolation nor carries the finalizer (force-removed): what it
+    // owns is left over. Take it down without touching the instance.
+    await this.sync(instance, { manageFinalizer: false });
+    return {};
+  }
+
+  /**
+   * Whether the owner of an object still exists. A cached answer decides only "alive": "gone"
+   * (which deletes the object) is confirmed by the API server.
+   */
+  private async liveOwner(owner: InstanceIdentity): Promise<Live> {
+    const cached = await this.readOwner(owner, {});
+    return cached.state === 'gone' ? this.readOwner(owner, FRESH) : cached;
+  }
+
+  private async readOwner(owner: InstanceIdentity, options: ReadOptions): Promise<Live> {
+    const kind = await this.port.resolveKind(owner.group, owner.kind);
+    if (kind === undefined) return { state: 'gone' }; // the Kind is not served: no instance of it exists
+    const raw = await this.port.getInstance({ ...kind, namespace: owner.namespace, name: owner.name }, options);
+    if (raw === undefined) return { state: 'gone' };
+    const parsed = parseInstance(raw, kind.plural);
+    if (!parsed.ok) {
+      this.log.warn('owner instance is malformed; leaving its objects alone', { owner, errors: parsed.errors });
+      return { state: 'unknown' };
+    }
+    const instance = parsed.value;
+    // Being deleted without this operator's finalizer: nothing will come back for its objects.
+    if (instance.deletionTimestamp !== undefined && !instance.finalizers.includes(FINALIZER)) return { state: 'gone' };
+    return { state: 'live', instance };
+  }
+
+  /**
+   * Deletion (§4): remove everything the instance owns, then let it go. Reads here are fresh:
+   * an object a cache has not seen yet would outlive its owner once the finalizer is gone.
+   */
+  private async finalize(instance: Instance): Promise<void> {
+    const mutatingVersion = await this.port.servedMutatingPolicyVersion();
+    const tenant = tenantNamespace(instance, this.platformNamespace);
+    const [owned, namespace] = await settleAll([
+      listOwned(this.port, instance, sandboxManagedTypes(mutatingVersion), FRESH),
+      tenant.ok ? this.port.getNamespace(tenant.value.name, FRESH) : undefined,
+    ]);
+    await deleteObjects(this.port, owned);
+    if (tenant.ok) {
+      const plan = planNamespaceCleanup(instance, namespace);
+      if (plan.action === 'delete') {
+        await this.port.deleteNamespace(tenant.value.name, plan.uid === undefined ? {} : { uid: plan.uid });
+        this.event(instance, 'Normal', EventReason.NamespaceDeleted, `deleted namespace ${tenant.value.name}`);
+      } else if (plan.action === 'patch') {
+        await this.port.patchNamespace(tenant.value.name, plan.patch, namespace?.resourceVersion);
+      }
+    }
+    await this.removeFinalizer(instance);
+  }
+
+  private async removeFinalizer(instance: Instance): Promise<void> {
+    if (!instance.finalizers.includes(FINALIZER)) return;
+    await this.port.setInstanceFinalizers(
+      instanceKeyOf(instance),
+      instance.finalizers.filter((f) => f !== FINALIZER),
+      instance.resourceVersion,
+    );
+  }
+
+  /**
+   * Both isolation paths for a live instance. With `manageFinalizer`, an instance that no longer
+   * asks for isolation loses the finalizer once nothing it owns remains (a namespace created for
+   * it stays owned, so the finalizer stays until the instance is deleted).
+   */
+  private async sync(instance: Instance, options: { manageFinalizer: boolean }): Promise<ReconcileResult> {
+    const wanted = asksForIsolation(instance);
+    const tenant = tenantNamespace(instance, this.platformNamespace);
+    if (!tenant.ok) {
+      if (wanted) {
+        this.warn(instance, EventReason.InvalidTenantNamespace, tenant.errors.join('; '));
+        return {};
+      }
+      // Nothing namespace-side can be owned without a valid tenant namespace.
+      await this.syncSandbox(instance, undefined, undefined);
+      if (options.manageFinalizer) await this.removeFinalizer(instance);
+      return {};
+    }
+    const sandboxText = instance.annotations[SANDBOX_ISOLATION_ANNOTATION];
+    const sandbox = sandboxText === undefined ? undefined : parseSandboxIsolation(sandboxText);
+    // Independent: the namespace and the cluster-scoped sandbox objects are written concurrently.
+    const [node, sandboxOutcome] = await settleAll([
+      this.syncNode(instance, tenant.value, sandbox?.ok === true),
+      this.syncSandbox(instance, tenant.value, sandbox),
+    ]);
+    if (options.manageFinalizer && !wanted && !node.ownsNamespace) await this.removeFinalizer(instance);
+    return earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs);
+  }
+
+  /**
+   * A namespace the operator would create is read optimistically (a cache miss is "absent"); if
+   * it exists after all (unlabelled, or the cache was behind), the create's AlreadyExists leads
+   * to one fresh read and a second decision.
+   */
+  private async syncNode(instance: Instance, tenant: TenantNamespace, sandboxValid: boolean): Promise<NodeOutcome> {
+    if (!tenant.createdByOperator) return this.syncNodeFrom(instance, tenant, sandboxValid, {});
+    try {
+      return await this.syncNodeFrom(instance, tenant, sandboxValid, OPTIMISTIC);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      return this.syncNodeFrom(instance, tenant, sandboxValid, FRESH);
+    }
+  }
+
+  private async syncNodeFrom(
+    instance: Instance,
+    tenant: TenantNamespace,
+    sandboxValid: boolean,
+    read: ReadOptions,
+  ): Promise<NodeOutcome> {
+    const namespace = await this.port.getNamespace(tenant.name, read);
+    const ownsNamespace = namespace !== undefined && isNamespaceCreatedFor(namespace, instance);
+    const plan = planNodeIsolation({ instance, tenant, namespace, namespaceWanted: sandboxValid });
+    switch (plan.action) {
+      case 'invalid':
+        this.hooks.invalidAnnotation?.('node-isolation', instanceKeyOf(instance));
+        this.warn(
+          instance,
+          EventReason.InvalidNodeIsolation,
+          `${NODE_ISOLATION_ANNOTATION} is invalid, keeping the node isolation last applied: ${plan.errors.join('; ')}`,
+        );
+        return { ownsNamespace };
+      case 'create':
+        await this.port.createNamespace(plan.namespace);
+        this.event(
+          instance,
+          'Normal',
+          EventReason.NamespaceCreated,
+          instance.annotations[NODE_ISOLATION_ANNOTATION] === undefined
+            ? `created namespace ${tenant.name}`
+            : `created namespace ${tenant.name} with node isolation`,
+        );
+        return { ownsNamespace: true };
+      case 'conflict':
+        this.hooks.conflict?.('Namespace', instanceKeyOf(instance));
+        this.warn(
+          instance,
+          EventReason.NodeIsolationConflict,
+          `namespace ${tenant.name} is node-isolated by ${plan.owner}; not taking it over (remove ${NODE_ISOLATION_ANNOTATION} from one of the two)`,
+        );
+        return { ownsNamespace, requeueAfterMs: this.conflictRequeueMs };
+      case 'patch':
+        await this.port.patchNamespace(tenant.name, plan.patch, namespace?.resourceVersion);
+        if (plan.change === 'apply') {
+          this.event(instance, 'Normal', EventReason.NodeIsolationApplied, `namespace ${tenant.name} is node-isolated`);
+        } else if (plan.change === 'remove') {
+          this.event(
+            instance,
+            'Normal',
+            EventReason.NodeIsolationRemoved,
+            `removed node isolation of namespace ${tenant.name}`,
+          );
+        }
+        return { ownsNamespace };
+      case 'absent':
+      case 'unchanged':
+        return { ownsNamespace };
+    }
+  }
+
+  /**
+   * `parsed` undefined: the annotation is absent, so every sandbox object the instance owns
+   * goes. Invalid: an event, and nothing changes.
+   */
+  private async syncSandbox(
+    instance: Instance,
+    tenant: TenantNamespace | undefined,
+    parsed: ParseResult<SandboxIsolationSpec> | undefined,
+  ): Promise<ReconcileResult> {
+    const key = instanceKeyOf(instance);
+    if (parsed !== undefined && !parsed.ok) {
+      this.hooks.invalidAnnotation?.('sandbox-isolation', key);
+      this.warn(
+        instance,
+        EventReason.InvalidSandboxIsolation,
+        `${SANDBOX_ISOLATION_ANNOTATION} is invalid, keeping the sandbox policy last applied: ${parsed.errors.join('; ')}`,
+      );
+      return {};
+    }
+    const mutatingVersion = await this.port.servedMutatingPolicyVersion();
+    const types = sandboxManagedTypes(mutatingVersion);
+    if (parsed === undefined || tenant === undefined) {
+      // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
+      const removed = await pruneOwned(this.port, instance, types, [], asksForIsolation(instance) ? {} : FRESH);
+      if (removed.length > 0) {
+        this.event(
+          instance,
+          'Normal',
+          EventReason.SandboxIsolationRemoved,
+          `deleted ${removed.map(formatRef).join(', ')}`,
+        );
+      }
+      return {};
+    }
+
+    const rcRef: ObjectRef = {
+      apiVersion: RUNTIME_CLASS_API_VERSION,
+      kind: 'RuntimeClass',
+      name: runtimeClassName(instance.name),
+    };
+    // Every RuntimeClass is cached: a miss means "absent" (a stale one ends in AlreadyExists, below).
+    const [classes, currentRc, annotated] = await settleAll([
+      this.port.listRuntimeClasses(),
+      this.port.getObject(rcRef, OPTIMISTIC),
+      this.port.listSandboxInstances(),
+    ]);
+    const peers = sandboxPeers(annotated, instance, tenant.name, this.platformNamespace);
+    const rcConflict = currentRc !== undefined && !isOwnedBy(currentRc.metadata, instance);
+    const policy = desiredSandboxPolicy({
+      instance,
+      tenantNamespace: tenant.name,
+      spec: parsed.value,
+      runtimeClasses: classes,
+      handlerLevels: this.handlerLevels,
+      levelHandlers: this.levelHandlers,
+      mutatingPolicyApiVersion: mutatingVersion,
+      runtimeClassConflict: rcConflict,
+      platformNamespace: this.platformNamespace,
+      peers,
+    });
+    let requeueAfterMs: number | undefined;
+    if (rcConflict) {
+      requeueAfterMs = this.conflictRequeueMs;
+      this.hooks.conflict?.('RuntimeClass', key);
+      const holder = ownerOf(currentRc.metadata);
+      this.warn(
+        instance,
+        EventReason.RuntimeClassConflict,
+        `RuntimeClass ${rcRef.name} belongs to ${holder === undefined ? 'someone else' : instanceIdentity(holder)}; not taking it over. Sandboxes in ${tenant.name} may use: ${policy.allowedRuntimeClasses.join(', ') || 'none'}`,
+      );
+    }
+    for (const condition of policy.conditions) {
+      if (condition === 'mutatingAdmissionPolicyUnavailable') {
+        this.hooks.mutatingPolicyUnavailable?.(key);
+        this.warn(
+          instance,
+          EventReason.MutatingAdmissionPolicyUnavailable,
+          `advisory mode: the cluster serves no MutatingAdmissionPolicy API, so an unset runtimeClassName is not defaulted to ${policy.recommendedRuntimeClass ?? 'a sandbox class'}; it is only warned about`,
+        );
+      } else {
+        this.warn(
+          instance,
+          EventReason.NoDefaultRuntimeClass,
+          `advisory mode: no RuntimeClass meeting ${parsed.value.minRuntimeClass} is available to default to`,
+        );
+      }
+    }
+
+    const governedBy = stricterPolicyMessage(parsed.value, tenant.name, policy.stricterPeers);
+    if (governedBy !== undefined) this.warn(instance, EventReason.StricterSandboxPolicy, governedBy);
+
+    const changed: string[] = [];
+    // The RuntimeClass first and on its own: the allowed list above assumed it is ours (or absent).
+    const [rcDesired, ...rest] = policy.objects;
+    const applied: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
+    if (rcDesired?.kind === 'RuntimeClass') {
+      const outcome = await applyObject(this.port, rcDesired, instance, { current: currentRc });
+      if (outcome.result === 'conflict') {
+        // It was taken after our (cached) read: the policy must be computed again with it.
+        throw new ApiError(
+          409,
+          `RuntimeClass ${rcRef.name} is held by ${outcome.owner ?? 'someone else'}; reconciling again`,
+        );
+      }
+      applied.push({ desired: rcDesired, outcome });
+    }
+    applied.push(
+      ...(await applyObjects(this.port, rcDesired?.kind === 'RuntimeClass' ? rest : policy.objects, instance)),
+    );
+    for (const { desired, outcome } of applied) {
+      if (outcome.result === 'conflict') {
+        requeueAfterMs = this.conflictRequeueMs;
+        this.hooks.conflict?.('AdmissionPolicy', key);
+        this.warn(
+          instance,
+          EventReason.AdmissionPolicyConflict,
+          `${formatRef(refOf(desired))} belongs to ${outcome.owner ?? 'someone else'}; not taking it over`,
+        );
+      } else if (outcome.result !== 'unchanged') {
+        changed.push(`${outcome.result} ${formatRef(refOf(desired))}`);
+      }
+    }
+    const removed = await pruneOwned(this.port, instance, types, policy.objects);
+    changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
+    if (changed.length > 0) {
+      this.event(
+        instance,
+        'Normal',
+        EventReason.SandboxIsolationApplied,
+        `${describePolicy(policy.objects, parsed.value)}: ${changed.join(', ')}`,
+      );
+    }
+    return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  private warn(instance: Instance, reason: string, message: string): void {
+    this.event(instance, 'Warning', reason, message);
+  }
+
+  /**
+   * Best effort and not awaited, like client-go's recorder: the reconcile does not wait for the
+   * Event's write, and an Event that cannot be recorded is logged, never fails the reconcile.
+   */
+  private event(instance: Instance, type: InstanceEvent['type'], reason: string, message: string): void {
+    const log = type === 'Warning' ? this.log.warn : this.log.info;
+    log.call(this.log, message, { reason, instance: instanceIdentity(instance) });
+    const failed = (err: unknown): void => {
+      this.log.warn('could not record an event', { reason, error: err instanceof Error ? err.message : String(err) });
+    };
+    try {
+      this.port.recordEvent(eventTarget(instance), { type, reason, message }).catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+  }
+}
+
+function describePolicy(objects: readonly ManagedObject[], spec: SandboxIsolationSpec): string {
+  return `${describeSpec(spec)} (${objects.length} objects)`;
+}

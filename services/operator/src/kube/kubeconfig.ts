@@ -1,0 +1,138 @@
+/**
+ * The operator's dependencies on a real cluster (thin: client-node constructors only). Tests
+ * replace all of it with in-memory fakes (test/wiring).
+ */
+import type { AgentOptions } from 'node:https';
+import {
+  type Cluster,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+} from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import type { InformerSources, OperatorDeps } from '../operator.js';
+import { coreV1EventSink } from '../runtime/event-recorder.js';
+import {
+  crdSource,
+  customResourceSource,
+  type InformerSource,
+  namespaceSource,
+  runtimeClassSource,
+} from '../runtime/informer.js';
+import { KubeClusterPort } from './cluster-port.js';
+import { discoverPolicyApis, type PolicyResource } from './discovery.js';
+import { KubeLeaseLock } from './lease-lock.js';
+import { kubePodLister } from './pod-lister.js';
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+type DispatcherFactory = (cluster: Cluster | null, agentOptions: AgentOptions) => Closable | undefined;
+
+/**
+ * A KubeConfig whose API requests share one connection pool.
+ *
+ * client-node 2.0.1 builds a new undici Agent for every request (`applySecurityAuthentication`
+ * → `createDispatcher`, uncached, unlike the https.Agent of its older path), so every API call
+ * opened a new TCP connection and did a full TLS handshake (measured: 50 sequential reads = 50
+ * TLS connections), costing both the operator and the API server a handshake per request and
+ * leaving each socket open for its keep-alive timeout. Here the Agent is kept and reused while
+ * the TLS material is unchanged (ca/cert/key are re-read per request by client-node, so a
+ * rotated file yields a new Agent; the old one is closed once its requests, e.g. a watch, end).
+ * client-go likewise caches its transport per TLS config.
+ *
+ * `createDispatcher` is private in client-node's typings; `test/wiring/kube.test.ts` checks the
+ * reuse against a real server, so an upgrade that changes it fails there.
+ */
+export class PooledKubeConfig extends KubeConfig {
+  constructor() {
+    super();
+    const self = this as unknown as { createDispatcher?: DispatcherFactory };
+    const create = self.createDispatcher;
+    if (typeof create !== 'function') return;
+    const pools = new Map<string, { options: string; dispatcher: Closable | undefined }>();
+    self.createDispatcher = (cluster, agentOptions) => {
+      const identity = JSON.stringify([cluster?.name ?? '', cluster?.server ?? '', this.getCurrentUser()?.name ?? '']);
+      const options = JSON.stringify(this.createDispatcherOptions(cluster, agentOptions));
+      const pooled = pools.get(identity);
+      if (pooled?.options === options) return pooled.dispatcher;
+      const dispatcher = create.call(this, cluster, agentOptions);
+      pools.set(identity, { options, dispatcher });
+      pooled?.dispatcher?.close().catch(() => {});
+      return dispatcher;
+    };
+  }
+}
+
+/** `path` (a kubeconfig file) or, without it, the in-cluster service account. */
+export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const kc = new PooledKubeConfig();
+  if (path !== undefined) {
+    kc.loadFromFile(path);
+  } else if (env.KUBERNETES_SERVICE_HOST !== undefined) {
+    kc.loadFromCluster();
+  } else {
+    throw new Error('not running in a cluster (KUBERNETES_SERVICE_HOST unset): pass --kubeconfig');
+  }
+  return kc;
+}
+
+/** Every object of a cluster-scoped built-in kind matching `labelSelector`. */
+function clusterObjectSource(
+  kc: KubeConfig,
+  type: PolicyResource,
+  labelSelector: string,
+): InformerSource<KubernetesObject> {
+  const slash = type.apiVersion.lastIndexOf('/');
+  const group = type.apiVersion.slice(0, slash);
+  const version = type.apiVersion.slice(slash + 1);
+  const api = kc.makeApiClient(CustomObjectsApi);
+  return makeInformer(
+    kc,
+    `/apis/${type.apiVersion}/${type.resource}`,
+    async () =>
+      (await api.listClusterCustomObject({
+        group,
+        version,
+        plural: type.resource,
+        labelSelector,
+      })) as KubernetesListObject<KubernetesObject>,
+    labelSelector,
+  );
+}
+
+export function kubeInformerSources(kc: KubeConfig): InformerSources {
+  return {
+    crds: (labelSelector) => crdSource(kc, labelSelector),
+    namespaces: (labelSelector) => namespaceSource(kc, labelSelector),
+    runtimeClasses: () => runtimeClassSource(kc),
+    policies: (type, labelSelector) => clusterObjectSource(kc, type, labelSelector),
+    instances: (gvr) => customResourceSource(kc, gvr),
+  };
+}
+
+/** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
+export async function kubeOperatorDeps(
+  kc: KubeConfig,
+  config: Config,
+  identity: string,
+): Promise<Omit<OperatorDeps, 'logger'>> {
+  const policyApis = await discoverPolicyApis(kc);
+  return {
+    config,
+    identity,
+    policyApis,
+    sources: kubeInformerSources(kc),
+    clusterPort: (options) => new KubeClusterPort(kc, options),
+    eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
+    pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
+    leaseLock: config.leaderElect
+      ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
+      : undefined,
+  };
+}

@@ -1,0 +1,137 @@
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { InstanceReconciler } from '../../../src/controllers/instances/reconciler.js';
+import type { InstanceKey } from '../../../src/desired/instance.js';
+import { FakeCluster } from '../../cluster/fake-cluster.js';
+
+const NODE = 'kubeplus.io/node-isolation';
+const SANDBOX = 'kubeplus.io/sandbox-isolation';
+const NODE_SPEC = '{"nodeSelector":{"pool":"a"}}';
+const ENFORCE = '{"minRuntimeClass":"kata"}';
+const RC = 'kubeplus-sandbox-inst';
+const rcRef = { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC } as const;
+const vapRef = {
+  apiVersion: 'admissionregistration.k8s.io/v1',
+  kind: 'ValidatingAdmissionPolicy',
+  name: `${RC}-enforce`,
+} as const;
+
+let cluster: FakeCluster;
+let r: InstanceReconciler;
+
+/** An instance reconciled into the cluster, so it owns objects. */
+async function owning(namespace: string, annotations: Record<string, string>): Promise<InstanceKey> {
+  const key = cluster.putInstance({ name: 'inst', namespace, annotations });
+  await r.reconcile(key);
+  return key;
+}
+
+/** The instance disappears without its finalizer running (finalizer force-removed). */
+function vanish(key: InstanceKey): void {
+  cluster.deleteInstance(key);
+  cluster.forceRemoveFinalizers(key);
+}
+
+beforeEach(() => {
+  cluster = new FakeCluster();
+  cluster.putNamespace('team-a');
+  cluster.putNamespace('kubeplus');
+  r = new InstanceReconciler({ port: cluster });
+});
+
+describe('cleanupOrphan', () => {
+  it('hands an object whose owner still wants it back to the owner, writing nothing', async () => {
+    const key = await owning('team-a', { [SANDBOX]: ENFORCE });
+    const writes = cluster.writeCount();
+    expect(await r.cleanupOrphan(rcRef)).toEqual({ enqueue: key });
+    expect(await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'team-a' })).toEqual({});
+    expect(cluster.writeCount()).toBe(writes);
+  });
+
+  it('deletes the RuntimeClass and policies of an instance that is gone', async () => {
+    const key = await owning('team-a', { [SANDBOX]: ENFORCE });
+    vanish(key);
+    expect(cluster.instance(key)).toBeUndefined();
+    expect(await r.cleanupOrphan(rcRef)).toEqual({});
+    expect(await r.cleanupOrphan(vapRef)).toEqual({});
+    expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
+    expect(cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)).toBeUndefined();
+    expect(cluster.stored('ValidatingAdmissionPolicyBinding', `${RC}-enforce`)).toBeDefined();
+  });
+
+  it('deletes the namespace created for an instance that is gone', async () => {
+    const key = await owning('kubeplus', { [NODE]: NODE_SPEC });
+    expect(cluster.namespaces.has('inst')).toBe(true);
+    vanish(key);
+    await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'inst' });
+    expect(cluster.namespaces.has('inst')).toBe(false);
+  });
+
+  it('only strips node isolation from a namespace it did not create', async () => {
+    const key = await owning('team-a', { [NODE]: NODE_SPEC });
+    vanish(key);
+    await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'team-a' });
+    expect(cluster.namespaces.get('team-a')).toMatchObject({ labels: {}, annotations: {} });
+  });
+
+  it('treats an instance whose Kind is no longer served as gone', async () => {
+    await owning('team-a', { [SANDBOX]: ENFORCE });
+    cluster.kinds.length = 0;
+    await r.cleanupOrphan(rcRef);
+    expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
+  });
+
+  it('treats an instance being deleted without this operator’s finalizer as gone', async () => {
+    const key = await owning('team-a', { [SANDBOX]: ENFORCE });
+    const meta = cluster.instance(key)?.metadata as Record<string, unknown>;
+    meta.finalizers = ['someone.else/finalizer'];
+    cluster.deleteInstance(key);
+    await r.cleanupOrphan(rcRef);
+    expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
+  });
+
+  it('takes down what a live instance that no longer asks for isolation left behind', async () => {
+    const key = await owning('kubeplus', { [NODE]: NODE_SPEC, [SANDBOX]: ENFORCE });
+    // Annotation removed and finalizer force-removed while the operator was down.
+    cluster.putInstance({ name: 'inst', namespace: 'kubeplus', annotations: {} });
+    cluster.forceRemoveFinalizers(key);
+    expect(await r.cleanupOrphan(rcRef)).toEqual({});
+    expect(cluster.objects.size).toBe(0);
+    // Its namespace is still its own: kept, only the isolation goes.
+    const ns = cluster.namespaces.get('inst');
+    expect(ns?.annotations['kubeplus.io/created-for']).toBe('cloudark.io/Agent/kubeplus/inst');
+    expect(ns?.labels).not.toHaveProperty(['kubeplus.io/node-isolation-enabled']);
+    expect(cluster.finalizersOf(key)).toEqual([]);
+  });
+
+  it('leaves alone what it does not manage or cannot attribute', async () => {
+    cluster.putRuntimeClass('platform-kata', 'kata');
+    cluster.putRuntimeClass('stray', 'kata', { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' });
+    cluster.putRuntimeClass('foreign', 'kata', {}, { 'kubeplus.io/owner': 'cloudark.io/Agent/x/y' });
+    for (const name of ['platform-kata', 'stray', 'foreign', 'missing']) {
+      expect(await r.cleanupOrphan({ ...rcRef, name })).toEqual({});
+    }
+    expect(await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'nowhere' })).toEqual({});
+    expect(cluster.writeCount()).toBe(0);
+    expect(cluster.storedOfKind('RuntimeClass')).toHaveLength(3);
+  });
+
+  it('propagates a failed precondition as 409 (the object changed since it was read)', async () => {
+    const key = await owning('team-a', { [SANDBOX]: ENFORCE });
+    vanish(key);
+    cluster.failNext('deleteObject', 409);
+    await expect(r.cleanupOrphan(rcRef)).rejects.toMatchObject({ statusCode: 409 });
+  });
+});
+
+describe('ownerKeyOf', () => {
+  it('resolves the owner annotation to a work-queue key', async () => {
+    const key = await owning('team-a', { [SANDBOX]: ENFORCE });
+    const rc = cluster.stored('RuntimeClass', RC);
+    expect(await r.ownerKeyOf(rc?.metadata ?? {})).toEqual(key);
+  });
+
+  it('is undefined without an owner annotation or for a Kind not served', async () => {
+    expect(await r.ownerKeyOf({})).toBeUndefined();
+    expect(await r.ownerKeyOf({ annotations: { 'kubeplus.io/owner': 'cloudark.io/Gone/ns/n' } })).toBeUndefined();
+  });
+});

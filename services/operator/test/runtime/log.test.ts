@@ -1,0 +1,70 @@
+import { describe, expect, it } from '@jest/globals';
+import { formatLine, keyFields, parseLogLevel } from '../../src/runtime/log.js';
+import { captureLogger, flush, HttpError } from './fakes.js';
+
+describe('logger', () => {
+  it('writes one JSON object per line with ts, level, msg and the given fields', async () => {
+    const { logger, lines } = captureLogger('info');
+    logger.child({ controller: 'node-isolation' }).info('reconciled', keyFields('team-a/agent-x'));
+    await flush();
+    const [line] = lines();
+    expect(line).toEqual({
+      ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      level: 'info',
+      msg: 'reconciled',
+      controller: 'node-isolation',
+      key: 'team-a/agent-x',
+      namespace: 'team-a',
+      name: 'agent-x',
+    });
+  });
+
+  it('drops lines below the configured level', async () => {
+    const { logger, lines } = captureLogger('warn');
+    logger.info('hidden');
+    logger.debug('hidden');
+    logger.warn('shown');
+    logger.error('shown too');
+    await flush();
+    expect(lines().map((l) => l.level)).toEqual(['warn', 'error']);
+  });
+
+  it('flattens errors to their message and HTTP status', () => {
+    const line = JSON.parse(formatLine({ level: 'error', message: 'failed', error: new HttpError(409, 'conflict') }));
+    expect(line.error).toEqual({ message: 'HTTP 409: conflict', status: 409 });
+  });
+
+  it('never throws on unserialisable metadata', () => {
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    const line = JSON.parse(formatLine({ level: 'info', message: 'x', circular }));
+    expect(line).toMatchObject({ level: 'info', msg: 'x', logError: 'unserializable metadata' });
+  });
+});
+
+describe('parseLogLevel', () => {
+  it('accepts known levels case-insensitively and defaults to info', () => {
+    expect(parseLogLevel(undefined)).toBe('info');
+    expect(parseLogLevel('')).toBe('info');
+    expect(parseLogLevel(' DEBUG ')).toBe('debug');
+  });
+
+  it('rejects anything else with a clear message', () => {
+    expect(() => parseLogLevel('verbose')).toThrow(
+      'invalid log level "verbose": expected one of error, warn, info, debug',
+    );
+  });
+});
+
+describe('keyFields', () => {
+  it('splits namespaced keys and keeps cluster-scoped ones whole', () => {
+    expect(keyFields('ns/name')).toEqual({ key: 'ns/name', namespace: 'ns', name: 'name' });
+    expect(keyFields('runtimeclass-x')).toEqual({ key: 'runtimeclass-x', name: 'runtimeclass-x' });
+  });
+
+  it('logs keys of any other shape whole instead of inventing a namespace', () => {
+    const instanceKey = 'cloudark.io/v1/Agent/agents/team-a/agent-x';
+    expect(keyFields(instanceKey)).toEqual({ key: instanceKey });
+    expect(keyFields('/name')).toEqual({ key: '/name' });
+  });
+});
