@@ -45,7 +45,8 @@ process.on('unhandledRejection', (reason) => {
 // Loaded after the flags are checked, so --help and flag errors answer at once.
 const { runUntilSignalled } = await import('./runtime/shutdown.js');
 const { createOperator } = await import('./operator.js');
-const { kubeOperatorDeps, loadKubeConfig } = await import('./kube/kubeconfig.js');
+const { loadKubeConfig } = await import('./kube/kubeconfig.js');
+const { kubeOperatorDeps } = await import('./kube/operator-deps.js');
 
 const identity = config.leaderElectionIdentity ?? `${process.env.POD_NAME || hostname()}_${randomUUID()}`;
 

@@ -37,18 +37,18 @@ import {
   ISOLATED_NAMESPACE_SELECTOR,
   type PodLister,
 } from './controllers/audit/controller.js';
-import { CONTROLLERS, instancesReconciler, ownedObjectsReconciler } from './controllers/instances/controller.js';
+import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
   cachedInstances,
   instanceSource,
-  KeyChannel,
-  ownedObjectSource,
   ownerOfDeletedSource,
   runtimeClassFanOut,
 } from './controllers/instances/key-sources.js';
-import type { OwnedType } from './controllers/instances/keys.js';
 import { COUNTED_ANNOTATIONS, createWiringMetrics } from './controllers/instances/reconcile-metrics.js';
 import { InstanceReconciler } from './controllers/instances/reconciler.js';
+import { OWNED_OBJECTS_CONTROLLER, ownedObjectsReconciler } from './controllers/owned-objects/controller.js';
+import { ownedObjectSource } from './controllers/owned-objects/key-sources.js';
+import type { OwnedType } from './controllers/owned-objects/keys.js';
 import { apiVersionOf, type InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import { mixedPolicyNamespaces, type SandboxInstanceMeta, sandboxInstanceMeta } from './desired/sandbox-peers.js';
@@ -63,7 +63,9 @@ import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './i
 import { type PolicyApis, type PolicyResource, policyResources } from './kube/discovery.js';
 import { type Clock, systemClock } from './runtime/clock.js';
 import { formatDuration } from './runtime/duration.js';
+import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
 import { EventRecorder, type EventSink } from './runtime/event-recorder.js';
+import type { GroupVersionResource } from './runtime/gvr.js';
 import {
   createHttpApp,
   EventLoopMonitor,
@@ -71,18 +73,12 @@ import {
   type RunningServer,
   startHttpServer,
 } from './runtime/http-server.js';
-import {
-  bindCrdInformer,
-  DynamicInformers,
-  type GroupVersionResource,
-  type InformerSource,
-  keepMetadataOnly,
-  ResourceInformer,
-  type SyncedInformer,
-} from './runtime/informer.js';
+import { type InformerSource, keepMetadataOnly, ResourceInformer, type SyncedInformer } from './runtime/informer.js';
+import type { KeySource } from './runtime/key-sources.js';
+import { KeyChannel } from './runtime/key-sources.js';
 import { LeaderElector, type LeaseLock } from './runtime/leader-election.js';
 import type { Logger } from './runtime/log.js';
-import { type KeySource, Manager, type ManagerExit } from './runtime/manager.js';
+import { Manager, type ManagerExit } from './runtime/manager.js';
 import { createOperatorMetrics, type OperatorMetrics } from './runtime/runtime-metrics.js';
 
 /** List+watch sources of every resource the operator caches (client-node's ListWatch, or fakes). */
@@ -225,7 +221,7 @@ export function createOperator(deps: OperatorDeps): Operator {
 
   // ---- metrics ----
   const metrics = createOperatorMetrics({
-    controllers: auditing ? [...CONTROLLERS, AUDIT_CONTROLLER] : CONTROLLERS,
+    controllers: [INSTANCES_CONTROLLER, OWNED_OBJECTS_CONTROLLER, ...(auditing ? [AUDIT_CONTROLLER] : [])],
     resources: informers.map((i) => i.name),
     annotations: COUNTED_ANNOTATIONS,
   });

@@ -15,7 +15,7 @@ import type { ClusterPort, EventTarget, InstanceEvent } from '../src/cluster/por
 import type { PodLister } from '../src/controllers/audit/auditor.js';
 import type { PodLike } from '../src/controllers/audit/unisolated.js';
 import type { ClusterPortOptions, InformerSources } from '../src/operator.js';
-import { type GroupVersionResource, gvrString } from '../src/runtime/informer.js';
+import { type GroupVersionResource, gvrString } from '../src/runtime/gvr.js';
 import { FakeCluster } from './cluster/fake-cluster.js';
 import { FakeInformerSource } from './runtime/fakes.js';
 

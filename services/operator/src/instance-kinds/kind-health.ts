@@ -16,9 +16,8 @@
  * Any other failure keeps its meaning: not yet synced, or stale, fails readiness as before.
  */
 import { describeError, isForbidden } from '../runtime/errors.js';
+import { type GroupVersionResource, gvrString } from '../runtime/gvr.js';
 import {
-  type GroupVersionResource,
-  gvrString,
   type InformerFailure,
   type InformerListener,
   informersReady,

@@ -15,7 +15,7 @@ import {
 } from '@kubeplus-isolation/spec';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import type { KindRef } from '../desired/instance.js';
-import { checkGvr, crdGvr, type GroupVersionResource, gvrString } from '../runtime/informer.js';
+import { checkGvr, crdGvr, type GroupVersionResource, gvrString } from '../runtime/gvr.js';
 
 export interface GroupVersionKind {
   group: string;

@@ -1,32 +1,9 @@
 /**
- * The operator's dependencies on a real cluster (thin: client-node constructors only). Tests
- * replace all of it with in-memory fakes (test/wiring).
+ * The kubeconfig every API client of the operator shares: loaded from --kubeconfig, $KUBECONFIG
+ * or the in-cluster ServiceAccount, with one keep-alive connection pool (`PooledKubeConfig`).
  */
 import type { AgentOptions } from 'node:https';
-import {
-  type Cluster,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  makeInformer,
-} from '@kubernetes/client-node';
-import type { Config } from '../config.js';
-import type { InformerSources, OperatorDeps } from '../operator.js';
-import { coreV1EventSink } from '../runtime/event-recorder.js';
-import {
-  crdSource,
-  customResourceSource,
-  type InformerSource,
-  namespaceSource,
-  runtimeClassSource,
-} from '../runtime/informer.js';
-import { KubeClusterPort } from './cluster-port.js';
-import { discoverPolicyApis, type PolicyResource } from './discovery.js';
-import { KubeLeaseLock } from './lease-lock.js';
-import { kubePodLister } from './pod-lister.js';
+import { type Cluster, KubeConfig } from '@kubernetes/client-node';
 
 interface Closable {
   close(): Promise<void>;
@@ -80,59 +57,4 @@ export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv 
     throw new Error('not running in a cluster (KUBERNETES_SERVICE_HOST unset): pass --kubeconfig');
   }
   return kc;
-}
-
-/** Every object of a cluster-scoped built-in kind matching `labelSelector`. */
-function clusterObjectSource(
-  kc: KubeConfig,
-  type: PolicyResource,
-  labelSelector: string,
-): InformerSource<KubernetesObject> {
-  const slash = type.apiVersion.lastIndexOf('/');
-  const group = type.apiVersion.slice(0, slash);
-  const version = type.apiVersion.slice(slash + 1);
-  const api = kc.makeApiClient(CustomObjectsApi);
-  return makeInformer(
-    kc,
-    `/apis/${type.apiVersion}/${type.resource}`,
-    async () =>
-      (await api.listClusterCustomObject({
-        group,
-        version,
-        plural: type.resource,
-        labelSelector,
-      })) as KubernetesListObject<KubernetesObject>,
-    labelSelector,
-  );
-}
-
-export function kubeInformerSources(kc: KubeConfig): InformerSources {
-  return {
-    crds: (labelSelector) => crdSource(kc, labelSelector),
-    namespaces: (labelSelector) => namespaceSource(kc, labelSelector),
-    runtimeClasses: () => runtimeClassSource(kc),
-    policies: (type, labelSelector) => clusterObjectSource(kc, type, labelSelector),
-    instances: (gvr) => customResourceSource(kc, gvr),
-  };
-}
-
-/** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
-export async function kubeOperatorDeps(
-  kc: KubeConfig,
-  config: Config,
-  identity: string,
-): Promise<Omit<OperatorDeps, 'logger'>> {
-  const policyApis = await discoverPolicyApis(kc);
-  return {
-    config,
-    identity,
-    policyApis,
-    sources: kubeInformerSources(kc),
-    clusterPort: (options) => new KubeClusterPort(kc, options),
-    eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
-    pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
-    leaseLock: config.leaderElect
-      ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
-      : undefined,
-  };
 }

@@ -19,8 +19,7 @@
  * - recording never throws into the caller: failures are logged. Repeats of one key are
  *   serialised so concurrent calls cannot create duplicate Events.
  */
-import { type CoreV1Api, type CoreV1Event, PatchStrategy } from '@kubernetes/client-node';
-import { requestOptions } from '../kube/request.js';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.js';
 import { describeError, isNotFound } from './errors.js';
 import { createSilentLogger, type Logger } from './log.js';
@@ -192,16 +191,4 @@ export class EventRecorder implements EventRecorderLike {
     const suffix = `.${nanos.toString(16)}`;
     return truncate(objectName, MAX_NAME_LENGTH - suffix.length) + suffix;
   }
-}
-
-/** `EventSink` on CoreV1Api: create, and merge-patch for repeats. */
-export function coreV1EventSink(api: CoreV1Api): EventSink {
-  return {
-    create: (namespace, event) => api.createNamespacedEvent({ namespace, body: event }),
-    patch: (namespace, name, update) =>
-      api.patchNamespacedEvent(
-        { namespace, name, body: { count: update.count, lastTimestamp: update.lastTimestamp.toISOString() } },
-        requestOptions({ contentType: PatchStrategy.MergePatch }),
-      ),
-  };
 }

@@ -19,74 +19,19 @@
 import { type Clock, sleep, systemClock } from './clock.js';
 import { describeError } from './errors.js';
 import type { HealthCheck } from './http-server.js';
-import {
-  type DynamicEventHandlers,
-  type EventHandlers,
-  type GroupVersionResource,
-  informersReady,
-  type SyncedInformer,
-} from './informer.js';
+import { informersReady, type SyncedInformer } from './informer.js';
+import type { KeySource } from './key-sources.js';
 import type { LeaderCallbacks } from './leader-election.js';
 import { createSilentLogger, type Logger } from './log.js';
+import { ItemExponentialFailureRateLimiter } from './rate-limiter.js';
 import type { OperatorMetrics } from './runtime-metrics.js';
-import {
-  type ErrorClass,
-  ItemExponentialFailureRateLimiter,
-  type ReconcileOutcome,
-  WorkerPool,
-  WorkQueue,
-} from './work-queue.js';
+import { WorkQueue } from './work-queue.js';
+import { type ErrorClass, type ReconcileOutcome, WorkerPool } from './worker-pool.js';
 
 export interface Reconciler {
   /** Fixed, code-chosen controller name (a metrics label). */
   name: string;
   reconcile(key: string, signal: AbortSignal): Promise<ReconcileOutcome>;
-}
-
-/** Produces keys for a controller. `subscribe` must first replay current state; returns an unsubscribe. */
-export interface KeySource {
-  subscribe(enqueue: (key: string) => void): () => void;
-}
-
-/** `namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc). */
-export function objectKey(obj: { metadata?: { namespace?: string; name?: string } }): string | undefined {
-  const name = obj.metadata?.name;
-  if (!name) return undefined;
-  const namespace = obj.metadata?.namespace;
-  return namespace ? `${namespace}/${name}` : name;
-}
-
-type KeyMapping<A extends unknown[]> = (...args: A) => string | readonly string[] | undefined;
-
-function emitKeys(enqueue: (key: string) => void, keys: string | readonly string[] | undefined): void {
-  if (keys === undefined) return;
-  for (const key of typeof keys === 'string' ? [keys] : keys) if (key) enqueue(key);
-}
-
-/** Keys from an informer's add/update/delete events (default: the object's own key). */
-export function informerKeySource<T extends { metadata?: { namespace?: string; name?: string } }>(
-  informer: { addEventHandler(handlers: EventHandlers<T>): () => void },
-  toKeys: KeyMapping<[T]> = objectKey,
-): KeySource {
-  return {
-    subscribe(enqueue) {
-      const on = (obj: T): void => emitKeys(enqueue, toKeys(obj));
-      return informer.addEventHandler({ add: on, update: on, delete: on });
-    },
-  };
-}
-
-/** Keys from every kind of a DynamicInformers set (default: the object's own key). */
-export function dynamicKeySource<T extends { metadata?: { namespace?: string; name?: string } }>(
-  informers: { addEventHandler(handlers: DynamicEventHandlers<T>): () => void },
-  toKeys: KeyMapping<[GroupVersionResource, T]> = (_gvr, obj) => objectKey(obj),
-): KeySource {
-  return {
-    subscribe(enqueue) {
-      const on = (gvr: GroupVersionResource, obj: T): void => emitKeys(enqueue, toKeys(gvr, obj));
-      return informers.addEventHandler({ add: on, update: on, delete: on });
-    },
-  };
 }
 
 export interface ControllerOptions {

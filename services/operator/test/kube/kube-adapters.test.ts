@@ -7,9 +7,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { coreV1EventSink } from '../../src/kube/event-sink.js';
 import { KubeLeaseLock, recordFromSpec, specFromRecord } from '../../src/kube/lease-lock.js';
 import { isConflict } from '../../src/runtime/errors.js';
-import { coreV1EventSink } from '../../src/runtime/event-recorder.js';
 
 interface Seen {
   method: string;

@@ -1,16 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { type KubernetesObject, ListWatch, type V1CustomResourceDefinition } from '@kubernetes/client-node';
-import {
-  bindCrdInformer,
-  checkGvr,
-  crdGvr,
-  DynamicInformers,
-  type GroupVersionResource,
-  informersReady,
-  keepMetadataOnly,
-  ResourceInformer,
-  stripManagedFields,
-} from '../../src/runtime/informer.js';
+import { bindCrdInformer, DynamicInformers } from '../../src/runtime/dynamic-informers.js';
+import { checkGvr, crdGvr, type GroupVersionResource } from '../../src/runtime/gvr.js';
+import { informersReady, keepMetadataOnly, ResourceInformer, stripManagedFields } from '../../src/runtime/informer.js';
 import { captureLogger, FakeClock, FakeInformerSource, flush, HttpError, obj } from './fakes.js';
 
 function informer(source = new FakeInformerSource<KubernetesObject>(), clock = new FakeClock()) {

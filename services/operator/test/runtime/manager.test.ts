@@ -1,10 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { ResourceInformer } from '../../src/runtime/informer.js';
+import { informerKeySource, objectKey } from '../../src/runtime/key-sources.js';
 import { LeaderElector } from '../../src/runtime/leader-election.js';
-import { informerKeySource, Manager, type ManagerExit, objectKey, type Reconciler } from '../../src/runtime/manager.js';
+import { Manager, type ManagerExit, type Reconciler } from '../../src/runtime/manager.js';
 import { createOperatorMetrics } from '../../src/runtime/runtime-metrics.js';
-import type { ReconcileOutcome } from '../../src/runtime/work-queue.js';
+import type { ReconcileOutcome } from '../../src/runtime/worker-pool.js';
 import { FakeClock, FakeInformerSource, flush, MemoryLease, type MemoryLeaseLock, obj } from './fakes.js';
 
 interface Replica {

@@ -1,11 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import {
-  ItemExponentialFailureRateLimiter,
-  type ProcessResult,
-  WorkerPool,
-  WorkQueue,
-  type WorkQueueMetrics,
-} from '../../src/runtime/work-queue.js';
+import { ItemExponentialFailureRateLimiter } from '../../src/runtime/rate-limiter.js';
+import { WorkQueue, type WorkQueueMetrics } from '../../src/runtime/work-queue.js';
+import { type ProcessResult, WorkerPool } from '../../src/runtime/worker-pool.js';
 import { deferred, FakeClock, flush, HttpError } from './fakes.js';
 
 function recordingMetrics() {

@@ -12,7 +12,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../runtime/clock.js';
 import type { EventHandlers, Lister } from '../../runtime/informer.js';
-import type { KeySource } from '../../runtime/manager.js';
+import type { KeySource } from '../../runtime/key-sources.js';
 import { auditFingerprint } from './report.js';
 
 interface EventSource<T> {

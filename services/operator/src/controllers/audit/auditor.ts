@@ -15,7 +15,7 @@ import { describeError } from '../../runtime/errors.js';
 import type { Lister } from '../../runtime/informer.js';
 import { createSilentLogger, type Logger } from '../../runtime/log.js';
 import type { Reconciler } from '../../runtime/manager.js';
-import type { ReconcileOutcome } from '../../runtime/work-queue.js';
+import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
 import {
   addPage,
   auditedNamespace,

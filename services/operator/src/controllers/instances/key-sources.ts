@@ -5,30 +5,19 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { KindRef } from '../../desired/instance.js';
-import type { DynamicInformers, EventHandlers, GroupVersionResource } from '../../runtime/informer.js';
-import type { KeySource } from '../../runtime/manager.js';
+import type { DynamicInformers } from '../../runtime/dynamic-informers.js';
+import type { GroupVersionResource } from '../../runtime/gvr.js';
+import { type EventSource, emitKeys, type KeySource } from '../../runtime/key-sources.js';
+import type { OwnedType } from '../owned-objects/keys.js';
 import {
   type CachedInstance,
   deletedOwnedObjectOwnerKey,
   instanceEventKey,
-  type OwnedType,
-  ownedObjectKey,
   type RuntimeClassSnapshot,
   runtimeClassChangeKeys,
   runtimeClassSnapshot,
   SandboxTenantIndex,
 } from './keys.js';
-
-interface EventSource<T> {
-  addEventHandler(handlers: EventHandlers<T>): () => void;
-}
-
-type Enqueue = (key: string) => void;
-
-function emit(enqueue: Enqueue, keys: string | readonly string[] | undefined): void {
-  if (keys === undefined) return;
-  for (const key of typeof keys === 'string' ? [keys] : keys) enqueue(key);
-}
 
 /** The Kinds the instance informers watch (InstanceKindRegistry). */
 export interface KindIndex {
@@ -52,7 +41,7 @@ export function instanceSource(
       const on = (gvr: GroupVersionResource, obj: KubernetesObject, deleted: boolean): void => {
         const key = instanceEventKey(gvr, obj, (g) => kinds.kindOf(g));
         if (key === undefined) return;
-        emit(enqueue, [key, ...tenants.update(key, deleted ? undefined : obj)]);
+        emitKeys(enqueue, [key, ...tenants.update(key, deleted ? undefined : obj)]);
       };
       return instances.addEventHandler({
         add: (gvr, obj) => on(gvr, obj, false),
@@ -92,7 +81,7 @@ export function runtimeClassFanOut(
         const before = seen.get(now.name) ?? (deleted ? now : undefined);
         if (deleted) seen.delete(now.name);
         else seen.set(now.name, now);
-        emit(
+        emitKeys(
           enqueue,
           runtimeClassChangeKeys(
             { before, after: deleted ? undefined : now },
@@ -122,41 +111,11 @@ export function ownerOfDeletedSource(
     subscribe(enqueue) {
       return informer.addEventHandler({
         delete: (obj) =>
-          emit(
+          emitKeys(
             enqueue,
             deletedOwnedObjectOwnerKey(type, obj, (g, k) => kinds.lookup(g, k)),
           ),
       });
     },
   };
-}
-
-/** Add/update of an owned object → the object itself, for the orphan check. */
-export function ownedObjectSource(informer: EventSource<KubernetesObject>, type: OwnedType): KeySource {
-  return {
-    subscribe(enqueue) {
-      const on = (obj: KubernetesObject): void => emit(enqueue, ownedObjectKey(type, obj));
-      return informer.addEventHandler({ add: on, update: on });
-    },
-  };
-}
-
-/**
- * Keys pushed by code (controller-runtime's channel source): the owned-objects controller hands
- * the owners it finds to the instances controller. Pushes while nobody is subscribed (this
- * replica does not lead) are dropped: the next leader replays every instance anyway.
- */
-export class KeyChannel implements KeySource {
-  private readonly subscribers = new Set<Enqueue>();
-
-  subscribe(enqueue: Enqueue): () => void {
-    this.subscribers.add(enqueue);
-    return () => {
-      this.subscribers.delete(enqueue);
-    };
-  }
-
-  push(key: string): void {
-    for (const enqueue of this.subscribers) enqueue(key);
-  }
 }

@@ -10,13 +10,7 @@
  * - `owned-objects`, keyed by `encodeOwnedRef` (`apiVersion/Kind/name`): add/update of an object
  *   carrying the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
  */
-import {
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  OWNER_UID_LABEL,
-  runtimeClassName,
-  SANDBOX_ISOLATION_ANNOTATION,
-} from '@kubeplus-isolation/spec';
+import { runtimeClassName, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   DEFAULT_PLATFORM_NAMESPACE,
@@ -24,26 +18,10 @@ import {
   type InstanceIdentity,
   type KindRef,
 } from '../../desired/instance.js';
-import type { ManagedKind } from '../../desired/objects.js';
 import { carriesOwnershipMarkers, ownerOf } from '../../desired/owner.js';
 import { tenantOf } from '../../desired/sandbox-peers.js';
-import type { GroupVersionResource } from '../../runtime/informer.js';
-import type { OwnedTarget } from './reconciler.js';
-
-/** A kind of object the operator owns, at the API version its informer watches. */
-export interface OwnedType {
-  apiVersion: string;
-  kind: ManagedKind | 'Namespace';
-}
-
-const OWNED_KINDS: ReadonlySet<string> = new Set<OwnedType['kind']>([
-  'Namespace',
-  'RuntimeClass',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'MutatingAdmissionPolicy',
-  'MutatingAdmissionPolicyBinding',
-]);
+import type { GroupVersionResource } from '../../runtime/gvr.js';
+import { isOwnedObject, type OwnedType } from '../owned-objects/keys.js';
 
 /** The instances-controller key of an instance event, `undefined` for an object without name or namespace. */
 export function instanceEventKey(
@@ -56,42 +34,6 @@ export function instanceEventKey(
   const kind = kindOf(gvr) ?? obj.kind;
   if (!name || !namespace || !kind) return undefined;
   return encodeInstanceKey({ group: gvr.group, version: gvr.version, kind, plural: gvr.resource, namespace, name });
-}
-
-/**
- * Whether an object carries the operator's ownership markers: `app.kubernetes.io/managed-by:
- * kubeplus-isolation` on the objects it owns wholly; `kubeplus.io/owner-uid` on Namespaces (which
- * it may only have labelled, never created).
- */
-export function isOwnedObject(type: OwnedType, obj: KubernetesObject): boolean {
-  const labels = obj.metadata?.labels;
-  if (type.kind === 'Namespace') return labels?.[OWNER_UID_LABEL] !== undefined;
-  return labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
-}
-
-/** `apiVersion/Kind/name`; object names and kinds contain no `/`. */
-export function encodeOwnedRef(ref: OwnedTarget): string {
-  return `${ref.apiVersion}/${ref.kind}/${ref.name}`;
-}
-
-export function decodeOwnedRef(key: string): OwnedTarget | undefined {
-  const parts = key.split('/');
-  if (parts.length < 3) return undefined;
-  const name = parts.at(-1) ?? '';
-  const kind = parts.at(-2) ?? '';
-  const apiVersion = parts.slice(0, -2).join('/');
-  if (name === '' || apiVersion === '' || !OWNED_KINDS.has(kind)) return undefined;
-  if (kind === 'Namespace') return apiVersion === 'v1' ? { apiVersion: 'v1', kind: 'Namespace', name } : undefined;
-  return { apiVersion, kind: kind as ManagedKind, name };
-}
-
-/** The owned-objects key of an add/update of an owned object, `undefined` if it is not ours. */
-export function ownedObjectKey(type: OwnedType, obj: KubernetesObject): string | undefined {
-  const name = obj.metadata?.name;
-  if (!name || !isOwnedObject(type, obj)) return undefined;
-  return type.kind === 'Namespace'
-    ? encodeOwnedRef({ apiVersion: 'v1', kind: 'Namespace', name })
-    : encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, name });
 }
 
 /**

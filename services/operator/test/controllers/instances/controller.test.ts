@@ -1,12 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { ApiError, type ClusterPort } from '../../../src/cluster/port.js';
-import {
-  abortablePort,
-  instancesReconciler,
-  ownedObjectsReconciler,
-  type ReconcilerFactory,
-} from '../../../src/controllers/instances/controller.js';
+import { instancesReconciler } from '../../../src/controllers/instances/controller.js';
 import type { OrphanResult, OwnedTarget, ReconcileResult } from '../../../src/controllers/instances/reconciler.js';
+import { ownedObjectsReconciler } from '../../../src/controllers/owned-objects/controller.js';
+import { abortablePort, type ReconcilerFactory } from '../../../src/controllers/reconcile-call.js';
 import type { InstanceKey } from '../../../src/desired/instance.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
 import { captureLogger, flush } from '../../runtime/fakes.js';

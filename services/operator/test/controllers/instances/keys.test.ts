@@ -1,21 +1,23 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
-  decodeOwnedRef,
   deletedOwnedObjectOwnerKey,
-  encodeOwnedRef,
   instanceEventKey,
-  isOwnedObject,
-  type OwnedType,
-  ownedObjectKey,
   type RuntimeClassSnapshot,
   runtimeClassChangeKeys,
   runtimeClassSnapshot,
   SandboxTenantIndex,
   sandboxInstanceKeys,
 } from '../../../src/controllers/instances/keys.js';
+import {
+  decodeOwnedRef,
+  encodeOwnedRef,
+  isOwnedObject,
+  type OwnedType,
+  ownedObjectKey,
+} from '../../../src/controllers/owned-objects/keys.js';
 import { decodeInstanceKey, type KindRef } from '../../../src/desired/instance.js';
-import type { GroupVersionResource } from '../../../src/runtime/informer.js';
+import type { GroupVersionResource } from '../../../src/runtime/gvr.js';
 import { instance, ownedMeta } from '../../fixtures.js';
 
 const AGENTS: GroupVersionResource = { group: 'cloudark.io', version: 'v1', resource: 'agents' };

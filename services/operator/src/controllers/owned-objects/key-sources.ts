@@ -1,0 +1,14 @@
+/** The owned-objects controller's key source: add/update of an object carrying the operator's ownership markers. */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { type EventSource, emitKeys, type KeySource } from '../../runtime/key-sources.js';
+import { type OwnedType, ownedObjectKey } from './keys.js';
+
+/** Add/update of an owned object → the object itself, for the orphan check. */
+export function ownedObjectSource(informer: EventSource<KubernetesObject>, type: OwnedType): KeySource {
+  return {
+    subscribe(enqueue) {
+      const on = (obj: KubernetesObject): void => emitKeys(enqueue, ownedObjectKey(type, obj));
+      return informer.addEventHandler({ add: on, update: on });
+    },
+  };
+}

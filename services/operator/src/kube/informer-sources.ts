@@ -1,0 +1,98 @@
+/**
+ * List+watch sources on a real cluster, for the runtime's informers: thin, `makeInformer` from
+ * @kubernetes/client-node plus the matching list call.
+ */
+
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+  NodeV1Api,
+  type V1CustomResourceDefinition,
+  type V1Namespace,
+  type V1RuntimeClass,
+} from '@kubernetes/client-node';
+import type { InformerSources } from '../operator.js';
+import { checkGvr, type GroupVersionResource } from '../runtime/gvr.js';
+import type { InformerSource } from '../runtime/informer.js';
+import type { PolicyResource } from './discovery.js';
+
+/** Namespaces, optionally filtered by a label selector. */
+export function namespaceSource(kc: KubeConfig, labelSelector?: string): InformerSource<V1Namespace> {
+  const api = kc.makeApiClient(CoreV1Api);
+  return makeInformer(kc, '/api/v1/namespaces', () => api.listNamespace({ labelSelector }), labelSelector);
+}
+
+export function runtimeClassSource(kc: KubeConfig, labelSelector?: string): InformerSource<V1RuntimeClass> {
+  const api = kc.makeApiClient(NodeV1Api);
+  return makeInformer(
+    kc,
+    '/apis/node.k8s.io/v1/runtimeclasses',
+    () => api.listRuntimeClass({ labelSelector }),
+    labelSelector,
+  );
+}
+
+export function crdSource(kc: KubeConfig, labelSelector?: string): InformerSource<V1CustomResourceDefinition> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
+  return makeInformer(
+    kc,
+    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+    () => api.listCustomResourceDefinition({ labelSelector }),
+    labelSelector,
+  );
+}
+
+/** Every object of a custom resource kind, across namespaces. */
+export function customResourceSource(kc: KubeConfig, gvr: GroupVersionResource): InformerSource<KubernetesObject> {
+  const { group, version, resource } = checkGvr(gvr);
+  const api = kc.makeApiClient(CustomObjectsApi);
+  return makeInformer(
+    kc,
+    `/apis/${group}/${version}/${resource}`,
+    async () =>
+      (await api.listClusterCustomObject({
+        group,
+        version,
+        plural: resource,
+      })) as KubernetesListObject<KubernetesObject>,
+  );
+}
+
+/** Every object of a cluster-scoped built-in kind matching `labelSelector`. */
+function clusterObjectSource(
+  kc: KubeConfig,
+  type: PolicyResource,
+  labelSelector: string,
+): InformerSource<KubernetesObject> {
+  const slash = type.apiVersion.lastIndexOf('/');
+  const group = type.apiVersion.slice(0, slash);
+  const version = type.apiVersion.slice(slash + 1);
+  const api = kc.makeApiClient(CustomObjectsApi);
+  return makeInformer(
+    kc,
+    `/apis/${type.apiVersion}/${type.resource}`,
+    async () =>
+      (await api.listClusterCustomObject({
+        group,
+        version,
+        plural: type.resource,
+        labelSelector,
+      })) as KubernetesListObject<KubernetesObject>,
+    labelSelector,
+  );
+}
+
+export function kubeInformerSources(kc: KubeConfig): InformerSources {
+  return {
+    crds: (labelSelector) => crdSource(kc, labelSelector),
+    namespaces: (labelSelector) => namespaceSource(kc, labelSelector),
+    runtimeClasses: () => runtimeClassSource(kc),
+    policies: (type, labelSelector) => clusterObjectSource(kc, type, labelSelector),
+    instances: (gvr) => customResourceSource(kc, gvr),
+  };
+}

@@ -1,0 +1,31 @@
+/** Everything `createOperator` needs, on a real cluster (thin: client-node constructors only). Tests replace it with in-memory fakes (test/fake-world.ts). */
+import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import type { OperatorDeps } from '../operator.js';
+import { KubeClusterPort } from './cluster-port.js';
+import { discoverPolicyApis } from './discovery.js';
+import { coreV1EventSink } from './event-sink.js';
+import { kubeInformerSources } from './informer-sources.js';
+import { KubeLeaseLock } from './lease-lock.js';
+import { kubePodLister } from './pod-lister.js';
+
+/** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
+export async function kubeOperatorDeps(
+  kc: KubeConfig,
+  config: Config,
+  identity: string,
+): Promise<Omit<OperatorDeps, 'logger'>> {
+  const policyApis = await discoverPolicyApis(kc);
+  return {
+    config,
+    identity,
+    policyApis,
+    sources: kubeInformerSources(kc),
+    clusterPort: (options) => new KubeClusterPort(kc, options),
+    eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
+    pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
+    leaseLock: config.leaderElect
+      ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
+      : undefined,
+  };
+}
