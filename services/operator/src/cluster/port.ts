@@ -15,13 +15,18 @@
  *   costs a 409 and a retry, never a wrong write. `{ fresh: true }` asks the API server, for
  *   decisions that act on absence (removing the finalizer, deleting an orphan's objects).
  */
+
 import type { InstanceKey, KindRef } from '../desired/instance.js';
 import type { NamespaceMergePatch, NamespaceMeta, NamespaceToCreate } from '../desired/node-isolation.js';
 import type { ManagedObject, ManagedType, MutatingPolicyApiVersion, ObjectRef } from '../desired/objects.js';
 import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../desired/sandbox-policy.js';
+import { isConflict } from '../runtime/errors.js';
 
-/** A failed API call, normalized: `statusCode` is the HTTP status (0 when there was no response). */
+/**
+ * A failed API call, normalized: `statusCode` is the HTTP status (0 when there was no response),
+ * which runtime/errors.ts `httpStatusOf` / `isConflict` read like any client's error.
+ */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   constructor(
@@ -31,16 +36,6 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-}
-
-export function statusCodeOf(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const code = (err as { statusCode?: unknown }).statusCode;
-  return typeof code === 'number' ? code : undefined;
-}
-
-export function isConflict(err: unknown): boolean {
-  return statusCodeOf(err) === 409;
 }
 
 /** A create refused because the name is taken (409, reason AlreadyExists). */

@@ -39,6 +39,7 @@ import {
   isAlreadyExists,
   type ReadOptions,
 } from '../../cluster/port.js';
+import { EventReason } from '../../desired/event-reasons.js';
 import {
   DEFAULT_PLATFORM_NAMESPACE,
   type Instance,
@@ -59,10 +60,8 @@ import {
   refOf,
   sandboxManagedTypes,
 } from '../../desired/objects.js';
-import { isManaged, isOwnedBy, type MetaLike, ownerOf } from '../../desired/owner.js';
-import { describeSpec, sandboxPeers, stricterPolicyMessage } from '../../desired/sandbox-peers.js';
-import { desiredSandboxPolicy } from '../../desired/sandbox-policy.js';
-import { EventReason } from './event-reasons.js';
+import { isManaged, type MetaLike, ownerOf } from '../../desired/owner.js';
+import { planSandboxIsolation, type SandboxPlanInput, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
 
 export interface ReconcileResult {
   /** Reconcile again after this long even without a change (set after conflicts with other instances). */
@@ -189,7 +188,11 @@ export class InstanceReconciler {
       // First, so nothing is created that a deletion could leave behind.
       await this.port.setInstanceFinalizers(key, [...instance.finalizers, FINALIZER], instance.resourceVersion);
     }
-    return this.sync(instance, { manageFinalizer: true });
+    const { ownsNamespace, ...result } = await this.sync(instance);
+    // No isolation asked for any more: the finalizer goes once nothing is owned (a namespace
+    // created for the instance stays owned until the instance is deleted).
+    if (!wanted && !ownsNamespace) await this.removeFinalizer(instance);
+    return result;
   }
 
   /**
@@ -244,7 +247,7 @@ export class InstanceReconciler {
     }
     // Alive, but neither asks for isolation nor carries the finalizer (force-removed): what it
     // owns is left over. Take it down without touching the instance.
-    await this.sync(instance, { manageFinalizer: false });
+    await this.sync(instance);
     return {};
   }
 
@@ -307,22 +310,20 @@ export class InstanceReconciler {
   }
 
   /**
-   * Both isolation paths for a live instance. With `manageFinalizer`, an instance that no longer
-   * asks for isolation loses the finalizer once nothing it owns remains (a namespace created for
-   * it stays owned, so the finalizer stays until the instance is deleted).
+   * Both isolation paths for a live instance. Says whether the operator created the tenant
+   * namespace for it (its lifecycle then follows the instance, so the finalizer must stay); the
+   * caller decides about the finalizer.
    */
-  private async sync(instance: Instance, options: { manageFinalizer: boolean }): Promise<ReconcileResult> {
-    const wanted = asksForIsolation(instance);
+  private async sync(instance: Instance): Promise<ReconcileResult & { ownsNamespace: boolean }> {
     const tenant = tenantNamespace(instance, this.platformNamespace);
     if (!tenant.ok) {
-      if (wanted) {
+      if (asksForIsolation(instance)) {
         this.warn(instance, EventReason.InvalidTenantNamespace, tenant.errors.join('; '));
-        return {};
+        return { ownsNamespace: false };
       }
       // Nothing namespace-side can be owned without a valid tenant namespace.
       await this.syncSandbox(instance, undefined, undefined);
-      if (options.manageFinalizer) await this.removeFinalizer(instance);
-      return {};
+      return { ownsNamespace: false };
     }
     const sandboxText = instance.annotations[SANDBOX_ISOLATION_ANNOTATION];
     const sandbox = sandboxText === undefined ? undefined : parseSandboxIsolation(sandboxText);
@@ -331,8 +332,7 @@ export class InstanceReconciler {
       this.syncNode(instance, tenant.value, sandbox?.ok === true),
       this.syncSandbox(instance, tenant.value, sandbox),
     ]);
-    if (options.manageFinalizer && !wanted && !node.ownsNamespace) await this.removeFinalizer(instance);
-    return earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs);
+    return { ...earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs), ownsNamespace: node.ownsNamespace };
   }
 
   /**
@@ -408,7 +408,7 @@ export class InstanceReconciler {
 
   /**
    * `parsed` undefined: the annotation is absent, so every sandbox object the instance owns
-   * goes. Invalid: an event, and nothing changes.
+   * goes. Otherwise the pure plan (`desired/sandbox-plan.ts`) decides; this only writes it.
    */
   private async syncSandbox(
     instance: Instance,
@@ -418,16 +418,12 @@ export class InstanceReconciler {
     const key = instanceKeyOf(instance);
     if (parsed !== undefined && !parsed.ok) {
       this.hooks.invalidAnnotation?.('sandbox-isolation', key);
-      this.warn(
-        instance,
-        EventReason.InvalidSandboxIsolation,
-        `${SANDBOX_ISOLATION_ANNOTATION} is invalid, keeping the sandbox policy last applied: ${parsed.errors.join('; ')}`,
-      );
+      for (const w of planSandboxIsolation(this.planInput(instance, tenant?.name ?? '', parsed)).warnings)
+        this.warn(instance, w.reason, w.message);
       return {};
     }
-    const mutatingVersion = await this.port.servedMutatingPolicyVersion();
-    const types = sandboxManagedTypes(mutatingVersion);
     if (parsed === undefined || tenant === undefined) {
+      const types = sandboxManagedTypes(await this.port.servedMutatingPolicyVersion());
       // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
       const removed = await pruneOwned(this.port, instance, types, [], asksForIsolation(instance) ? {} : FRESH);
       if (removed.length > 0) {
@@ -441,68 +437,36 @@ export class InstanceReconciler {
       return {};
     }
 
+    const mutatingVersion = await this.port.servedMutatingPolicyVersion();
     const rcRef: ObjectRef = {
       apiVersion: RUNTIME_CLASS_API_VERSION,
       kind: 'RuntimeClass',
       name: runtimeClassName(instance.name),
     };
     // Every RuntimeClass is cached: a miss means "absent" (a stale one ends in AlreadyExists, below).
-    const [classes, currentRc, annotated] = await settleAll([
+    const [runtimeClasses, currentRc, sandboxInstances] = await settleAll([
       this.port.listRuntimeClasses(),
       this.port.getObject(rcRef, OPTIMISTIC),
       this.port.listSandboxInstances(),
     ]);
-    const peers = sandboxPeers(annotated, instance, tenant.name, this.platformNamespace);
-    const rcConflict = currentRc !== undefined && !isOwnedBy(currentRc.metadata, instance);
-    const policy = desiredSandboxPolicy({
-      instance,
-      tenantNamespace: tenant.name,
-      spec: parsed.value,
-      runtimeClasses: classes,
-      handlerLevels: this.handlerLevels,
-      levelHandlers: this.levelHandlers,
+    const plan = planSandboxIsolation({
+      ...this.planInput(instance, tenant.name, parsed),
+      runtimeClasses,
+      currentRuntimeClass: currentRc,
+      sandboxInstances,
       mutatingPolicyApiVersion: mutatingVersion,
-      runtimeClassConflict: rcConflict,
-      platformNamespace: this.platformNamespace,
-      peers,
     });
-    let requeueAfterMs: number | undefined;
-    if (rcConflict) {
-      requeueAfterMs = this.conflictRequeueMs;
-      this.hooks.conflict?.('RuntimeClass', key);
-      const holder = ownerOf(currentRc.metadata);
-      this.warn(
-        instance,
-        EventReason.RuntimeClassConflict,
-        `RuntimeClass ${rcRef.name} belongs to ${holder === undefined ? 'someone else' : instanceIdentity(holder)}; not taking it over. Sandboxes in ${tenant.name} may use: ${policy.allowedRuntimeClasses.join(', ') || 'none'}`,
-      );
-    }
-    for (const condition of policy.conditions) {
-      if (condition === 'mutatingAdmissionPolicyUnavailable') {
-        this.hooks.mutatingPolicyUnavailable?.(key);
-        this.warn(
-          instance,
-          EventReason.MutatingAdmissionPolicyUnavailable,
-          `advisory mode: the cluster serves no MutatingAdmissionPolicy API, so an unset runtimeClassName is not defaulted to ${policy.recommendedRuntimeClass ?? 'a sandbox class'}; it is only warned about`,
-        );
-      } else {
-        this.warn(
-          instance,
-          EventReason.NoDefaultRuntimeClass,
-          `advisory mode: no RuntimeClass meeting ${parsed.value.minRuntimeClass} is available to default to`,
-        );
-      }
-    }
-
-    const governedBy = stricterPolicyMessage(parsed.value, tenant.name, policy.stricterPeers);
-    if (governedBy !== undefined) this.warn(instance, EventReason.StricterSandboxPolicy, governedBy);
+    if (plan.action === 'invalid') return {}; // unreachable: parsed.ok
+    if (plan.runtimeClassConflict) this.hooks.conflict?.('RuntimeClass', key);
+    if (plan.mutatingPolicyUnavailable) this.hooks.mutatingPolicyUnavailable?.(key);
+    for (const w of plan.warnings) this.warn(instance, w.reason, w.message);
+    let requeueAfterMs = plan.runtimeClassConflict ? this.conflictRequeueMs : undefined;
 
     const changed: string[] = [];
-    // The RuntimeClass first and on its own: the allowed list above assumed it is ours (or absent).
-    const [rcDesired, ...rest] = policy.objects;
+    // The RuntimeClass first and on its own: the allowed list assumed it is ours (or absent).
     const applied: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
-    if (rcDesired?.kind === 'RuntimeClass') {
-      const outcome = await applyObject(this.port, rcDesired, instance, { current: currentRc });
+    if (plan.runtimeClass !== undefined) {
+      const outcome = await applyObject(this.port, plan.runtimeClass, instance, { current: currentRc });
       if (outcome.result === 'conflict') {
         // It was taken after our (cached) read: the policy must be computed again with it.
         throw new ApiError(
@@ -510,11 +474,9 @@ export class InstanceReconciler {
           `RuntimeClass ${rcRef.name} is held by ${outcome.owner ?? 'someone else'}; reconciling again`,
         );
       }
-      applied.push({ desired: rcDesired, outcome });
+      applied.push({ desired: plan.runtimeClass, outcome });
     }
-    applied.push(
-      ...(await applyObjects(this.port, rcDesired?.kind === 'RuntimeClass' ? rest : policy.objects, instance)),
-    );
+    applied.push(...(await applyObjects(this.port, plan.rest, instance)));
     for (const { desired, outcome } of applied) {
       if (outcome.result === 'conflict') {
         requeueAfterMs = this.conflictRequeueMs;
@@ -528,17 +490,38 @@ export class InstanceReconciler {
         changed.push(`${outcome.result} ${formatRef(refOf(desired))}`);
       }
     }
-    const removed = await pruneOwned(this.port, instance, types, policy.objects);
+    const types = sandboxManagedTypes(mutatingVersion);
+    const removed = await pruneOwned(this.port, instance, types, plan.policy.objects);
     changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
     if (changed.length > 0) {
       this.event(
         instance,
         'Normal',
         EventReason.SandboxIsolationApplied,
-        `${describePolicy(policy.objects, parsed.value)}: ${changed.join(', ')}`,
+        sandboxAppliedMessage(plan.spec, plan.policy.objects.length, changed),
       );
     }
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  /** What the sandbox plan needs besides the cluster reads (filled in by the caller). */
+  private planInput(
+    instance: Instance,
+    tenantNamespace: string,
+    parsed: ParseResult<SandboxIsolationSpec>,
+  ): SandboxPlanInput {
+    return {
+      instance,
+      tenantNamespace,
+      parsed,
+      runtimeClasses: [],
+      currentRuntimeClass: undefined,
+      sandboxInstances: [],
+      platformNamespace: this.platformNamespace,
+      handlerLevels: this.handlerLevels,
+      levelHandlers: this.levelHandlers,
+      mutatingPolicyApiVersion: undefined,
+    };
   }
 
   private warn(instance: Instance, reason: string, message: string): void {
@@ -561,8 +544,4 @@ export class InstanceReconciler {
       failed(err);
     }
   }
-}
-
-function describePolicy(objects: readonly ManagedObject[], spec: SandboxIsolationSpec): string {
-  return `${describeSpec(spec)} (${objects.length} objects)`;
 }

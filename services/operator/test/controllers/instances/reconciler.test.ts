@@ -1,5 +1,4 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { isConflict } from '../../../src/cluster/port.js';
 import {
   type AnnotationName,
   type ConflictKind,
@@ -7,6 +6,7 @@ import {
   type InstanceReconcilerOptions,
 } from '../../../src/controllers/instances/reconciler.js';
 import type { InstanceKey } from '../../../src/desired/instance.js';
+import { isConflict } from '../../../src/runtime/errors.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
 
 const NODE = 'kubeplus.io/node-isolation';
