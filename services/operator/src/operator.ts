@@ -56,8 +56,8 @@ import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-polic
 import {
   countInstanceKinds,
   ForbiddenKindReporter,
-  instanceKindState,
   instanceKindsReadiness,
+  instanceKindsSyncState,
 } from './instance-kinds/kind-health.js';
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './instance-kinds/registry.js';
 import { type PolicyApis, type PolicyResource, policyResources } from './kube/discovery.js';
@@ -174,18 +174,6 @@ export function createOperator(deps: OperatorDeps): Operator {
   });
   const kindInformers = (): ResourceInformer<KubernetesObject>[] =>
     instances.kinds().flatMap((gvr) => instances.get(gvr) ?? []);
-  // What the Manager waits for before campaigning. Instance Kinds come and go at run time and one
-  // may stay forbidden: leadership never waits for them (their instances are reconciled as their
-  // caches fill, the key sources stream every add); /readyz reports them (kind-health.ts).
-  const instanceCaches: SyncedInformer = {
-    name: instances.name,
-    start: () => instances.start(),
-    stop: () => instances.stop(),
-    // For kubeplus_operator_informer_synced{resource="instances"}: the Kinds it may read.
-    hasSynced: () => kindInformers().every((i) => i.hasSynced() || instanceKindState(i) === 'forbidden'),
-    isStale: () => kindInformers().some((i) => i.isStale() && instanceKindState(i) !== 'forbidden'),
-    waitForSync: async (signal) => !signal?.aborted,
-  };
   const namespaces = new ResourceInformer<KubernetesObject>(sources.namespaces(NAMESPACE_SELECTOR), {
     ...informerOptions,
     name: 'namespaces',
@@ -212,12 +200,15 @@ export function createOperator(deps: OperatorDeps): Operator {
         name: ISOLATED_NAMESPACES_RESOURCE,
       })
     : undefined;
-  const informers: SyncedInformer[] = [
+  // What the Manager waits for before campaigning. Instance Kinds come and go at run time and one
+  // may stay forbidden: leadership never waits for them (their instances are reconciled as their
+  // caches fill, the key sources stream every add); /readyz reports them (kind-health.ts).
+  const mustSync: SyncedInformer[] = [
     crds,
     ...owned.map((o) => o.informer),
     ...(isolatedNamespaces ? [isolatedNamespaces] : []),
-    instanceCaches,
   ];
+  const informers: SyncedInformer[] = [...mustSync, instances];
 
   // ---- metrics ----
   const metrics = createOperatorMetrics({
@@ -225,7 +216,9 @@ export function createOperator(deps: OperatorDeps): Operator {
     resources: informers.map((i) => i.name),
     annotations: COUNTED_ANNOTATIONS,
   });
-  for (const informer of informers) metrics.trackInformer(informer.name, informer);
+  for (const informer of mustSync) metrics.trackInformer(informer.name, informer);
+  // kubeplus_operator_informer_synced{resource="instances"}: the Kinds it may read.
+  metrics.trackInformer(instances.name, instanceKindsSyncState(kindInformers));
   const wiringMetrics = createWiringMetrics(metrics);
   wiringMetrics.trackInstanceKinds(() => countInstanceKinds(kindInformers()));
   // Every cached instance asking for sandbox isolation (several may bind policies to one namespace).
@@ -282,6 +275,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   const lock = deps.leaseLock;
   const manager = new Manager({
     informers,
+    mustSync,
     metrics,
     logger,
     clock,
@@ -310,10 +304,9 @@ export function createOperator(deps: OperatorDeps): Operator {
   });
   // The Manager's readiness check, but per instance Kind: each one not synced is named, and a
   // forbidden one is named without failing it.
-  const staticInformers = informers.filter((i) => i !== instanceCaches);
   const readiness: HealthCheck = {
     name: 'informers',
-    check: () => instanceKindsReadiness(staticInformers, kindInformers()),
+    check: () => instanceKindsReadiness(mustSync, kindInformers()),
   };
   const app = createHttpApp({
     registry: metrics.registry,

@@ -105,3 +105,18 @@ export class ForbiddenKindReporter {
     this.forbidden.delete(gvrString(gvr));
   }
 }
+
+/**
+ * Whether the instance caches count as synced and fresh, for
+ * `kubeplus_operator_informer_synced{resource="instances"}`: every Kind the operator may read has
+ * listed, and none of those has a watch down past the bound (a forbidden Kind is left out).
+ */
+export function instanceKindsSyncState(informers: () => readonly KindInformer[]): {
+  hasSynced(): boolean;
+  isStale(): boolean;
+} {
+  return {
+    hasSynced: () => informers().every((i) => i.hasSynced() || instanceKindState(i) === 'forbidden'),
+    isStale: () => informers().some((i) => i.isStale() && instanceKindState(i) !== 'forbidden'),
+  };
+}

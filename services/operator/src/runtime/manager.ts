@@ -1,7 +1,7 @@
 /**
  * The Manager composes the controller runtime, in controller-runtime's order:
  *
- *   start informers → wait until synced → campaign for the leader lease →
+ *   start informers → wait until the must-sync ones have synced → campaign for the leader lease →
  *   while leading: subscribe each controller's key sources and run its workers →
  *   on shutdown: stop workers (bounded drain) → release the lease → stop informers → close
  *   servers.
@@ -52,7 +52,14 @@ export interface Elector {
 }
 
 export interface ManagerOptions {
+  /** Every cache the Manager starts and stops; by default all must sync before campaigning. */
   informers: readonly SyncedInformer[];
+  /**
+   * The caches that must have synced before this replica campaigns for the lease
+   * (cert-manager's `mustSync`); default: all of `informers`. A cache left out (e.g. informers
+   * for kinds that come and go at run time) is started but never waited for.
+   */
+  mustSync?: readonly SyncedInformer[];
   /**
    * Builds the elector with the Manager's callbacks (e.g. `(cb) => new LeaderElector({ lock, callbacks: cb })`).
    * Omit to lead unconditionally (single replica, development).
@@ -126,7 +133,8 @@ export class Manager {
     try {
       for (const informer of this.options.informers) informer.start();
       this.logger.info('waiting for informer caches to sync');
-      await Promise.all(this.options.informers.map((informer) => informer.waitForSync(signal)));
+      const mustSync = this.options.mustSync ?? this.options.informers;
+      await Promise.all(mustSync.map((informer) => informer.waitForSync(signal)));
       if (signal.aborted) return exit;
       this.logger.info('informer caches synced');
 

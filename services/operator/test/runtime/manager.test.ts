@@ -117,6 +117,35 @@ describe('Manager', () => {
     await expect(done).resolves.toBe('shutdown');
   });
 
+  it('waits only for the must-sync caches: one that never syncs is started and stopped, never waited for', async () => {
+    const clock = new FakeClock();
+    const source = new FakeInformerSource<KubernetesObject>();
+    source.objects.set('ns/a', obj('a', 'ns'));
+    const informer = new ResourceInformer(source, { name: 'things', clock });
+    const neverSource = new FakeInformerSource<KubernetesObject>();
+    neverSource.startPlan.push('list-error', 'list-error', 'list-error', 'list-error');
+    const never = new ResourceInformer(neverSource, { name: 'late-kinds', clock });
+    const order: string[] = [];
+    const manager = new Manager({ informers: [informer, never], mustSync: [informer], clock });
+    manager.addController({
+      reconciler: {
+        name: 'things',
+        reconcile: async (key) => {
+          order.push(`reconcile ${key}`);
+        },
+      },
+      sources: [informerKeySource(informer)],
+    });
+    const stop = new AbortController();
+    const done = manager.run(stop.signal);
+    await clock.advance(10);
+    expect(never.hasSynced()).toBe(false);
+    expect(order).toEqual(['reconcile ns/a']);
+    stop.abort();
+    await expect(done).resolves.toBe('shutdown');
+    expect(neverSource.stops).toBeGreaterThan(0);
+  });
+
   it('a standby never reconciles, is ready, and takes over at once when the leader shuts down gracefully', async () => {
     const clock = new FakeClock();
     const store = new MemoryLease();
