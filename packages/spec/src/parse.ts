@@ -59,7 +59,3 @@ export function parseSandboxIsolation(text: unknown): ParseResult<SandboxIsolati
   const v = json.value as SandboxIsolationSpec; // `enforce` filled with its default by ajv
   return { ok: true, value: { minRuntimeClass: v.minRuntimeClass, enforce: v.enforce } };
 }
-
-export function canonicalSandboxIsolation(spec: SandboxIsolationSpec): string {
-  return JSON.stringify({ minRuntimeClass: spec.minRuntimeClass, enforce: spec.enforce });
-}

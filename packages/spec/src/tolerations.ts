@@ -21,11 +21,6 @@ export function tolerationKey(t: Toleration): string {
   return JSON.stringify([n.key ?? '', n.operator, n.value ?? '', n.effect ?? '', n.tolerationSeconds ?? null]);
 }
 
-/** Semantic equality: `{operator: undefined}` equals `{operator: "Equal"}`, `value: ""` equals no value. */
-export function tolerationsEqual(a: Toleration, b: Toleration): boolean {
-  return tolerationKey(a) === tolerationKey(b);
-}
-
 /** Canonical tolerations, first occurrence kept, semantic duplicates dropped, order preserved. */
 export function dedupeTolerations(ts: readonly Toleration[]): Toleration[] {
   const seen = new Set<string>();

@@ -1,12 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { dedupeTolerations, normalizeToleration, tolerationsEqual } from '../src/index.js';
+import { dedupeTolerations, normalizeToleration, type Toleration, tolerationKey } from '../src/index.js';
+
+/** Semantic equality through the identity key: what every user of the tolerations compares. */
+const same = (a: Toleration, b: Toleration): boolean => tolerationKey(a) === tolerationKey(b);
 
 describe('tolerations', () => {
   it('treats an empty operator as Equal and empty value/effect as absent', () => {
-    expect(tolerationsEqual({ key: 'a', value: 'v' }, { key: 'a', operator: 'Equal', value: 'v', effect: '' })).toBe(
-      true,
-    );
-    expect(tolerationsEqual({ key: 'a', operator: 'Exists' }, { key: 'a', operator: 'Exists', value: '' })).toBe(true);
+    expect(same({ key: 'a', value: 'v' }, { key: 'a', operator: 'Equal', value: 'v', effect: '' })).toBe(true);
+    expect(same({ key: 'a', operator: 'Exists' }, { key: 'a', operator: 'Exists', value: '' })).toBe(true);
   });
 
   it('distinguishes every field', () => {
@@ -17,12 +18,12 @@ describe('tolerations', () => {
       effect: 'NoExecute' as const,
       tolerationSeconds: 5,
     };
-    expect(tolerationsEqual(base, { ...base, key: 'b' })).toBe(false);
-    expect(tolerationsEqual(base, { ...base, value: 'w' })).toBe(false);
-    expect(tolerationsEqual(base, { ...base, effect: 'NoSchedule' })).toBe(false);
-    expect(tolerationsEqual(base, { ...base, tolerationSeconds: 6 })).toBe(false);
-    expect(tolerationsEqual(base, { key: 'a', operator: 'Equal', value: 'v', effect: 'NoExecute' })).toBe(false);
-    expect(tolerationsEqual({ key: 'a', operator: 'Exists' }, { key: 'a' })).toBe(false);
+    expect(same(base, { ...base, key: 'b' })).toBe(false);
+    expect(same(base, { ...base, value: 'w' })).toBe(false);
+    expect(same(base, { ...base, effect: 'NoSchedule' })).toBe(false);
+    expect(same(base, { ...base, tolerationSeconds: 6 })).toBe(false);
+    expect(same(base, { key: 'a', operator: 'Equal', value: 'v', effect: 'NoExecute' })).toBe(false);
+    expect(same({ key: 'a', operator: 'Exists' }, { key: 'a' })).toBe(false);
   });
 
   it('normalizes to a fixed field order', () => {

@@ -69,11 +69,6 @@ export function parseInstanceIdentity(s: string): InstanceIdentity | undefined {
   return { group, kind, namespace, name };
 }
 
-/** `group/version/plural namespace/name`, for logs. */
-export function formatInstanceKey(k: InstanceKey): string {
-  return `${k.group}/${k.version}/${k.plural} ${k.namespace}/${k.name}`;
-}
-
 /**
  * A work-queue key as one string, `group/version/kind/plural/namespace/name` (no part of a key
  * can contain '/'; the core group is empty), for queues keyed by strings.
