@@ -5,7 +5,8 @@
 # directory outside the repo (built once per machine, keyed by version).
 #
 # Usage:
-#   ASSETS=$(e2e/scripts/build-components.sh | tail -1)
+#   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # all six binaries
+#   ASSETS=$(e2e/scripts/build-components.sh helm | tail -1)   # only those named
 #
 # Progress goes to stderr; the LAST line of stdout is the absolute path of a
 # flat directory containing all six binaries.
@@ -26,6 +27,13 @@ log() { printf '%s\n' "$*" >&2; }
 die() { printf 'build-components: error: %s\n' "$*" >&2; exit 1; }
 
 BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
+# Binaries named on the command line restrict the work to them (e.g. `helm` for the chart tests).
+if (($#)); then
+  for b in "$@"; do
+    [[ " ${BINARIES[*]} " == *" $b "* ]] || die "unknown binary '$b' (one of: ${BINARIES[*]})"
+  done
+  BINARIES=("$@")
+fi
 
 # --- Prebuilt assets: build nothing -----------------------------------------
 if [[ -n "${KUBEPLUS_ISOLATION_ASSETS:-}" ]]; then
@@ -97,6 +105,12 @@ targets=(
 )
 
 present() { [[ -f "$1" && -x "$1" ]]; }
+
+wanted=()
+for t in "${targets[@]}"; do
+  [[ " ${BINARIES[*]} " == *" ${t%%|*} "* ]] && wanted+=("$t")
+done
+targets=("${wanted[@]}")
 
 todo=0
 for t in "${targets[@]}"; do

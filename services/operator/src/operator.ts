@@ -15,7 +15,7 @@
  *   `instances`     ← instance events; owner of a deleted owned object; on a RuntimeClass change,
  *                     every sandbox-annotated instance for a platform class, only the owner for
  *                     a generated one; owners handed over by owned-objects;
- *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see wiring/keys.ts);
+ *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see controllers/owned-objects/keys.ts);
  *   `node-isolation-audit` ← isolated-namespace events and a period → list the namespace's Pods,
  *                     report those lacking the mandated placement (audit/; never writes Pods).
  */
@@ -102,7 +102,7 @@ export interface OperatorDeps {
   logger: Logger;
   /** This replica's Lease holder identity and Event reportingInstance. */
   identity: string;
-  /** The admission-policy APIs the cluster serves (wiring/discovery.ts). */
+  /** The admission-policy APIs the cluster serves (kube/discovery.ts). */
   policyApis: PolicyApis;
   sources: InformerSources;
   clusterPort(options: ClusterPortOptions): ClusterPort;

@@ -1,7 +1,7 @@
 /**
- * An in-memory API server for wiring tests: `FakeCluster` (test/reconcile) holds the state and
+ * An in-memory API server for wiring tests: `FakeCluster` (test/cluster) holds the state and
  * takes the reconciler's reads and writes; every informer source of every replica is a
- * `FakeInformerSource` (test/controller) fed from that state, so the operator's own writes come
+ * `FakeInformerSource` (test/runtime) fed from that state, so the operator's own writes come
  * back to it as watch events, as on a real cluster. `sync()` delivers pending changes (called
  * after every ClusterPort call and after the test changes the state).
  */

@@ -9,7 +9,7 @@
  * - every other failure rejects with an `ApiError` carrying the HTTP `statusCode`
  *   (409 for AlreadyExists, a stale resourceVersion or a failed precondition), so the work
  *   queue can tell a conflict (retry now) from other errors (retry with backoff);
- * - a read without `{ fresh: true }` may be answered from an informer cache (`cached-port.ts`):
+ * - a read without `{ fresh: true }` may be answered from an informer cache (`cached-cluster-port.ts`):
  *   possibly stale, but never "absent" for an object the cache has not seen (a miss goes to the
  *   API server). Every write based on a read carries its resourceVersion or uid, so a stale read
  *   costs a 409 and a retry, never a wrong write. `{ fresh: true }` asks the API server, for

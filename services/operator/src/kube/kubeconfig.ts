@@ -23,7 +23,7 @@ type DispatcherFactory = (cluster: Cluster | null, agentOptions: AgentOptions) =
  * rotated file yields a new Agent; the old one is closed once its requests, e.g. a watch, end).
  * client-go likewise caches its transport per TLS config.
  *
- * `createDispatcher` is private in client-node's typings; `test/wiring/kube.test.ts` checks the
+ * `createDispatcher` is private in client-node's typings; `test/kube/kubeconfig.test.ts` checks the
  * reuse against a real server, so an upgrade that changes it fails there.
  */
 export class PooledKubeConfig extends KubeConfig {

@@ -631,7 +631,7 @@ describe('several instances binding sandbox isolation to one namespace', () => {
     async (_o, reversed) => {
       const keys = [put(INSTANCE, KATA_ENFORCE), put(other, KATA_ENFORCE)];
       for (const key of reversed ? [...keys].reverse() : keys) await reconciler().reconcile(key);
-      // The one reconciled first saw no peer class yet: the peer's class event re-queues it (wiring/keys.ts).
+      // The one reconciled first saw no peer class yet: the peer's class event re-queues it (controllers/instances/keys.ts).
       for (const key of keys) await reconciler().reconcile(key);
       const both = `["kubeplus-sandbox-${other}", "${RC}"]`;
       expect(allowed(`${RC}-enforce`)).toBe(both);
