@@ -15,6 +15,7 @@ const base = {
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
     '^@kubeplus-isolation/spec$': '<rootDir>/packages/spec/src/index.ts',
+    '^@kubeplus-isolation/service$': '<rootDir>/packages/service/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   rootDir: import.meta.dirname,

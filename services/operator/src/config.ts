@@ -1,10 +1,26 @@
 /**
- * Command-line flags, each with an environment variable fallback (flag > variable > default),
- * in the webhook's conventions (services/webhook/src/config.ts): a variable is read only when
- * its flag is absent, and parsing is pure — main.ts prints the message and exits 2 on an error.
- * Durations are written as Go writes them (`15s`, `1m30s`, `500ms`).
+ * The operator's flags, in the conventions both services share (@kubeplus-isolation/service
+ * flags.ts): each with an environment variable fallback (flag > variable > default), durations
+ * written as Go writes them (`15s`, `1m30s`, `500ms`), --help and --version; parsing is pure and
+ * the bootstrap prints the message and exits 2 on an error.
  */
-import { parseArgs } from 'node:util';
+import {
+  boolean,
+  duration,
+  fail,
+  usage as flagUsage,
+  formatDuration,
+  integer,
+  LOG_LEVELS,
+  type LogLevel,
+  ok,
+  type Parsed,
+  parseFlags,
+  parseLogLevel,
+  port,
+  type Flag as SharedFlag,
+  text,
+} from '@kubeplus-isolation/service';
 import {
   DEFAULT_HANDLER_LEVELS,
   DEFAULT_LEVEL_HANDLERS,
@@ -18,9 +34,7 @@ import {
 } from '@kubeplus-isolation/spec';
 import { DEFAULT_PLATFORM_NAMESPACE } from './desired/instance.js';
 import { type InstanceKindSelection, parseInstanceKinds } from './instance-kinds/registry.js';
-import { formatDuration, parseDuration } from './runtime/duration.js';
 import { JITTER_FACTOR } from './runtime/leader-election.js';
-import { LOG_LEVELS, type LogLevel, parseLogLevel } from './runtime/log.js';
 
 export interface Config {
   kubeconfig: string | undefined;
@@ -52,21 +66,7 @@ export const DEFAULT_LEADER_ELECTION_ID = 'kubeplus-isolation-operator';
 /** Where a pod's service account namespace is mounted. */
 export const IN_CLUSTER_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-type Parsed = { ok: true; value: unknown } | { ok: false; error: string };
-
-interface Flag {
-  /** Field of the parsed values (see `Values`). */
-  key: keyof Values;
-  name: string;
-  env: string;
-  placeholder: string;
-  /** Text parsed when neither flag nor variable is given; `undefined`: see `defaultHelp`. */
-  default: string | undefined;
-  /** Shown instead of the default text (e.g. a fallback chain). */
-  defaultHelp?: string;
-  help: string;
-  parse(raw: string): Parsed;
-}
+type Flag = SharedFlag<keyof Values>;
 
 /** What the flags parse to before the settings are checked against each other. */
 interface Values {
@@ -89,42 +89,6 @@ interface Values {
   drainTimeoutMs: number;
   shutdownTimeoutMs: number;
   auditIntervalMs: number;
-}
-
-const ok = (value: unknown): Parsed => ({ ok: true, value });
-const fail = (error: string): Parsed => ({ ok: false, error });
-
-function text(raw: string): Parsed {
-  return raw.trim() === '' ? fail('must not be empty') : ok(raw);
-}
-
-function integer(min: number, max: number, what: string): (raw: string) => Parsed {
-  return (raw) => {
-    const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-    return Number.isSafeInteger(n) && n >= min && n <= max
-      ? ok(n)
-      : fail(`must be ${what} from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  };
-}
-
-function duration(minMs: number, maxMs: number): (raw: string) => Parsed {
-  return (raw) => {
-    const ms = parseDuration(raw);
-    if (ms === undefined) {
-      return fail(`must be a duration such as 15s, 1m30s or 500ms (units h, m, s, ms), got ${JSON.stringify(raw)}`);
-    }
-    if (ms < minMs || ms > maxMs) {
-      return fail(`must be from ${formatDuration(minMs)} to ${formatDuration(maxMs)}, got ${JSON.stringify(raw)}`);
-    }
-    return ok(ms);
-  };
-}
-
-function boolean(raw: string): Parsed {
-  const v = raw.trim().toLowerCase();
-  if (v === 'true') return ok(true);
-  if (v === 'false') return ok(false);
-  return fail(`must be true or false, got ${JSON.stringify(raw)}`);
 }
 
 function dnsLabel(what: string): (raw: string) => Parsed {
@@ -166,8 +130,6 @@ function levelHandlers(raw: string): Parsed {
   }
   return errors.length > 0 ? fail(errors.join('; ')) : ok(out);
 }
-
-const port = integer(0, 65535, 'a port number');
 
 /** 0 (off), or from 1s to 24h. */
 function auditInterval(raw: string): Parsed {
@@ -370,34 +332,27 @@ export const FLAGS: readonly Flag[] = [
 ];
 
 export function usage(): string {
-  const lines = [
-    `Usage: ${PROGRAM} [flags]`,
-    '',
-    'Reconciles the kubeplus.io/node-isolation and kubeplus.io/sandbox-isolation annotations of',
-    'KubePlus instance custom resources into tenant Namespaces, RuntimeClasses and admission policies.',
-    '',
-    'Flags (each also read from the environment variable shown; a flag wins over its variable):',
-  ];
-  for (const f of FLAGS) {
-    const dflt = f.defaultHelp ?? (f.default === undefined ? 'none' : JSON.stringify(f.default));
-    lines.push(`  --${f.name} ${f.placeholder}`, `      ${f.help}`, `      env ${f.env}; default ${dflt}`);
-  }
-  lines.push('  -h, --help', '      Print this help and exit.');
-  lines.push('', 'Exit status: 0 after a graceful shutdown, 1 on failure or lost leadership, 2 for invalid flags.');
-  return `${lines.join('\n')}\n`;
+  return flagUsage({
+    program: PROGRAM,
+    summary: [
+      'Reconciles the kubeplus.io/node-isolation and kubeplus.io/sandbox-isolation annotations of',
+      'KubePlus instance custom resources into tenant Namespaces, RuntimeClasses and admission policies.',
+    ],
+    flags: FLAGS,
+    exitStatus: '0 after a graceful shutdown, 1 on failure or lost leadership, 2 for invalid flags.',
+  });
 }
 
-export type ConfigResult = { kind: 'config'; config: Config } | { kind: 'help' } | { kind: 'error'; message: string };
+export type ConfigResult =
+  | { kind: 'config'; config: Config }
+  | { kind: 'help' }
+  | { kind: 'version' }
+  | { kind: 'error'; message: string };
 
 export interface ConfigSources {
   env: Readonly<Record<string, string | undefined>>;
   /** The in-cluster service account namespace, if mounted (main.ts reads IN_CLUSTER_NAMESPACE_FILE). */
   inClusterNamespace?: () => string | undefined;
-}
-
-/** Go-style `--leader-elect` alone means true. */
-function normalizeArgs(argv: readonly string[]): string[] {
-  return argv.map((arg) => (arg === '--leader-elect' ? '--leader-elect=true' : arg));
 }
 
 function checkCombination(v: Values): string | undefined {
@@ -433,40 +388,10 @@ function defaultLeaderElectionNamespace(sources: ConfigSources): string {
 }
 
 export function parseConfig(argv: readonly string[], sources: ConfigSources): ConfigResult {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
-      help: { type: 'boolean', short: 'h' },
-    };
-    for (const f of FLAGS) options[f.name] = { type: 'string' };
-    ({ values } = parseArgs({ args: normalizeArgs(argv), options, strict: true, allowPositionals: false }));
-  } catch (e) {
-    return { kind: 'error', message: (e as Error).message };
-  }
-  if (values.help === true) return { kind: 'help' };
-
-  const out: Record<string, unknown> = {};
-  for (const f of FLAGS) {
-    const fromFlag = values[f.name];
-    const fromEnv = sources.env[f.env];
-    let raw: string | undefined;
-    let from = '';
-    if (typeof fromFlag === 'string') {
-      raw = fromFlag;
-    } else if (fromEnv !== undefined && fromEnv !== '') {
-      raw = fromEnv;
-      from = ` (from ${f.env})`;
-    } else {
-      raw = f.default;
-    }
-    if (raw === undefined) {
-      out[f.key] = undefined;
-      continue;
-    }
-    const parsed = f.parse(raw);
-    if (!parsed.ok) return { kind: 'error', message: `--${f.name}: ${parsed.error}${from}` };
-    out[f.key] = parsed.value;
-  }
+  // Go-style `--leader-elect` alone means true.
+  const parsed = parseFlags(FLAGS, argv, { env: sources.env, bareBooleans: ['leader-elect'] });
+  if (parsed.kind !== 'values') return parsed;
+  const out = parsed.values;
   const v = out as unknown as Values;
   const problem = checkCombination(v);
   if (problem !== undefined) return { kind: 'error', message: problem };

@@ -3,13 +3,13 @@
  * Entry point: flags → operator → signals. Exit status: 0 after a graceful shutdown (SIGTERM or
  * SIGINT; the Lease is released), 1 when the operator cannot start, fails, loses its Lease
  * (so it restarts as a clean standby) or a shutdown overruns --shutdown-timeout, 2 for invalid
- * flags.
+ * flags (as --help says); --version prints the version.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { bootstrap, packageVersion } from '@kubeplus-isolation/service';
 import { IN_CLUSTER_NAMESPACE_FILE, PROGRAM, parseConfig, usage } from './config.js';
-import { createLogger } from './runtime/log.js';
 
 function inClusterNamespace(): string | undefined {
   try {
@@ -19,27 +19,13 @@ function inClusterNamespace(): string | undefined {
   }
 }
 
-const parsed = parseConfig(process.argv.slice(2), { env: process.env, inClusterNamespace });
-if (parsed.kind === 'help') {
-  process.stdout.write(usage());
-  process.exit(0);
-}
-if (parsed.kind === 'error') {
-  process.stderr.write(`${PROGRAM}: ${parsed.message}\nRun ${PROGRAM} --help for the flags.\n`);
-  process.exit(2);
-}
-const config = parsed.config;
-const logger = createLogger({ level: config.logLevel, base: { component: 'operator' } });
-
-process.on('uncaughtException', (err) => {
-  logger.error('uncaught exception; exiting', { error: err.message, stack: err.stack });
-  process.exit(1);
-});
-process.on('unhandledRejection', (reason) => {
-  logger.error('unhandled promise rejection; exiting', {
-    error: reason instanceof Error ? reason.stack : String(reason),
-  });
-  process.exit(1);
+const version = packageVersion(import.meta.url);
+const { config, logger } = bootstrap({
+  program: PROGRAM,
+  version,
+  component: 'operator',
+  parse: () => parseConfig(process.argv.slice(2), { env: process.env, inClusterNamespace }),
+  usage,
 });
 
 // Loaded after the flags are checked, so --help and flag errors answer at once.
@@ -54,7 +40,7 @@ await runUntilSignalled(
   async (signal) => {
     const kc = loadKubeConfig(config.kubeconfig);
     const deps = await kubeOperatorDeps(kc, config, identity);
-    return createOperator({ ...deps, logger }).run(signal);
+    return createOperator({ ...deps, logger, version }).run(signal);
   },
   { shutdownTimeoutMs: config.shutdownTimeoutMs, logger },
 );

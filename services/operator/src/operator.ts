@@ -20,6 +20,8 @@
  *                     report those lacking the mandated placement (audit/; never writes Pods).
  */
 
+import type { Logger } from '@kubeplus-isolation/service';
+import { formatDuration, registerBuildInfo } from '@kubeplus-isolation/service';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
 import type {
   KubernetesObject,
@@ -62,7 +64,6 @@ import {
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './instance-kinds/registry.js';
 import { type PolicyApis, type PolicyResource, policyResources } from './kube/discovery.js';
 import { type Clock, systemClock } from './runtime/clock.js';
-import { formatDuration } from './runtime/duration.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
 import { EventRecorder, type EventSink } from './runtime/event-recorder.js';
 import type { GroupVersionResource } from './runtime/gvr.js';
@@ -77,7 +78,6 @@ import { type InformerSource, keepMetadataOnly, ResourceInformer, type SyncedInf
 import type { KeySource } from './runtime/key-sources.js';
 import { KeyChannel } from './runtime/key-sources.js';
 import { LeaderElector, type LeaseLock } from './runtime/leader-election.js';
-import type { Logger } from './runtime/log.js';
 import { Manager, type ManagerExit } from './runtime/manager.js';
 import { createOperatorMetrics, type OperatorMetrics } from './runtime/runtime-metrics.js';
 
@@ -100,6 +100,8 @@ export interface ClusterPortOptions {
 export interface OperatorDeps {
   config: Config;
   logger: Logger;
+  /** Reported as kubeplus_operator_build_info{version}. */
+  version: string;
   /** This replica's Lease holder identity and Event reportingInstance. */
   identity: string;
   /** The admission-policy APIs the cluster serves (kube/discovery.ts). */
@@ -216,6 +218,7 @@ export function createOperator(deps: OperatorDeps): Operator {
     resources: informers.map((i) => i.name),
     annotations: COUNTED_ANNOTATIONS,
   });
+  registerBuildInfo(metrics.registry, 'kubeplus_operator', deps.version);
   for (const informer of mustSync) metrics.trackInformer(informer.name, informer);
   // kubeplus_operator_informer_synced{resource="instances"}: the Kinds it may read.
   metrics.trackInformer(instances.name, instanceKindsSyncState(kindInformers));

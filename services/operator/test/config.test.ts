@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
+import { formatDuration, parseDuration } from '@kubeplus-isolation/service';
 import { DEFAULT_HANDLER_LEVELS, DEFAULT_LEVEL_HANDLERS, levelOfHandler } from '@kubeplus-isolation/spec';
 import { type Config, type ConfigSources, FLAGS, parseConfig, usage } from '../src/config.js';
-import { formatDuration, parseDuration } from '../src/runtime/duration.js';
 
 function sources(env: Record<string, string> = {}, inCluster?: string): ConfigSources {
   return { env, inClusterNamespace: () => inCluster };

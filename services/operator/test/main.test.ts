@@ -73,6 +73,12 @@ describe('kubeplus-isolation-operator (process)', () => {
     expect(r.stdout()).toContain('env LEASE_DURATION; default "15s"');
   });
 
+  it('--version prints the package version and exits 0', async () => {
+    const r = run(['--version']);
+    expect(await r.exit).toBe(0);
+    expect(r.stdout()).toBe('kubeplus-isolation-operator 0.1.0\n');
+  });
+
   it('an invalid flag value exits 2 with a clear message on stderr', async () => {
     const r = run(['--lease-duration=15']);
     expect(await r.exit).toBe(2);

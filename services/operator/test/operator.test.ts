@@ -56,6 +56,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     config: cfg,
     logger,
     identity,
+    version: '0.0.0-test',
     policyApis: { validating: true, mutatingVersion: 'admissionregistration.k8s.io/v1' },
     sources: world.informerSources(),
     clusterPort: (options) => world.port(options, calls),
@@ -131,6 +132,9 @@ describe('operator wiring', () => {
     expect((await httpGet(b, '/readyz')).status).toBe(200);
     expect((await httpGet(b, '/metrics')).body).toMatch(/^kubeplus_operator_leader 0$/m);
     expect((await httpGet(a, '/metrics')).body).toMatch(/^kubeplus_operator_leader 1$/m);
+    expect((await httpGet(a, '/metrics')).body).toContain(
+      `kubeplus_operator_build_info{version="0.0.0-test",nodejs_version="${process.versions.node}"} 1`,
+    );
 
     // Graceful stop of the leader: it releases the Lease and B takes over on its next retry.
     a.stop.abort();

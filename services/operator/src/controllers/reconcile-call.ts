@@ -5,10 +5,12 @@
  * its next API call; and every outcome is logged as one JSON line (controller, key, result,
  * durationMs). Failures are also logged by the worker pool with the error and retry count.
  */
+
+import type { Logger } from '@kubeplus-isolation/service';
+import { describeError } from '@kubeplus-isolation/service';
 import type { ClusterPort } from '../cluster/port.js';
 import type { Clock } from '../runtime/clock.js';
-import { describeError, isConflict } from '../runtime/errors.js';
-import type { Logger } from '../runtime/log.js';
+import { isConflict } from '../runtime/errors.js';
 import type { InstanceReconciler } from './instances/reconciler.js';
 
 /** The InstanceReconciler to use for one reconcile, on the port it is given. */

@@ -15,7 +15,9 @@
  *
  * Any other failure keeps its meaning: not yet synced, or stale, fails readiness as before.
  */
-import { describeError, isForbidden } from '../runtime/errors.js';
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
+import { isForbidden } from '../runtime/errors.js';
 import { type GroupVersionResource, gvrString } from '../runtime/gvr.js';
 import {
   type InformerFailure,
@@ -23,7 +25,6 @@ import {
   informersReady,
   type SyncedInformer,
 } from '../runtime/informer.js';
-import { createSilentLogger, type Logger } from '../runtime/log.js';
 
 export const INSTANCE_KIND_STATES = ['synced', 'pending', 'stale', 'forbidden'] as const;
 export type InstanceKindState = (typeof INSTANCE_KIND_STATES)[number];

@@ -6,6 +6,8 @@
  * so the informers watch exactly what the reconciler writes. A cluster that starts serving
  * another version later is picked up at the next restart.
  */
+
+import { httpStatusOf } from '@kubeplus-isolation/service';
 import { AdmissionregistrationV1Api, AdmissionregistrationV1beta1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   type ManagedKind,
@@ -13,7 +15,6 @@ import {
   type MutatingPolicyApiVersion,
   VALIDATING_POLICY_API_VERSION,
 } from '../desired/objects.js';
-import { httpStatusOf } from '../runtime/errors.js';
 
 /** An owned admission-policy kind and its plural, as its informer watches it. */
 export interface PolicyResource {

@@ -14,7 +14,7 @@ export async function kubeOperatorDeps(
   kc: KubeConfig,
   config: Config,
   identity: string,
-): Promise<Omit<OperatorDeps, 'logger'>> {
+): Promise<Omit<OperatorDeps, 'logger' | 'version'>> {
   const policyApis = await discoverPolicyApis(kc);
   return {
     config,

@@ -3,11 +3,11 @@
  * runtime (one per instance kind, started when its CRD appears and stopped when it goes),
  * without a process restart; `bindCrdInformer` wires that to a CRD informer.
  */
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import type { KubernetesObject, V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { describeError } from './errors.js';
 import { checkGvr, type GroupVersionResource, gvrString } from './gvr.js';
 import { type InformerOptions, type InformerSource, ResourceInformer, type SyncedInformer } from './informer.js';
-import { createSilentLogger, type Logger } from './log.js';
 
 export interface DynamicEventHandlers<T> {
   add?(gvr: GroupVersionResource, obj: T): void;

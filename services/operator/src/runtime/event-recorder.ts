@@ -19,10 +19,11 @@
  * - recording never throws into the caller: failures are logged. Repeats of one key are
  *   serialised so concurrent calls cannot create duplicate Events.
  */
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.js';
-import { describeError, isNotFound } from './errors.js';
-import { createSilentLogger, type Logger } from './log.js';
+import { isNotFound } from './errors.js';
 import { LruCache } from './lru.js';
 
 export const REPORTING_CONTROLLER = 'kubeplus.io/isolation-operator';

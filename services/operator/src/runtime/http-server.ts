@@ -9,11 +9,10 @@
  * a check that throws counts as failing. Bodies are JSON: `{"status":"ok"|"fail","checks":{…}}`.
  */
 import type { AddressInfo } from 'node:net';
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import { type Clock, systemClock } from './clock.js';
-import { describeError } from './errors.js';
-import { createSilentLogger, type Logger } from './log.js';
 
 export interface CheckResult {
   ok: boolean;

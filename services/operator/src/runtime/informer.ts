@@ -15,10 +15,10 @@
  * `informersReady` aggregates their readiness for /readyz. Custom-resource kinds that come and go
  * at run time: dynamic-informers.ts; sources on a real cluster: kube/informer-sources.ts.
  */
+
+import { createSilentLogger, describeError, httpStatusOf, type Logger } from '@kubeplus-isolation/service';
 import type { Informer, KubernetesObject, ObjectCache } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.js';
-import { describeError, httpStatusOf } from './errors.js';
-import { createSilentLogger, type Logger } from './log.js';
 
 /** What `makeInformer` returns; tests supply an in-memory one. */
 export type InformerSource<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;

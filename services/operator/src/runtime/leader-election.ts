@@ -22,9 +22,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import { type Clock, raceAbort, sleep, systemClock, timeoutSignal } from './clock.js';
-import { describeError, isConflict } from './errors.js';
-import { createSilentLogger, type Logger } from './log.js';
+import { isConflict } from './errors.js';
 
 /** The election-relevant fields of a Lease spec (client-go's LeaderElectionRecord). */
 export interface LeaderElectionRecord {

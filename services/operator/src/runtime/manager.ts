@@ -16,13 +16,13 @@
  * turns cache events into keys (`namespace/name`), replaying the cache when a leadership term
  * starts so every object is reconciled by the new leader (level-triggered).
  */
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import { type Clock, sleep, systemClock } from './clock.js';
-import { describeError } from './errors.js';
 import type { HealthCheck } from './http-server.js';
 import { informersReady, type SyncedInformer } from './informer.js';
 import type { KeySource } from './key-sources.js';
 import type { LeaderCallbacks } from './leader-election.js';
-import { createSilentLogger, type Logger } from './log.js';
 import { ItemExponentialFailureRateLimiter } from './rate-limiter.js';
 import type { OperatorMetrics } from './runtime-metrics.js';
 import { WorkQueue } from './work-queue.js';

@@ -5,9 +5,9 @@
  * process exits with status 1; a second signal exits with status 1 at once.
  * Exit status: 0 after a graceful shutdown, 1 after losing leadership or on failure.
  */
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import { type Clock, systemClock } from './clock.js';
-import { describeError } from './errors.js';
-import { createSilentLogger, type Logger } from './log.js';
 import type { ManagerExit } from './manager.js';
 
 export interface SignalSource {

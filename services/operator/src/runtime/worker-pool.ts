@@ -5,9 +5,11 @@
  * `conflict` (HTTP 409 by default: a stale resourceVersion, expected under concurrency) are
  * retried promptly on a separate, low-capped backoff and logged quietly.
  */
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import { type Clock, sleep, systemClock } from './clock.js';
-import { describeError, isConflict } from './errors.js';
-import { createSilentLogger, keyFields, type Logger } from './log.js';
+import { isConflict } from './errors.js';
+import { keyFields } from './log.js';
 import { ItemExponentialFailureRateLimiter, type RateLimiter } from './rate-limiter.js';
 import type { WorkQueue } from './work-queue.js';
 

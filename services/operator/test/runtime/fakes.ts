@@ -1,10 +1,10 @@
 /** Test doubles shared by the controller-runtime tests: a hand-driven clock, an in-memory Lease, an informer source. */
 import { Writable } from 'node:stream';
+import { createLogger, type Logger, type LogLevel } from '@kubeplus-isolation/service';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../src/runtime/clock.js';
 import type { InformerSource } from '../../src/runtime/informer.js';
 import type { LeaderElectionRecord, LeaseLock, ObservedLease } from '../../src/runtime/leader-election.js';
-import { createLogger, type Logger, type LogLevel } from '../../src/runtime/log.js';
 
 /** Lets every pending promise continuation run (a macrotask turn drains the microtask queue). */
 export async function flush(): Promise<void> {

@@ -7,13 +7,13 @@
  * Memory: one page of Pods at a time, the first `maxLogPods` names of one namespace while it is
  * audited, and three counters per isolated namespace. No Pod cache: see README "Fail-open audit".
  */
+
+import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
 import { type InstanceIdentity, instanceIdentity } from '../../desired/instance.js';
 import { type Clock, systemClock } from '../../runtime/clock.js';
-import { describeError } from '../../runtime/errors.js';
 import type { Lister } from '../../runtime/informer.js';
-import { createSilentLogger, type Logger } from '../../runtime/log.js';
 import type { Reconciler } from '../../runtime/manager.js';
 import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
 import {

@@ -3,6 +3,8 @@
  * isolated-namespace informer, its key sources and its metrics. operator.ts adds the controller
  * to the Manager and the informer to the caches when `--audit-interval` is not 0.
  */
+
+import type { Logger } from '@kubeplus-isolation/service';
 import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_ENABLED_VALUE } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
@@ -10,7 +12,6 @@ import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
 import type { InstanceIdentity } from '../../desired/instance.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { EventHandlers, Lister } from '../../runtime/informer.js';
-import type { Logger } from '../../runtime/log.js';
 import type { ControllerOptions } from '../../runtime/manager.js';
 import { registerAuditMetrics } from './audit-metrics.js';
 import { isolatedNamespaceEvents, periodicAudit } from './audit-sources.js';

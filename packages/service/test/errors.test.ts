@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { describeError } from '../../src/runtime/errors.js';
+import { describeError } from '../src/index.js';
 
 describe('describeError', () => {
   it('appends causes, so a bare "fetch failed" says why', () => {
@@ -29,5 +29,13 @@ describe('describeError', () => {
     let err: Error = new Error('e0');
     for (let i = 1; i < 10; i++) err = new Error(`e${i}`, { cause: err });
     expect(describeError(err)).toBe('e9: e8: e7: e6');
+  });
+});
+
+describe('describeError options', () => {
+  it('bounds the length for fail-open details and names a top-level errno code', () => {
+    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    expect(describeError(reset)).toBe('socket hang up (ECONNRESET)');
+    expect(describeError(new Error('x'.repeat(50)), 10)).toBe(`${'x'.repeat(10)}...`);
   });
 });

@@ -1,0 +1,7 @@
+export * from './bootstrap.js';
+export * from './build-info.js';
+export * from './duration.js';
+export * from './errors.js';
+export * from './flags.js';
+export * from './log.js';
+export * from './version.js';
