@@ -72,7 +72,48 @@ function dashboardExprs(): string[] {
   return dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
 }
 
+/** Every PromQL function (and aggregation) the chart's expressions may call; a typo is not one. */
+const PROMQL_CALLS = new Set([
+  'abs',
+  'absent',
+  'avg',
+  'by',
+  'ceil',
+  'clamp_max',
+  'clamp_min',
+  'count',
+  'delta',
+  'deriv',
+  'floor',
+  'histogram_quantile',
+  'idelta',
+  'increase',
+  'irate',
+  'label_replace',
+  'max',
+  'max_over_time',
+  'min',
+  'min_over_time',
+  'on',
+  'rate',
+  'round',
+  'sum',
+  'time',
+  'topk',
+  'vector',
+  'without',
+]);
+
 describe('monitoring', () => {
+  test('dashboard and alert expressions call only PromQL functions (a mangled histogram_quantile is caught)', async () => {
+    const rules = alerts(await render(ALL_ON));
+    const calls = [...dashboardExprs(), ...rules.map((r) => r.expr)].flatMap((e) =>
+      [...e.matchAll(/([A-Za-z_][A-Za-z0-9_.]*)\s*\(/g)].map((m) => m[1] as string),
+    );
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.filter((c) => !PROMQL_CALLS.has(c))).toEqual([]);
+  });
+
   test('nothing monitoring-related is rendered by default', async () => {
     const kinds = (await render()).map((o) => o.kind);
     expect(kinds).not.toContain('ServiceMonitor');
