@@ -2,7 +2,7 @@
  * Prometheus metrics, in a registry of their own. Every label takes values from a fixed set
  * (see admission/reasons.ts): nothing is labeled by namespace, Pod or error text.
  */
-import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import {
   ADMISSION_RESULTS,
   type AdmissionResult,
@@ -28,122 +28,12 @@ export interface MetricSources {
   informerStatus?: () => InformerStatus;
 }
 
-/** The per-admission series of one result: recording an admission is two additions and a bucket search. */
+/** The per-admission series of one result: recording an admission is an addition and an observation. */
 interface AdmissionSeries {
   /** Admissions not yet added to the prom-client counter (added when it is read). */
   pending: number;
-  duration: HistogramSeries;
-}
-
-/** One series of a `FixedLabelHistogram`: per-bucket (not cumulative) counts, sum and count. */
-export interface HistogramSeries {
-  observe(value: number): void;
-}
-
-interface SeriesState extends HistogramSeries {
-  readonly label: string;
-  readonly counts: Float64Array;
-  sum: number;
-  count: number;
-}
-
-interface HistogramValue {
-  labels: Record<string, string | number>;
-  value: number;
-  metricName: string;
-}
-
-/**
- * A Prometheus histogram with one label whose values are all known up front, one series per
- * value. prom-client's Histogram does per observation what this does once: validate and hash
- * the labels, and key the bucket by its bound turned into a string (~1.5 µs per observation
- * vs ~30 ns). It reads out exactly like a prom-client Histogram with the same name, help,
- * label and buckets with every series zeroed (`get()` and the registry's text: its test
- * compares the two), and registers in a prom-client Registry like one.
- */
-export class FixedLabelHistogram<L extends string> {
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  readonly name: string;
-  readonly help: string;
-  readonly labelNames: readonly string[];
-  readonly #label: string;
-  readonly #bounds: readonly number[];
-  readonly #series: Map<L, SeriesState>;
-
-  constructor(opts: {
-    name: string;
-    help: string;
-    labelName: string;
-    labelValues: readonly L[];
-    buckets: readonly number[];
-    registers?: Registry[];
-  }) {
-    this.name = opts.name;
-    this.help = opts.help;
-    this.labelNames = [opts.labelName];
-    this.#label = opts.labelName;
-    this.#bounds = [...opts.buckets].sort((a, b) => a - b);
-    this.#series = new Map(opts.labelValues.map((v) => [v, this.#newSeries(v)]));
-    for (const r of opts.registers ?? []) r.registerMetric(this as unknown as Metric);
-  }
-
-  #newSeries(label: string): SeriesState {
-    const bounds = this.#bounds;
-    const state: SeriesState = {
-      label,
-      counts: new Float64Array(bounds.length + 1),
-      sum: 0,
-      count: 0,
-      observe(value: number): void {
-        if (!Number.isFinite(value)) throw new TypeError(`Value is not a valid number: ${value}`);
-        let i = 0;
-        while (i < bounds.length && value > (bounds[i] as number)) i++;
-        state.counts[i] = (state.counts[i] as number) + 1;
-        state.sum += value;
-        state.count += 1;
-      },
-    };
-    return state;
-  }
-
-  /** The series of one label value. */
-  series(labelValue: L): HistogramSeries {
-    const s = this.#series.get(labelValue);
-    if (s === undefined) throw new Error(`${this.name}: no series ${this.#label}="${labelValue}"`);
-    return s;
-  }
-
-  /** Zeroes every series (prom-client's Histogram drops them instead; the registry's resetMetrics() calls this). */
-  reset(): void {
-    for (const s of this.#series.values()) {
-      s.counts.fill(0);
-      s.sum = 0;
-      s.count = 0;
-    }
-  }
-
-  async get(): Promise<{
-    name: string;
-    help: string;
-    type: 'histogram';
-    aggregator: 'sum';
-    values: HistogramValue[];
-  }> {
-    const values: HistogramValue[] = [];
-    const bucket = `${this.name}_bucket`;
-    for (const s of this.#series.values()) {
-      let cumulative = 0;
-      for (const [i, le] of this.#bounds.entries()) {
-        cumulative += s.counts[i] as number;
-        values.push({ labels: { le, [this.#label]: s.label }, value: cumulative, metricName: bucket });
-      }
-      values.push({ labels: { le: '+Inf', [this.#label]: s.label }, value: s.count, metricName: bucket });
-      values.push({ labels: { [this.#label]: s.label }, value: s.sum, metricName: `${this.name}_sum` });
-      values.push({ labels: { [this.#label]: s.label }, value: s.count, metricName: `${this.name}_count` });
-    }
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
-  }
+  /** The duration histogram's series of this result (prom-client's `labels(...)`). */
+  duration: { observe(value: number): void };
 }
 
 export interface WebhookMetrics {
@@ -205,14 +95,15 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
   });
   zero(failOpen, 'reason', FAIL_OPEN_REASONS);
 
-  const admissionDuration = new FixedLabelHistogram<AdmissionResult>({
+  const admissionDuration = new Histogram({
     name: `${PREFIX}admission_duration_seconds`,
     help: 'Time from receiving a /mutate/pods request to sending its AdmissionReview response, by result.',
-    labelName: 'result',
-    labelValues: ADMISSION_RESULTS,
+    labelNames: ['result'] as const,
     buckets: DURATION_BUCKETS,
     registers: [registry],
   });
+  // Every result's series is scraped from the start, zeroed.
+  for (const result of ADMISSION_RESULTS) admissionDuration.zero({ result });
 
   const liveLookups = new Counter({
     name: `${PREFIX}live_lookups_total`,
@@ -279,7 +170,7 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
     registers: [registry],
   });
 
-  byResult = byKey(ADMISSION_RESULTS, (result) => ({ pending: 0, duration: admissionDuration.series(result) }));
+  byResult = byKey(ADMISSION_RESULTS, (result) => ({ pending: 0, duration: admissionDuration.labels({ result }) }));
   const byFailOpenReason = byKey(FAIL_OPEN_REASONS, (reason) => failOpen.labels({ reason }));
 
   return {

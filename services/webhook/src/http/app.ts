@@ -11,13 +11,11 @@
  *                       stale beyond the bound; 503 otherwise and while shutting down.
  * Metrics app (plain-HTTP port): GET /metrics.
  *
- * The API server's own request — POST /mutate/pods (its `?timeout=` query allowed) with
- * `Content-Type: application/json` and a Content-Length within the limit — is served before
- * express sees it: express's per-request work (prototype switch of req/res, router, layer
- * matching) cost more than the admission decision itself. Every other request, including any
- * other shape of POST /mutate/pods, goes through express and gets the same answers.
+ * Express serves every request, the API server's included. POST /mutate/pods is its first
+ * route (nothing runs before it), its body read by body-parser (`express.json`, strict), whose
+ * errors become the 400/413/415 answers above.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
@@ -27,7 +25,6 @@ import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../adm
 import type { Readiness } from '../cache/informer.js';
 import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
-import { directLength, readDirect } from './body.js';
 
 /** What express's res.json sends as Content-Type. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -74,7 +71,7 @@ function clientErrorStatus(err: unknown): number | undefined {
   return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
-/** What express's `res.status(status).json(value)` sends (its ETag is disabled), on a plain response. */
+/** What express's `res.status(status).json(value)` sends (its ETag is disabled), with one writeHead and end. */
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
   res.writeHead(status, ['Content-Type', JSON_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
@@ -90,12 +87,6 @@ function sendBadRequest(
 ): void {
   recordBadRequest(metrics, reason);
   sendJson(res, status, { error: reason, message });
-}
-
-/** The path of a request URL, without its query. */
-function pathOf(url: string | undefined): string {
-  const q = url?.indexOf('?') ?? -1;
-  return url === undefined ? '' : q === -1 ? url : url.slice(0, q);
 }
 
 const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' | 'debug'; message: string }> = {
@@ -131,10 +122,8 @@ function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: Admiss
   logRecord(logger, level, record);
 }
 
-/** Serves the webhook's HTTPS port: a request listener for `https.createServer` (or supertest). */
-export type WebhookApp = (req: IncomingMessage, res: ServerResponse) => void;
-
-export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
+/** Serves the webhook's HTTPS port: the express app, a request listener for `https.createServer` (or supertest). */
+export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   const { metrics, logger, maxBodyBytes } = opts;
   const shuttingDown = opts.isShuttingDown ?? (() => false);
   /** While draining, let each connection carry its current response and then close. */
@@ -145,8 +134,9 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  // Sets req.body; what the API server sends never gets here (served before express, below).
-  const readBody = express.json({ limit: maxBodyBytes, type: 'application/json', strict: true });
+  // Sets req.body. The route has checked the Content-Type before (see below), so body-parser's
+  // own check (type-is, per request) is skipped: `type` answers yes.
+  const readBody = express.json({ limit: maxBodyBytes, type: () => true, strict: true });
 
   /**
    * A request that failed after routing: a body-reading error gets its 4xx answer, anything
@@ -191,9 +181,9 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
     logAdmission(logger, outcome, request, seconds);
   };
 
-  // Any other POST /mutate/pods (a different Content-Type or encoding, no or a too large
-  // Content-Length, a path express matches loosely: "/mutate/pods/", "/MUTATE/pods"), first and
-  // in one handler: express runs no other layer before it.
+  // POST /mutate/pods (its `?timeout=` query, and the paths express matches loosely:
+  // "/mutate/pods/", "/MUTATE/pods"), first and in one handler: express runs no other layer
+  // before it.
   app.post(MUTATE_PODS_PATH, (req, res, next) => {
     const startedAt = performance.now();
     closeIfDraining(res);
@@ -251,26 +241,7 @@ export function createWebhookApp(opts: WebhookAppOptions): WebhookApp {
     answerError(err, req.method, req.path, res);
   });
 
-  /** The API server's request, served without express (see the module comment). */
-  const serveDirect = (req: IncomingMessage, res: ServerResponse, length: number): void => {
-    const startedAt = performance.now();
-    closeIfDraining(res);
-    readDirect(req, length, (err, body) => {
-      if (err !== undefined) answerError(err, req.method, MUTATE_PODS_PATH, res);
-      else review(body, res, startedAt).catch((e: unknown) => answerError(e, req.method, MUTATE_PODS_PATH, res));
-    });
-  };
-
-  return (req, res) => {
-    if (req.method === 'POST' && pathOf(req.url) === MUTATE_PODS_PATH) {
-      const length = directLength(req.headers, maxBodyBytes);
-      if (length !== undefined) {
-        serveDirect(req, res, length);
-        return;
-      }
-    }
-    app(req, res);
-  };
+  return app;
 }
 
 /** Plain-HTTP app for Prometheus: GET /metrics from `registry`. */

@@ -1,5 +1,7 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { Readiness } from '../../src/cache/informer.js';
 import { NamespaceCache, type NamespaceLike } from '../../src/cache/namespace-cache.js';
@@ -307,6 +309,122 @@ describe('POST /mutate/pods', () => {
       const res = await request(app).post('/mutate');
       expect(res.status).toBe(404);
       expect(res.body.error).toBe('not_found');
+    });
+  });
+});
+
+describe('request bodies (body-parser, strict JSON)', () => {
+  const body = JSON.stringify(review());
+
+  it.each([['application/json'], ['application/json; charset=utf-8'], ['Application/JSON']])(
+    'Content-Type %s → the AdmissionReview',
+    async (contentType) => {
+      const { app } = setup();
+      const res = await request(app).post('/mutate/pods').set('Content-Type', contentType).send(body);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.body.response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
+    },
+  );
+
+  it('a body over the limit is refused with 413, whatever the JSON Content-Type', async () => {
+    const { app, count } = setup({ maxBodyBytes: 256 });
+    expect(body.length).toBeGreaterThan(256);
+    for (const contentType of ['application/json', 'application/json; charset=utf-8']) {
+      const res = await request(app).post('/mutate/pods').set('Content-Type', contentType).send(body);
+      expect(res.status).toBe(413);
+      expect(res.body.error).toBe('body_too_large');
+    }
+    expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'body_too_large' })).toBe(2);
+  });
+
+  it('parses an object or array after JSON whitespace and a UTF-8 byte order mark', async () => {
+    const { app, count } = setup();
+    const send = (bytes: Buffer) =>
+      request(app).post('/mutate/pods').set('Content-Type', 'application/json').serialize(asIs).send(bytes);
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const spaced = await send(Buffer.concat([bom, Buffer.from(' \t\r\n'), Buffer.from(body)]));
+    expect(spaced.status).toBe(200);
+    expect(spaced.body.response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
+    // An array is JSON body-parser accepts; the review check then refuses it.
+    const array = await send(Buffer.from('[1]'));
+    expect(array.status).toBe(400);
+    expect(array.body.error).toBe('not_an_object');
+    expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'invalid_json' })).toBe(0);
+  });
+
+  it.each([['"review"'], ['42'], ['null'], ['   '], ['{"a":'], ['{"a":1}x']])(
+    'refuses %j as strict JSON (400 invalid_json)',
+    async (text) => {
+      const { app, count } = setup();
+      const res = await request(app).post('/mutate/pods').set('Content-Type', 'application/json').send(text);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ error: 'invalid_json', message: 'request body is not valid JSON' });
+      expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'invalid_json' })).toBe(1);
+    },
+  );
+
+  describe("the API server's ?timeout= query and the paths express matches loosely reach the route", () => {
+    const cases: Array<[string, string, number, string, Record<string, string>]> = [
+      ['an AdmissionReview', body, 200, 'kubeplus_webhook_admissions_total', { result: 'patched' }],
+      ['malformed JSON', '{"apiVersion":', 400, 'kubeplus_webhook_bad_requests_total', { reason: 'invalid_json' }],
+      [
+        'JSON that is not an object',
+        '"review"',
+        400,
+        'kubeplus_webhook_bad_requests_total',
+        { reason: 'invalid_json' },
+      ],
+      [
+        'an object that is not an AdmissionReview',
+        '{"apiVersion":"admission.k8s.io/v1"}',
+        400,
+        'kubeplus_webhook_bad_requests_total',
+        { reason: 'invalid_kind' },
+      ],
+    ];
+    it.each(cases)('%s', async (_name, text, status, metric, labels) => {
+      const { app, count } = setup();
+      for (const path of ['/mutate/pods?timeout=10s', '/mutate/pods/', '/MUTATE/PODS']) {
+        const res = await request(app).post(path).set('Content-Type', 'application/json').send(text);
+        expect(res.status).toBe(status);
+        expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+        expect(res.headers['content-length']).toBe(String(Buffer.byteLength(res.text)));
+        if (status === 200) expect(res.body.response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
+        else expect(res.body).toMatchObject({ error: Object.values(labels)[0], message: expect.any(String) });
+      }
+      expect(await count(metric, labels)).toBe(3);
+    });
+  });
+
+  describe('a client that goes away mid-body', () => {
+    let server: http.Server | undefined;
+    afterEach(async () => {
+      server?.closeAllConnections();
+      await new Promise((resolve) => server?.close(resolve));
+    });
+
+    it('is counted as aborted, and the server keeps serving', async () => {
+      const { app, count } = setup();
+      server = http.createServer(app);
+      await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      const req = http.request({
+        port,
+        host: '127.0.0.1',
+        method: 'POST',
+        path: '/mutate/pods',
+        headers: { 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+      });
+      req.on('error', () => undefined);
+      req.write(body.slice(0, 100));
+      const aborted = () => count('kubeplus_webhook_bad_requests_total', { reason: 'aborted' });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      req.destroy();
+      for (let i = 0; i < 100 && (await aborted()) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await aborted()).toBe(1);
+      const ok = await request(server).post('/mutate/pods').set('Content-Type', 'application/json').send(body);
+      expect(ok.status).toBe(200);
     });
   });
 });

@@ -7,12 +7,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
+import { generatePair } from '../helpers/certs.js';
 import { FakeApiServer } from '../helpers/fake-apiserver.js';
 import { decodePatch, namespace, review, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
 import { eventually, httpsJson } from '../helpers/https-client.js';
 
-// Real processes, sockets and openssl on a shared 2-core machine: generous per-test bounds.
+// Real processes and sockets on a shared 2-core machine: generous per-test bounds.
 jest.setTimeout(30_000);
 
 const ROOT = join(import.meta.dirname, '../../../..');
@@ -78,13 +78,13 @@ describe('kubeplus-node-isolation-webhook (process)', () => {
   });
 });
 
-(OPENSSL_AVAILABLE ? describe : describe.skip)(`SIGTERM${OPENSSL_SKIP_REASON}`, () => {
+describe('SIGTERM', () => {
   const api = new FakeApiServer();
   beforeAll(() => api.start());
   afterAll(() => api.stop());
 
   it('drains: the in-flight admission completes, then the process exits 0', async () => {
-    const pair = generatePair(mkdtempSync(join(tmpdir(), 'webhook-main-')), 'webhook');
+    const pair = await generatePair(mkdtempSync(join(tmpdir(), 'webhook-main-')), 'webhook');
     const r = run([
       '--port=0',
       '--metrics-port=0',
@@ -131,10 +131,12 @@ describe('kubeplus-node-isolation-webhook (process)', () => {
  * CommonJS, while it lists, watches and serves; the list must hold the webhook's own client
  * modules (so the hook saw the graph) and nothing of client-node.
  */
-(OPENSSL_AVAILABLE ? describe : describe.skip)(`modules loaded at run time${OPENSSL_SKIP_REASON}`, () => {
+describe('modules loaded at run time', () => {
   let api: FakeApiServer;
   beforeAll(async () => {
-    api = new FakeApiServer({ tls: generatePair(mkdtempSync(join(tmpdir(), 'webhook-graph-api-')), 'apiserver') });
+    api = new FakeApiServer({
+      tls: await generatePair(mkdtempSync(join(tmpdir(), 'webhook-graph-api-')), 'apiserver'),
+    });
     await api.start();
   });
   afterAll(() => api.stop());
@@ -153,7 +155,7 @@ describe('kubeplus-node-isolation-webhook (process)', () => {
         "process.on('exit', () => writeFileSync(process.env.MODULE_LIST_FILE, [...seen].join('\\n')));",
       ].join('\n'),
     );
-    const pair = generatePair(join(dir, 'tls'), 'webhook');
+    const pair = await generatePair(join(dir, 'tls'), 'webhook');
     api.put(namespace('team-a', { annotation: TEAM_A_ANNOTATION }), { announce: false });
     const r = run(
       [

@@ -7,21 +7,19 @@ import { KubeClient } from '../../src/kube/client.js';
 import { kubeconfigConnection } from '../../src/kube/connection.js';
 import { createLogger } from '../../src/log.js';
 import { type RunningWebhook, startWebhook } from '../../src/webhook.js';
-import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
+import { generatePair } from '../helpers/certs.js';
 import { FakeApiServer } from '../helpers/fake-apiserver.js';
 import { decodePatch, namespace, review, TEAM_A, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
 import { eventually, httpsJson } from '../helpers/https-client.js';
 
-// Real processes, sockets and openssl on a shared 2-core machine: generous per-test bounds.
+// Real sockets and TLS on a shared 2-core machine: generous per-test bounds.
 jest.setTimeout(30_000);
-
-const maybe = OPENSSL_AVAILABLE ? describe : describe.skip;
 
 interface ReviewBody {
   response: { allowed: boolean; patchType?: string; patch?: string; warnings?: string[] };
 }
 
-maybe(`startWebhook wired to a (fake) API server over real TLS${OPENSSL_SKIP_REASON}`, () => {
+describe('startWebhook wired to a (fake) API server over real TLS', () => {
   let api: FakeApiServer;
   let client: KubeClient;
   let webhook: RunningWebhook;
@@ -29,13 +27,13 @@ maybe(`startWebhook wired to a (fake) API server over real TLS${OPENSSL_SKIP_REA
 
   beforeAll(async () => {
     api = new FakeApiServer({
-      tls: generatePair(mkdtempSync(join(tmpdir(), 'webhook-it-api-')), 'apiserver'),
+      tls: await generatePair(mkdtempSync(join(tmpdir(), 'webhook-it-api-')), 'apiserver'),
       token: 'webhook-token',
     });
     await api.start();
     api.put(namespace('team-a', { annotation: TEAM_A_ANNOTATION }));
     api.put(namespace('unrelated', { labeled: false }));
-    const pair = generatePair(mkdtempSync(join(tmpdir(), 'webhook-it-')), 'webhook');
+    const pair = await generatePair(mkdtempSync(join(tmpdir(), 'webhook-it-')), 'webhook');
     const parsed = parseConfig(
       [
         '--port=0',

@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import { afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { KubeApiError, KubeClient, WatchIdleError } from '../../src/kube/client.js';
 import { FileToken, type KubeConnection, StaticToken } from '../../src/kube/connection.js';
-import { type GeneratedPair, generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
+import { type GeneratedPair, generatePair } from '../helpers/certs.js';
 import { eventually } from '../helpers/https-client.js';
 
 // Real sockets on a shared 2-core machine: generous per-test bounds.
@@ -116,18 +116,16 @@ function watch(client: KubeClient, opts: { idleTimeoutMs?: number; signal?: Abor
   return { connected: () => connected, events, closed, closes: () => closes };
 }
 
-const maybe = OPENSSL_AVAILABLE ? describe : describe.skip;
-
-maybe(`KubeClient over HTTPS${OPENSSL_SKIP_REASON}`, () => {
+describe('KubeClient over HTTPS', () => {
   let pair: GeneratedPair;
   let other: GeneratedPair;
   let clientPair: GeneratedPair;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'webhook-client-'));
-    pair = generatePair(join(dir, 'server'), 'apiserver');
-    other = generatePair(join(dir, 'other'), 'someone-else');
-    clientPair = generatePair(join(dir, 'client'), 'kubeplus-webhook');
+    pair = await generatePair(join(dir, 'server'), 'apiserver');
+    other = await generatePair(join(dir, 'other'), 'someone-else');
+    clientPair = await generatePair(join(dir, 'client'), 'kubeplus-webhook');
   });
 
   describe('getJson', () => {

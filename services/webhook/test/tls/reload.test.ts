@@ -4,15 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { CertificateReloader, certificateInfo, createHttpsServer, loadKeyPair } from '../../src/tls.js';
-import { generatePair, OPENSSL_AVAILABLE, OPENSSL_SKIP_REASON } from '../helpers/certs.js';
+import { type GeneratedPair, generatePair } from '../helpers/certs.js';
 import { recordingLogger } from '../helpers/fake-informer.js';
 
-// Real processes, sockets and openssl on a shared 2-core machine: generous per-test bounds.
+// Real sockets, TLS and file watching on a shared 2-core machine: generous per-test bounds.
 jest.setTimeout(30_000);
-
-const maybe = OPENSSL_AVAILABLE ? describe : describe.skip;
 
 /** A directory laid out like a mounted Secret: tls.crt → ..data/tls.crt, ..data → ..<version>. */
 class SecretVolume {
@@ -33,9 +31,9 @@ class SecretVolume {
   }
 
   /** Writes a new version directory and swaps ..data to it atomically, as the kubelet does. */
-  publish(commonName: string, opts: { keyFrom?: string } = {}): { fingerprint256: string } {
+  async publish(commonName: string, opts: { keyFrom?: string } = {}): Promise<{ fingerprint256: string }> {
     const version = `..v${++this.#version}`;
-    const pair = generatePair(join(this.dir, version), commonName);
+    const pair = await generatePair(join(this.dir, version), commonName);
     if (opts.keyFrom !== undefined) writeFileSync(pair.keyFile, readFileSync(opts.keyFrom));
     symlinkSync(version, join(this.dir, '..data_tmp'));
     renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
@@ -75,7 +73,7 @@ async function eventually(check: () => Promise<boolean>, what: string): Promise<
   throw new Error(`gave up waiting for: ${what}`);
 }
 
-maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
+describe('TLS serving with certificate reload', () => {
   let volume: SecretVolume;
   let server: https.Server;
   let reloader: CertificateReloader;
@@ -85,7 +83,7 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
   let first: { fingerprint256: string };
 
   async function start(pollIntervalMs: number, watchDirectories = true): Promise<void> {
-    first = volume.publish('webhook-v1');
+    first = await volume.publish('webhook-v1');
     const files = { certFile: volume.certFile, keyFile: volume.keyFile };
     const pair = loadKeyPair(files);
     server = createHttpsServer((_req, res) => res.end('ok'), pair);
@@ -161,7 +159,7 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
     const before = await get(port, keepAlive);
     expect(before).toMatchObject({ fingerprint256: first.fingerprint256, body: 'ok' });
 
-    const second = volume.publish('webhook-v2');
+    const second = await volume.publish('webhook-v2');
     await eventually(async () => {
       const fresh = new https.Agent({ keepAlive: false });
       return (await get(port, fresh)).fingerprint256 === second.fingerprint256;
@@ -179,7 +177,7 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
   it('the periodic stat check alone also reloads (no watch event needed)', async () => {
     await start(0);
     reloader.stop(); // no fs.watch: only explicit checks, as the poll timer would run them
-    const second = volume.publish('webhook-v2');
+    const second = await volume.publish('webhook-v2');
     expect(reloader.check()).toBe(true);
     expect((await get(port, new https.Agent())).fingerprint256).toBe(second.fingerprint256);
     expect(reloader.check()).toBe(false);
@@ -188,8 +186,8 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
   it('a bad new pair (key of another certificate) keeps the old certificate and logs an error, once', async () => {
     await start(0);
     reloader.stop();
-    const stray = generatePair(join(volume.dir, 'stray'), 'someone-else');
-    volume.publish('webhook-v2', { keyFrom: stray.keyFile });
+    const stray = await generatePair(join(volume.dir, 'stray'), 'someone-else');
+    await volume.publish('webhook-v2', { keyFrom: stray.keyFile });
     expect(reloader.check()).toBe(false);
     expect(reloader.check()).toBe(false);
     expect((await get(port, new https.Agent())).fingerprint256).toBe(first.fingerprint256);
@@ -199,14 +197,14 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
     expect(String(errors[0]?.meta.error)).toMatch(/do not form a valid pair/);
 
     // A fixed pair afterwards is picked up.
-    const fixed = volume.publish('webhook-v3');
+    const fixed = await volume.publish('webhook-v3');
     expect(reloader.check()).toBe(true);
     expect((await get(port, new https.Agent())).fingerprint256).toBe(fixed.fingerprint256);
   });
 
   it('the poll timer reloads when directory watching is off', async () => {
     await start(20, false);
-    const second = volume.publish('webhook-v2');
+    const second = await volume.publish('webhook-v2');
     await eventually(
       async () => (await get(port, new https.Agent())).fingerprint256 === second.fingerprint256,
       'the polled reload',
@@ -214,10 +212,14 @@ maybe(`TLS serving with certificate reload${OPENSSL_SKIP_REASON}`, () => {
   });
 });
 
-maybe(`loadKeyPair${OPENSSL_SKIP_REASON}`, () => {
+describe('loadKeyPair', () => {
   const dir = mkdtempSync(join(tmpdir(), 'keypair-'));
-  const a = generatePair(join(dir, 'a'), 'a');
-  const b = generatePair(join(dir, 'b'), 'b');
+  let a: GeneratedPair;
+  let b: GeneratedPair;
+  beforeAll(async () => {
+    a = await generatePair(join(dir, 'a'), 'a');
+    b = await generatePair(join(dir, 'b'), 'b');
+  });
 
   it('loads a matching pair', () => {
     expect(loadKeyPair(a)).toEqual({ cert: a.cert, key: a.key });
