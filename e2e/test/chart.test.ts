@@ -248,7 +248,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
         `--tls-cert-file=${certFile}`,
         `--tls-key-file=${keyFile}`,
         `--kubeconfig=${saKubeconfig}`,
-        '--shutdown-delay-ms=0',
+        '--shutdown-delay=0',
       ],
       readiness: { url: `https://127.0.0.1:${webhookPort}/readyz`, tls: { caPem: tls['ca.crt'] as string } },
     });

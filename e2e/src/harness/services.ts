@@ -144,7 +144,7 @@ export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}):
       `--tls-key-file=${keyFile}`,
       `--kubeconfig=${opts.kubeconfigPath ?? cluster.kubeconfigPath}`,
       // No endpoints to drain from on loopback: stop at once.
-      '--shutdown-delay-ms=0',
+      '--shutdown-delay=0',
       ...(opts.extraArgs ?? []),
     ],
     env: opts.env,

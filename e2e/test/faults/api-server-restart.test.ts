@@ -3,7 +3,7 @@
  * back, on a control plane of this suite's own — restarting the shared one would break the
  * other suites.
  *
- * The webhook runs with --max-informer-staleness-ms=2000: its /readyz must fail while its
+ * The webhook runs with --max-informer-staleness=2s: its /readyz must fail while its
  * namespace watch is down, and recover. The operator runs with leader election (timings long
  * enough to ride out the outage, so this is about its informers, not a handover). Right after
  * the API server is back — before either component has reconnected — the suite changes things
@@ -77,7 +77,7 @@ describe('fault: kube-apiserver and etcd restart under the webhook and the opera
     remandated = await createTestNamespace(kc, `${id}-remandated`, isolated(oldPool));
     unlabeled = await createTestNamespace(kc, `${id}-unlabeled`, isolated(oldPool));
 
-    webhook = await startWebhook(cp, { extraArgs: ['--max-informer-staleness-ms=2000'] });
+    webhook = await startWebhook(cp, { extraArgs: ['--max-informer-staleness=2s'] });
     await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem });
     const [metricsPort] = (await freePorts(1)) as [number];
     operatorReadyz = `http://127.0.0.1:${metricsPort}/readyz`;

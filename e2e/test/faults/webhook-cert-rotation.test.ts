@@ -54,7 +54,7 @@ describe('fault: certificate rotation under load', () => {
     cluster = await connectE2eCluster();
     ns = await createIsolatedNamespace(cluster.kc, 'faults-rotation', mandate);
     // Poll the files often too, besides watching them: the rotation is seen either way.
-    webhook = await startWebhook(cluster, { extraArgs: ['--tls-reload-interval-ms=500'] });
+    webhook = await startWebhook(cluster, { extraArgs: ['--tls-reload-interval=500ms'] });
     await registerWebhook(cluster.kc, { url: webhook.url, caPem: webhook.caPem, name: configName });
     await waitForWebhookActive(cluster.kc, ns, mandate.nodeSelector);
   });

@@ -4,7 +4,7 @@
  * the server stops accepting.
  *
  * Expected (services/webhook README, "Shutdown"): /readyz fails at once; requests are served
- * for --shutdown-delay-ms with `Connection: close`, so every client finishes its current
+ * for --shutdown-delay with `Connection: close`, so every client finishes its current
  * request and reconnects; then the listener closes and in-flight requests finish; the process
  * exits 0 within shutdown-delay + shutdown-timeout. No request that reached the webhook may
  * fail: no reset or hang-up once the TLS connection is up, no 5xx, no review without the patch.
@@ -51,7 +51,7 @@ describe('fault: SIGTERM to the webhook under load', () => {
     cluster = await connectE2eCluster();
     ns = await createIsolatedNamespace(cluster.kc, 'faults-sigterm', poolMandate(pool));
     webhook = await startWebhook(cluster, {
-      extraArgs: [`--shutdown-delay-ms=${SHUTDOWN_DELAY_MS}`, `--shutdown-timeout-ms=${SHUTDOWN_TIMEOUT_MS}`],
+      extraArgs: [`--shutdown-delay=${SHUTDOWN_DELAY_MS}ms`, `--shutdown-timeout=${SHUTDOWN_TIMEOUT_MS}ms`],
     });
     // The informer has synced (ready), but make sure it has this namespace: a patched review.
     await waitFor(

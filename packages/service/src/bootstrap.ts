@@ -17,8 +17,13 @@ export interface BootstrapOptions<C extends { logLevel: LogLevel }> {
   version: string;
   parse(): ConfigParse<C>;
   usage(): string;
-  /** Fields on every log line, e.g. `{ component: 'webhook' }`. */
+  /** The `component` field of every log line, e.g. `webhook`. */
   component: string;
+  /**
+   * Builds the logger (default: `createLogger` with the config's level and the component). A
+   * service with a faster writer of the same line format passes its own.
+   */
+  createLogger?: (config: C) => Logger;
 }
 
 export function bootstrap<C extends { logLevel: LogLevel }>(
@@ -38,7 +43,8 @@ export function bootstrap<C extends { logLevel: LogLevel }>(
     process.exit(2);
   }
   const config = parsed.config;
-  const logger = createLogger({ level: config.logLevel, base: { component: options.component } });
+  const logger =
+    options.createLogger?.(config) ?? createLogger({ level: config.logLevel, base: { component: options.component } });
   process.on('uncaughtException', (err) => {
     logger.error('uncaught exception; exiting', { error: err.message, stack: err.stack });
     process.exit(1);

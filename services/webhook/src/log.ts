@@ -1,22 +1,22 @@
 /**
- * Structured JSON logs (winston) on stdout, one object per line. Admission log lines carry
+ * Structured JSON logs (winston) on stdout, one object per line, in the line format both services
+ * share (`{"ts","level","msg","component":"webhook",…}`, @kubeplus-isolation/service). Admission log lines carry
  * the request uid, namespace, Pod name (or generateName), result and reason — never a Pod body.
  *
  * Cheap enough to write a line per admission: winston's stock pipeline for JSON lines
  * (`timestamp()` + `errors()` + `json()`, whose safe-stable-stringify is configured anew and
  * sorts keys on every line, then the Console transport's setImmediate per line) cost ~18 µs of
  * CPU per admission line; `leanJson` + a plain stdout transport ~5 µs (measured in one process,
- * stdout to a file), and `StdoutTransport` writes the lines of one event-loop turn at once. The
- * lines hold the same fields; only the key order differs. `logRecord` — the admission line, one
+ * stdout to a file), and `StdoutTransport` writes the lines of one event-loop turn at once.
+ * `logRecord` — the admission line, one
  * per Pod — skips winston's object-mode stream pipeline (a Transform, a pipe and the transport's
  * Writable per line) when the logger is createLogger's default, and writes the same line.
  */
+import { formatLine, type LogLevel } from '@kubeplus-isolation/service';
 import winston from 'winston';
 
-export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export const SERVICE_NAME = 'kubeplus-node-isolation-webhook';
+/** The `component` field of every line (the services share the line format: ts, level, msg, component). */
+export const COMPONENT = 'webhook';
 
 /** Where winston (triple-beam) keeps the formatted line of a log record. */
 const MESSAGE = Symbol.for('message');
@@ -39,26 +39,34 @@ export function isoTimestamp(now: number = Date.now()): string {
   return `${isoPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`;
 }
 
-/** winston's stock JSON chain: used for anything `leanJson` does not take. */
-const fullJson = winston.format.combine(
-  winston.format.timestamp(),
-  winston.format.errors({ stack: true }),
-  winston.format.json(),
-);
-
 /**
- * Timestamp + native JSON.stringify. An Error (as the record or its message) and a record
- * JSON.stringify rejects (a BigInt, a cycle) go through `fullJson` instead, so every line is
- * what the stock chain would have written, fields included.
+ * The line of one record in the services' shared format — `{"ts","level","msg",…fields}` —
+ * built with the once-per-second timestamp and native JSON.stringify, or `undefined` when the
+ * record needs @kubeplus-isolation/service `formatLine` (an Error as the message or a field, a
+ * value JSON.stringify rejects: a BigInt, a cycle), which writes those the same way the
+ * operator's lines do.
  */
-const leanJson = winston.format((info) => {
-  if (info instanceof Error || info.message instanceof Error) return fullJson.transform(info, fullJson.options);
-  info.timestamp = isoTimestamp();
-  try {
-    (info as Record<symbol, unknown>)[MESSAGE] = JSON.stringify(info);
-  } catch {
-    return fullJson.transform(info, fullJson.options);
+function leanLine(level: unknown, message: unknown, fields: Record<string, unknown>): string | undefined {
+  if (typeof message !== 'string') return undefined;
+  const line: Record<string, unknown> = { ts: isoTimestamp(), level, msg: message };
+  if (fields.component !== undefined) line.component = fields.component;
+  for (const key in fields) {
+    if (key === 'level' || key === 'message' || key === 'component') continue;
+    const value = fields[key];
+    if (value instanceof Error) return undefined;
+    line[key] = value;
   }
+  try {
+    return JSON.stringify(line);
+  } catch {
+    return undefined;
+  }
+}
+
+const leanJson = winston.format((info) => {
+  const record = info as unknown as Record<string, unknown>;
+  (info as unknown as Record<symbol, unknown>)[MESSAGE] =
+    leanLine(record.level, record.message, record) ?? formatLine(record);
   return info;
 });
 
@@ -135,7 +143,7 @@ export function createLogger(opts: LoggerOptions): winston.Logger {
   const logger = winston.createLogger({
     level: opts.level,
     levels: winston.config.npm.levels,
-    defaultMeta: { service: SERVICE_NAME },
+    defaultMeta: { component: COMPONENT },
     format,
     transports: opts.transports ?? [new StdoutTransport()],
     silent: opts.silent ?? false,
@@ -166,14 +174,9 @@ export function logRecord(logger: winston.Logger, level: LogLevel, record: Recor
     logger[level](record);
     return;
   }
-  // What winston's single-object call adds (level, then defaultMeta), then leanJson (timestamp).
-  record.level = level;
-  Object.assign(record, logger.defaultMeta);
-  record.timestamp = isoTimestamp();
-  let line: string;
-  try {
-    line = JSON.stringify(record);
-  } catch {
+  // What winston's single-object call sees (defaultMeta, then the record), formatted as leanJson does.
+  const line = leanLine(level, record.message, { ...logger.defaultMeta, ...record });
+  if (line === undefined) {
     logger[level](record);
     return;
   }

@@ -1,32 +1,21 @@
 #!/usr/bin/env node
 /**
  * Entry point: flags → webhook → signals. Exit codes: 0 after a clean shutdown, 1 when the
- * webhook cannot start (or a second signal cuts the shutdown short), 2 for invalid flags.
+ * webhook cannot start (or a second signal cuts the shutdown short), 2 for invalid flags;
+ * --version prints the version.
  */
+import { bootstrap, packageVersion } from '@kubeplus-isolation/service';
 import { PROGRAM, parseConfig, usage } from './config.js';
-import { createLogger } from './log.js';
+import { COMPONENT, createLogger } from './log.js';
 
-const parsed = parseConfig(process.argv.slice(2), process.env);
-if (parsed.kind === 'help') {
-  process.stdout.write(usage());
-  process.exit(0);
-}
-if (parsed.kind === 'error') {
-  process.stderr.write(`${PROGRAM}: ${parsed.message}\nRun ${PROGRAM} --help for the flags.\n`);
-  process.exit(2);
-}
-const config = parsed.config;
-const logger = createLogger({ level: config.logLevel });
-
-process.on('uncaughtException', (err) => {
-  logger.error('uncaught exception; exiting', { error: err.message, stack: err.stack });
-  process.exit(1);
-});
-process.on('unhandledRejection', (reason) => {
-  logger.error('unhandled promise rejection; exiting', {
-    error: reason instanceof Error ? reason.stack : String(reason),
-  });
-  process.exit(1);
+const version = packageVersion(import.meta.url);
+const { config, logger } = bootstrap({
+  program: PROGRAM,
+  version,
+  component: COMPONENT,
+  parse: () => parseConfig(process.argv.slice(2), process.env),
+  usage,
+  createLogger: (c) => createLogger({ level: c.logLevel }),
 });
 
 // Loaded after the flags are checked, so --help and flag errors answer at once.
@@ -42,7 +31,7 @@ try {
       }),
   });
   logger.info('API server', { server: connection.server.origin, credentials: connection.describe });
-  const webhook = await startWebhook(config, new KubeClient(connection), logger);
+  const webhook = await startWebhook(config, new KubeClient(connection), logger, { version });
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signalled) {

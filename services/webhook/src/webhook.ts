@@ -2,10 +2,12 @@
  * Wiring: informer → cache → resolver → HTTPS admission app, plus the metrics server and the
  * certificate reloader. No writes to the API server; replicas share nothing.
  */
+
 import http from 'node:http';
 import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { registerBuildInfo } from '@kubeplus-isolation/service';
 import type { Logger } from 'winston';
 import { NamespaceListWatch, NamespaceWatcher } from './cache/informer.js';
 import { KubeNamespaceReader } from './cache/kube-api.js';
@@ -35,13 +37,24 @@ function listen(server: http.Server, port: number, host: string | undefined): Pr
   });
 }
 
-export async function startWebhook(config: Config, kube: KubeClient, logger: Logger): Promise<RunningWebhook> {
+export interface WebhookBuild {
+  /** Reported as kubeplus_webhook_build_info{version}. */
+  version: string;
+}
+
+export async function startWebhook(
+  config: Config,
+  kube: KubeClient,
+  logger: Logger,
+  build: WebhookBuild = { version: 'unknown' },
+): Promise<RunningWebhook> {
   const pair = loadKeyPair({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile });
 
   const cache = new NamespaceCache({ logger });
   // Gauges read their values at scrape time from these sources.
   const sources: MetricSources = { cacheCounts: () => cache.counts() };
   const metrics = createMetrics({ sources });
+  registerBuildInfo(metrics.registry, 'kubeplus_webhook', build.version);
   const watcher = new NamespaceWatcher((hooks) => new NamespaceListWatch(kube, hooks), cache, {
     maxStalenessMs: config.maxInformerStalenessMs,
     logger,

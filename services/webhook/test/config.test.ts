@@ -41,7 +41,7 @@ describe('parseConfig', () => {
       '--tls-key-file',
       '/certs/k.pem',
       '--kubeconfig=/home/me/.kube/config',
-      '--live-lookup-timeout-ms=250',
+      '--live-lookup-timeout=250ms',
       '--max-body-bytes=1048576',
       '--log-level=debug',
       '--bind-address=127.0.0.1',
@@ -77,11 +77,9 @@ describe('parseConfig', () => {
     [['--port=http'], /^--port: must be a port number from 0 to 65535, got "http"$/],
     [['--port=70000'], /--port: must be a port number from 0 to 65535/],
     [['--port=-1'], /--port/],
-    [
-      ['--live-lookup-timeout-ms=0'],
-      /--live-lookup-timeout-ms: must be a whole number of milliseconds from 1 to 10000/,
-    ],
-    [['--live-lookup-timeout-ms=1.5'], /--live-lookup-timeout-ms/],
+    [['--live-lookup-timeout=0'], /^--live-lookup-timeout: must be from 1ms to 10s, got "0"$/],
+    [['--live-lookup-timeout=1000'], /^--live-lookup-timeout: must be a duration such as 15s, 1m30s or 500ms/],
+    [['--shutdown-delay=5m1s'], /^--shutdown-delay: must be from 0s to 5m, got "5m1s"$/],
     [['--max-body-bytes=10'], /--max-body-bytes: must be a whole number of bytes from 1024/],
     [['--log-level=verbose'], /--log-level: must be one of error, warn, info, debug, got "verbose"/],
     [['--tls-cert-file='], /--tls-cert-file: must not be empty/],
@@ -93,9 +91,17 @@ describe('parseConfig', () => {
     expect(error(argv)).toMatch(message);
   });
 
-  it('recognizes --help and -h', () => {
+  it('recognizes --help, -h and --version', () => {
     expect(parseConfig(['--help'], {}).kind).toBe('help');
     expect(parseConfig(['-h'], {}).kind).toBe('help');
+    expect(parseConfig(['--version'], {}).kind).toBe('version');
+  });
+
+  it('reads durations as the operator does (Go syntax), from flags and variables', () => {
+    expect(ok(['--shutdown-delay=1m30s'], { MAX_INFORMER_STALENESS: '2m' })).toMatchObject({
+      shutdownDelayMs: 90_000,
+      maxInformerStalenessMs: 120_000,
+    });
   });
 });
 
@@ -108,5 +114,6 @@ describe('usage', () => {
       expect(text).toContain(f.default === undefined ? 'default none' : `default "${f.default}"`);
     }
     expect(text).toContain('--help');
+    expect(text).toContain('--version');
   });
 });

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it, jest } from '@jest/globals';
 import winston from 'winston';
-import { createLogger, isoTimestamp, logRecord, SERVICE_NAME, StdoutTransport } from '../src/log.js';
+import { COMPONENT, createLogger, isoTimestamp, logRecord, StdoutTransport } from '../src/log.js';
 
 function capture(level: 'debug' | 'info' = 'debug') {
   const chunks: string[] = [];
@@ -22,28 +22,29 @@ function capture(level: 'debug' | 'info' = 'debug') {
 }
 
 describe('createLogger: one JSON object per line', () => {
-  it('carries level, message, service, an ISO timestamp and the fields, from either call form', () => {
+  it('carries ts, level, msg, component and the fields, from either call form: the services’ shared line', () => {
     const { logger, lines } = capture();
     logger.info('namespace isolation loaded', { namespace: 'team-a', tolerations: 1 });
     logger.warn({ message: 'pod admitted WITHOUT node isolation (fail open)', uid: 'u', reason: 'lookup_timeout' });
     expect(lines()).toEqual([
       {
+        ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
         level: 'info',
-        message: 'namespace isolation loaded',
-        service: SERVICE_NAME,
-        timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        msg: 'namespace isolation loaded',
+        component: COMPONENT,
         namespace: 'team-a',
         tolerations: 1,
       },
       {
+        ts: expect.any(String),
         level: 'warn',
-        message: 'pod admitted WITHOUT node isolation (fail open)',
-        service: SERVICE_NAME,
-        timestamp: expect.any(String),
+        msg: 'pod admitted WITHOUT node isolation (fail open)',
+        component: COMPONENT,
         uid: 'u',
         reason: 'lookup_timeout',
       },
     ]);
+    expect(Object.keys(lines()[0] as object).slice(0, 3)).toEqual(['ts', 'level', 'msg']);
   });
 
   it('drops lines below the level', () => {
@@ -52,17 +53,15 @@ describe('createLogger: one JSON object per line', () => {
     expect(lines()).toEqual([]);
   });
 
-  it('writes what winston’s stock JSON chain writes for an Error and for values JSON.stringify rejects', () => {
+  it('writes an Error and values JSON.stringify rejects as the shared formatLine does (never a crash)', () => {
     const { logger, lines } = capture();
     logger.error(new Error('boom'));
+    logger.info('failed', { error: new Error('denied') });
     logger.info('big', { n: 10n });
-    const cyclic: Record<string, unknown> = { a: 1 };
-    cyclic.self = cyclic;
-    logger.info('cyclic', { cyclic });
-    const [error, big, cycle] = lines();
-    expect(error).toMatchObject({ level: 'error', message: 'boom', stack: expect.stringContaining('Error: boom') });
-    expect(big).toMatchObject({ message: 'big', n: '10', timestamp: expect.any(String) });
-    expect(cycle).toMatchObject({ message: 'cyclic', cyclic: { a: 1, self: '[Circular]' } });
+    const [error, field, big] = lines();
+    expect(error).toMatchObject({ level: 'error', msg: 'boom', component: COMPONENT });
+    expect(field).toMatchObject({ msg: 'failed', error: { message: 'denied' } });
+    expect(big).toMatchObject({ msg: 'big', logError: 'unserializable metadata' });
   });
 });
 
@@ -83,8 +82,8 @@ describe('StdoutTransport', () => {
         .filter((l) => l !== '')
         .map((l) => JSON.parse(l));
       expect(lines).toEqual([
-        expect.objectContaining({ level: 'info', message: 'hello', a: 1, service: SERVICE_NAME }),
-        expect.objectContaining({ level: 'warn', message: 'again', a: 2 }),
+        expect.objectContaining({ level: 'info', msg: 'hello', a: 1, component: COMPONENT }),
+        expect.objectContaining({ level: 'warn', msg: 'again', a: 2 }),
       ]);
     } finally {
       write.mockRestore();
@@ -101,7 +100,7 @@ describe('StdoutTransport', () => {
       logger.info('small');
       transport.flush();
       expect(write).toHaveBeenCalledTimes(2);
-      expect(JSON.parse(write.mock.calls[1]?.[0] as string)).toMatchObject({ message: 'small' });
+      expect(JSON.parse(write.mock.calls[1]?.[0] as string)).toMatchObject({ msg: 'small' });
       transport.flush();
       expect(write).toHaveBeenCalledTimes(2);
     } finally {
@@ -172,8 +171,8 @@ describe('logRecord: the line logger[level](record) writes', () => {
     expect(winstonWrites).toBe(0);
     expect(direct).toEqual(viaWinston);
     expect(direct.join('').split('\n', 1)[0]).toBe(
-      '{"message":"pod admitted with node isolation","uid":"u-1","namespace":"team-a","durationMs":0.25,' +
-        `"level":"info","service":"${SERVICE_NAME}","timestamp":"2026-01-01T00:00:00.123Z"}`,
+      `{"ts":"2026-01-01T00:00:00.123Z","level":"info","msg":"pod admitted with node isolation","component":"${COMPONENT}",` +
+        '"uid":"u-1","namespace":"team-a","durationMs":0.25}',
     );
   });
 
@@ -191,16 +190,17 @@ describe('logRecord: the line logger[level](record) writes', () => {
       text
         .split('\n')
         .filter((l) => l !== '')
-        .map((l) => JSON.parse(l).message),
+        .map((l) => JSON.parse(l).msg),
     ).toEqual(['first', 'second', 'third']);
   });
 
   it('goes through winston for any other transport, and for what JSON.stringify rejects', () => {
     const { logger, lines } = capture('info');
     logRecord(logger, 'info', record());
-    expect(lines()).toEqual([{ ...record(), level: 'info', service: SERVICE_NAME, timestamp: expect.any(String) }]);
+    const { message, ...fields } = record();
+    expect(lines()).toEqual([{ ts: expect.any(String), level: 'info', msg: message, component: COMPONENT, ...fields }]);
     const big = stdoutLines((l) => logRecord(l, 'info', { message: 'big', n: 10n }));
-    expect(JSON.parse(big.join(''))).toMatchObject({ message: 'big', n: '10', level: 'info' });
+    expect(JSON.parse(big.join(''))).toMatchObject({ msg: 'big', level: 'info', logError: 'unserializable metadata' });
   });
 
   it('goes through winston once the logger is silenced or has another transport', () => {

@@ -4,9 +4,14 @@
  * `allowed: true` without a patch, with the reason recorded (fail open, as the webhook's
  * `failurePolicy: Ignore` would do anyway — but visibly).
  */
+
+import { describeError } from '@kubeplus-isolation/service';
 import type { Operation } from 'fast-json-patch';
 import type { Resolution } from '../cache/resolver.js';
-import { describeError } from '../errors.js';
+
+/** Bound on an error's description in fail-open details and log fields. */
+const MAX_DETAIL = 300;
+
 import { buildNodeIsolationPatch, patchProblem } from './patch.js';
 import type { AdmissionResult, FailOpenReason } from './reasons.js';
 import { type AdmissionRequest, type AdmissionReviewResponse, buildReviewResponse, isPodCreate } from './review.js';
@@ -45,6 +50,6 @@ export async function admit(req: AdmissionRequest, resolve: ResolveNamespace): P
     if (patch.length === 0) return { result: 'unchanged', patch, review: buildReviewResponse(req.uid) };
     return { result: 'patched', patch, review: buildReviewResponse(req.uid, patch) };
   } catch (e) {
-    return failOpen(req.uid, 'error', 'internal_error', describeError(e));
+    return failOpen(req.uid, 'error', 'internal_error', describeError(e, MAX_DETAIL));
   }
 }

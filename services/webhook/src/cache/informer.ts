@@ -23,12 +23,16 @@
  * never holds more than one page of full objects.
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { describeError } from '@kubeplus-isolation/service';
 import {
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_ENABLED_VALUE,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import { describeError } from '../errors.js';
+
+/** Bound on an error's description in fail-open details and log fields. */
+const MAX_DETAIL = 300;
+
 import { KubeApiError, type KubeClient, type KubeStatus, WatchIdleError } from '../kube/client.js';
 import type { LogSink } from '../log.js';
 import { NAMESPACES_PATH } from './kube-api.js';
@@ -478,7 +482,7 @@ export class NamespaceWatcher {
   #onError(err: unknown): void {
     this.#connected = false;
     this.#disconnectedSince ??= this.#opts.now();
-    this.#lastError = describeError(err);
+    this.#lastError = describeError(err, MAX_DETAIL);
     this.#opts.onError?.();
     if (this.#stopped || this.#restartTimer !== undefined) return;
     const delayMs = backoffDelayMs(

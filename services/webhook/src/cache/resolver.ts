@@ -4,9 +4,14 @@
  * bounded by a short timeout, before failing open — as the kube-apiserver's in-tree
  * PodNodeSelector plugin does. Concurrent misses for one namespace share a single GET.
  */
+
+import { describeError } from '@kubeplus-isolation/service';
 import type { NodeIsolationSpec } from '@kubeplus-isolation/spec';
 import type { FailOpenReason, LiveLookupResult } from '../admission/reasons.js';
-import { describeError } from '../errors.js';
+
+/** Bound on an error's description in fail-open details and log fields. */
+const MAX_DETAIL = 300;
+
 import { type CacheEntry, entryFromNamespace, type NamespaceCache, type NamespaceLike } from './namespace-cache.js';
 
 export type Resolution = { ok: true; spec: NodeIsolationSpec } | { ok: false; reason: FailOpenReason; detail: string };
@@ -93,7 +98,11 @@ export class IsolationResolver {
         return { ok: false, reason: 'lookup_timeout', detail: `live GET of the namespace took over ${timeoutMs} ms` };
       }
       this.#opts.onLiveLookup?.('error');
-      return { ok: false, reason: 'lookup_failed', detail: `live GET of the namespace failed: ${describeError(e)}` };
+      return {
+        ok: false,
+        reason: 'lookup_failed',
+        detail: `live GET of the namespace failed: ${describeError(e, MAX_DETAIL)}`,
+      };
     }
     if (ns === undefined) {
       this.#opts.onLiveLookup?.('not_found');

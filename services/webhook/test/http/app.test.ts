@@ -122,7 +122,7 @@ describe('POST /mutate/pods', () => {
   it('logs uid, namespace, pod and result of an admission, never the Pod body', async () => {
     const { app, lines } = setup();
     await post(app, review({ object: pod({ containers: [{ name: 'app', image: 'secret-registry/app:1' }] }) }));
-    const line = lines().find((l) => l.message === 'pod admitted with node isolation');
+    const line = lines().find((l) => l.msg === 'pod admitted with node isolation');
     expect(line).toMatchObject({ uid: UID, namespace: 'team-a', pod: 'web-0', result: 'patched', level: 'info' });
     expect(JSON.stringify(lines())).not.toContain('secret-registry');
   });

@@ -60,8 +60,14 @@ describe('kubeplus-node-isolation-webhook (process)', () => {
   it('--help prints every flag and exits 0', async () => {
     const r = run(['--help']);
     expect(await r.exit).toBe(0);
-    expect(r.stdout()).toContain('--live-lookup-timeout-ms');
-    expect(r.stdout()).toContain('env LIVE_LOOKUP_TIMEOUT_MS');
+    expect(r.stdout()).toContain('--live-lookup-timeout <duration>');
+    expect(r.stdout()).toContain('env LIVE_LOOKUP_TIMEOUT');
+  });
+
+  it('--version prints the package version and exits 0', async () => {
+    const r = run(['--version']);
+    expect(await r.exit).toBe(0);
+    expect(r.stdout()).toBe('kubeplus-node-isolation-webhook 0.1.0\n');
   });
 
   it('an invalid flag value exits 2 with a clear message on stderr', async () => {
@@ -92,13 +98,13 @@ describe('SIGTERM', () => {
       `--tls-cert-file=${pair.certFile}`,
       `--tls-key-file=${pair.keyFile}`,
       `--kubeconfig=${api.kubeconfig()}`,
-      '--live-lookup-timeout-ms=5000',
-      '--shutdown-delay-ms=0',
-      '--shutdown-timeout-ms=5000',
+      '--live-lookup-timeout=5s',
+      '--shutdown-delay=0',
+      '--shutdown-timeout=5s',
     ]);
     try {
-      await eventually(async () => logLines(r.stdout()).some((l) => l.message === 'webhook serving'), 'startup');
-      const port = logLines(r.stdout()).find((l) => l.message === 'webhook serving')?.port as number;
+      await eventually(async () => logLines(r.stdout()).some((l) => l.msg === 'webhook serving'), 'startup');
+      const port = logLines(r.stdout()).find((l) => l.msg === 'webhook serving')?.port as number;
       await eventually(async () => (await httpsJson(port, 'GET', '/readyz')).status === 200, 'informer synced');
 
       // A namespace the watch has not announced: its admission waits on a slow live GET.
@@ -115,7 +121,7 @@ describe('SIGTERM', () => {
         expect.arrayContaining([{ op: 'add', path: '/spec/nodeSelector', value: { pool: 'team-a-pool' } }]),
       );
       expect(await r.exit).toBe(0);
-      const messages = logLines(r.stdout()).map((l) => l.message);
+      const messages = logLines(r.stdout()).map((l) => l.msg);
       expect(messages).toEqual(expect.arrayContaining(['signal received', 'shutdown complete']));
       await expect(httpsJson(port, 'GET', '/healthz')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     } finally {
@@ -165,14 +171,14 @@ describe('modules loaded at run time', () => {
         `--tls-cert-file=${pair.certFile}`,
         `--tls-key-file=${pair.keyFile}`,
         `--kubeconfig=${api.kubeconfig()}`,
-        '--shutdown-delay-ms=0',
+        '--shutdown-delay=0',
       ],
       ['--import', hook],
       { MODULE_LIST_FILE: list },
     );
     try {
-      await eventually(async () => logLines(r.stdout()).some((l) => l.message === 'webhook serving'), 'startup');
-      const port = logLines(r.stdout()).find((l) => l.message === 'webhook serving')?.port as number;
+      await eventually(async () => logLines(r.stdout()).some((l) => l.msg === 'webhook serving'), 'startup');
+      const port = logLines(r.stdout()).find((l) => l.msg === 'webhook serving')?.port as number;
       await eventually(async () => (await httpsJson(port, 'GET', '/readyz')).status === 200, 'informer synced');
       // A cache miss: the live GET path runs too.
       await httpsJson(port, 'POST', '/mutate/pods', review({ namespace: 'not-yet-seen' }));

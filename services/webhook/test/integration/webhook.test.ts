@@ -41,8 +41,8 @@ describe('startWebhook wired to a (fake) API server over real TLS', () => {
         '--bind-address=127.0.0.1',
         `--tls-cert-file=${pair.certFile}`,
         `--tls-key-file=${pair.keyFile}`,
-        '--shutdown-delay-ms=200',
-        '--shutdown-timeout-ms=2000',
+        '--shutdown-delay=200ms',
+        '--shutdown-timeout=2s',
       ],
       {},
     );
