@@ -68,28 +68,14 @@ export const IN_CLUSTER_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/service
 
 type Flag = SharedFlag<keyof Values>;
 
-/** What the flags parse to before the settings are checked against each other. */
-interface Values {
-  kubeconfig: string | undefined;
-  platformNamespace: string;
-  instanceKinds: InstanceKindSelection;
-  leaderElect: boolean;
+/**
+ * What the flags parse to before the settings are checked against each other: the namespace may
+ * still be unset (defaulted from the Pod's), the level handlers only the ones given.
+ */
+type Values = Omit<Config, 'leaderElectionNamespace' | 'levelHandlers'> & {
   leaderElectionNamespace: string | undefined;
-  leaderElectionId: string;
-  leaderElectionIdentity: string | undefined;
-  leaseDurationMs: number;
-  renewDeadlineMs: number;
-  retryPeriodMs: number;
-  concurrency: number;
-  metricsPort: number;
-  bindAddress: string | undefined;
-  handlerLevels: HandlerLevels;
   levelHandlers: Partial<Record<RuntimeLevel, string>>;
-  logLevel: LogLevel;
-  drainTimeoutMs: number;
-  shutdownTimeoutMs: number;
-  auditIntervalMs: number;
-}
+};
 
 function dnsLabel(what: string): (raw: string) => Parsed {
   return (raw) =>

@@ -320,10 +320,11 @@ export function createOperator(deps: OperatorDeps): Operator {
 
   // ---- controllers ----
   const owners = new KeyChannel();
+  const instanceCaches = { instances, kinds, platformNamespace: config.platformNamespace };
   const controllerDeps = { port, reconcilerFor, logger, clock };
   const instanceSources: KeySource[] = [
-    instanceSource(instances, kinds, config.platformNamespace),
-    runtimeClassFanOut(runtimeClasses, instances, kinds, config.platformNamespace),
+    instanceSource(instanceCaches),
+    runtimeClassFanOut(runtimeClasses, instanceCaches),
     ...owned.map((o) => ownerOfDeletedSource(o.informer, o.type, kinds)),
     owners,
   ];

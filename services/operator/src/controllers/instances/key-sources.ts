@@ -25,16 +25,19 @@ export interface KindIndex {
   lookup(group: string, kind: string): KindRef | undefined;
 }
 
+/** The instance informers, the Kinds they watch, and the rule mapping instances to tenant namespaces. */
+export interface InstanceCaches {
+  instances: DynamicInformers<KubernetesObject>;
+  kinds: KindIndex;
+  platformNamespace?: string;
+}
+
 /**
  * Every event of every instance informer → that instance, and the other sandbox-annotated
  * instances bound to the tenant namespace it binds (or bound before the event): their policies
  * and Warnings depend on it (`SandboxTenantIndex`).
  */
-export function instanceSource(
-  instances: DynamicInformers<KubernetesObject>,
-  kinds: KindIndex,
-  platformNamespace?: string,
-): KeySource {
+export function instanceSource({ instances, kinds, platformNamespace }: InstanceCaches): KeySource {
   return {
     subscribe(enqueue) {
       const tenants = new SandboxTenantIndex(platformNamespace);
@@ -68,9 +71,7 @@ export function* cachedInstances(instances: DynamicInformers<KubernetesObject>):
  */
 export function runtimeClassFanOut(
   runtimeClasses: EventSource<KubernetesObject>,
-  instances: DynamicInformers<KubernetesObject>,
-  kinds: KindIndex,
-  platformNamespace?: string,
+  { instances, kinds, platformNamespace }: InstanceCaches,
 ): KeySource {
   return {
     subscribe(enqueue) {
