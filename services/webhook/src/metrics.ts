@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics, in a registry of their own. Every label takes values from a fixed set
- * (see admission/reasons.ts): nothing is labeled by namespace, Pod or error text.
+ * (see admission/metric-labels.ts): nothing is labeled by namespace, Pod or error text.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import {
@@ -12,7 +12,7 @@ import {
   type FailOpenReason,
   LIVE_LOOKUP_RESULTS,
   type LiveLookupResult,
-} from './admission/reasons.js';
+} from './admission/metric-labels.js';
 import type { InformerStatus } from './cache/informer.js';
 import { ENTRY_STATES, type EntryState } from './cache/namespace-cache.js';
 
@@ -20,8 +20,6 @@ const PREFIX = 'kubeplus_webhook_';
 
 /** From 100 µs (a cache hit) to 1 s (a live GET at its timeout). */
 export const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
-
-export type TlsReloadResult = 'success' | 'failure';
 
 export interface MetricSources {
   cacheCounts?: () => Record<EntryState, number>;

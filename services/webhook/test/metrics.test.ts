@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ADMISSION_RESULTS } from '../src/admission/reasons.js';
+import { ADMISSION_RESULTS } from '../src/admission/metric-labels.js';
 import { createMetrics, DURATION_BUCKETS, recordAdmission } from '../src/metrics.js';
 import { metricValue } from './helpers/metrics.js';
 

@@ -12,8 +12,8 @@ import type { Resolution } from '../cache/resolver.js';
 /** Bound on an error's description in fail-open details and log fields. */
 const MAX_DETAIL = 300;
 
+import type { AdmissionResult, FailOpenReason } from './metric-labels.js';
 import { buildNodeIsolationPatch, patchProblem } from './patch.js';
-import type { AdmissionResult, FailOpenReason } from './reasons.js';
 import { type AdmissionRequest, type AdmissionReviewResponse, buildReviewResponse, isPodCreate } from './review.js';
 
 export interface AdmissionOutcome {

@@ -35,8 +35,8 @@ const MAX_DETAIL = 300;
 
 import { KubeApiError, type KubeClient, type KubeStatus, WatchIdleError } from '../kube/client.js';
 import type { LogSink } from '../log.js';
-import { NAMESPACES_PATH } from './kube-api.js';
 import type { NamespaceLike } from './namespace-cache.js';
+import { NAMESPACES_PATH } from './namespace-reader.js';
 
 /** Only namespaces the operator labeled: the informer never holds the rest of the cluster. */
 export const ISOLATED_NAMESPACES_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=${NODE_ISOLATION_ENABLED_VALUE}`;

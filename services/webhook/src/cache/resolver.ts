@@ -7,7 +7,7 @@
 
 import { describeError } from '@kubeplus-isolation/service';
 import type { NodeIsolationSpec } from '@kubeplus-isolation/spec';
-import type { FailOpenReason, LiveLookupResult } from '../admission/reasons.js';
+import type { FailOpenReason, LiveLookupResult } from '../admission/metric-labels.js';
 
 /** Bound on an error's description in fail-open details and log fields. */
 const MAX_DETAIL = 300;

@@ -20,7 +20,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
 import { type AdmissionOutcome, admit, type ResolveNamespace } from '../admission/admit.js';
-import type { AdmissionResult, BadRequestReason } from '../admission/reasons.js';
+import type { AdmissionResult, BadRequestReason } from '../admission/metric-labels.js';
 import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../admission/review.js';
 import type { Readiness } from '../cache/informer.js';
 import { logRecord } from '../log.js';

@@ -1,7 +1,7 @@
 /**
  * The webhook's HTTP client for the API server: JSON GETs and watch streams, over node:http(s)
  * with one keep-alive connection pool. Just what the informer and the live lookup need (see
- * cache/informer.ts and cache/kube-api.ts); it reads, never writes.
+ * cache/informer.ts and cache/namespace-reader.ts); it reads, never writes.
  *
  * It replaces @kubernetes/client-node at run time: loading client-node costs ~80 MiB of resident
  * memory (its KubeConfig module imports every generated API and model), more than the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { LiveLookupResult } from '../../src/admission/reasons.js';
+import type { LiveLookupResult } from '../../src/admission/metric-labels.js';
 import { NamespaceCache, type NamespaceLike } from '../../src/cache/namespace-cache.js';
 import { IsolationResolver, type NamespaceReader } from '../../src/cache/resolver.js';
 import { namespace, TEAM_A, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { KubeNamespaceReader } from '../../src/cache/kube-api.js';
+import { KubeNamespaceReader } from '../../src/cache/namespace-reader.js';
 import { KubeApiError, KubeClient } from '../../src/kube/client.js';
 import { kubeconfigConnection } from '../../src/kube/connection.js';
 import { generatePair } from '../helpers/certs.js';
