@@ -26,6 +26,9 @@ export default {
       ...base,
       displayName: 'unit',
       testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
+      // One temporary directory per run, removed at its end (scripts/jest/tmpdir-setup.js).
+      globalSetup: '<rootDir>/scripts/jest/tmpdir-setup.js',
+      globalTeardown: '<rootDir>/scripts/jest/tmpdir-teardown.js',
     },
     {
       // The Helm chart and the Dockerfiles (deploy/test): renders with the pinned helm binary
@@ -33,6 +36,8 @@ export default {
       ...base,
       displayName: 'chart',
       testMatch: ['<rootDir>/deploy/test/**/*.test.ts'],
+      globalSetup: '<rootDir>/scripts/jest/tmpdir-setup.js',
+      globalTeardown: '<rootDir>/scripts/jest/tmpdir-teardown.js',
     },
     {
       // Real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) started once

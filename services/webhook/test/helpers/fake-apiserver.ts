@@ -4,7 +4,7 @@
  * events pushed by the test, bookmarks, ERROR events), get; bearer-token authentication when
  * given a token. Enough for the webhook's informer and live lookup (src/kube/client.ts).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -48,6 +48,7 @@ export class FakeApiServer {
   watchStatus = 200;
   #rv = 100;
   #watchers = new Set<http.ServerResponse>();
+  readonly #tempDirs: string[] = [];
   #timers = new Set<NodeJS.Timeout>();
   readonly #tls: FakeApiServerOptions['tls'];
   readonly #server: http.Server;
@@ -74,6 +75,7 @@ export class FakeApiServer {
   /** A kubeconfig file (YAML) pointing at this server: its certificate as the CA, its token. */
   kubeconfig(): string {
     const dir = mkdtempSync(join(tmpdir(), 'fake-apiserver-'));
+    this.#tempDirs.push(dir); // removed by stop()
     const path = join(dir, 'kubeconfig');
     const ca = this.#tls === undefined ? '' : `    certificate-authority-data: ${this.#tls.cert.toString('base64')}\n`;
     const user = this.token === undefined ? '{}' : `\n    token: ${this.token}`;
@@ -145,6 +147,7 @@ export class FakeApiServer {
   }
 
   async stop(): Promise<void> {
+    for (const dir of this.#tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
     for (const t of this.#timers) clearTimeout(t);
     for (const w of this.#watchers) w.end();
     this.#server.closeAllConnections();
