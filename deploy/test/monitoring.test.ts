@@ -10,7 +10,7 @@ import { describe, expect, jest, test } from '@jest/globals';
 import { registerAuditMetrics } from '../../services/operator/src/controllers/audit/audit-metrics.js';
 import { createWiringMetrics } from '../../services/operator/src/controllers/instances/reconcile-metrics.js';
 import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/runtime/runtime-metrics.js';
-import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/reasons.js';
+import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/metric-labels.js';
 import { createMetrics } from '../../services/webhook/src/metrics.js';
 import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
 
