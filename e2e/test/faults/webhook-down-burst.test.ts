@@ -57,7 +57,7 @@ function servingSince(log: string): number {
   const lines = log.split('\n').filter((l) => l.includes('"webhook serving"'));
   const last = lines.at(-1);
   if (last === undefined) throw new Error(`no "webhook serving" line in the webhook log:\n${log.slice(-2000)}`);
-  return Date.parse((JSON.parse(last) as { timestamp: string }).timestamp);
+  return Date.parse((JSON.parse(last) as { ts: string }).ts);
 }
 
 interface Created {
