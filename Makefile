@@ -76,11 +76,14 @@ IMAGE_REGISTRY ?= ghcr.io/cloud-ark
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/kubeplus-isolation/Chart.yaml)
 
 .PHONY: images
-images: ## Build the webhook and operator images (needs a Docker/Podman engine; IMAGE_REGISTRY, IMAGE_TAG)
+images: install ## Build the webhook and operator image archives into dist/images/ WITHOUT a container engine (crane; IMAGE_REGISTRY, IMAGE_TAG)
+	deploy/image/build-images.sh webhook operator
+
+.PHONY: images-docker
+images-docker: ## Build the same images from the Dockerfiles with a Docker/Podman engine (CONTAINER_ENGINE, IMAGE_REGISTRY, IMAGE_TAG)
 	@if ! command -v $(CONTAINER_ENGINE) >/dev/null 2>&1 || ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
-	  echo "make images: no container engine reachable ('$(CONTAINER_ENGINE) info' failed or $(CONTAINER_ENGINE) is not installed), so no image was built." >&2; \
-	  echo "  Use a machine with Docker or Podman (CONTAINER_ENGINE=podman). Without one, 'make chart-test' still checks the" >&2; \
-	  echo "  Dockerfiles and builds and starts the exact /app payload they would ship (deploy/image/build-payload.sh)." >&2; \
+	  echo "make images-docker: no container engine reachable ('$(CONTAINER_ENGINE) info' failed or $(CONTAINER_ENGINE) is not installed)." >&2; \
+	  echo "  make images builds the same images without one." >&2; \
 	  exit 1; \
 	fi
 	for s in webhook operator; do \
@@ -88,7 +91,7 @@ images: ## Build the webhook and operator images (needs a Docker/Podman engine; 
 	done
 
 .PHONY: chart-test
-chart-test: generate ## Helm chart + Dockerfile tests: helm lint/template, RBAC, PSS, TLS, schema, image payloads (builds only helm)
+chart-test: generate ## Helm chart, Dockerfile and image tests: helm lint/template, RBAC, PSS, TLS, schema, image archives (builds helm and crane only)
 	HELM="$$(e2e/scripts/build-components.sh helm | tail -1)/helm" $(JEST) --selectProjects chart
 
 # ---- bench/: benchmarks (not part of `make test`; see bench/README.md) ----------------------

