@@ -41,7 +41,8 @@ import {
 } from './controllers/audit/controller.js';
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
-  cachedInstances,
+  cachedOwner,
+  cachedSandboxInstances,
   instanceSource,
   ownerOfDeletedSource,
   runtimeClassFanOut,
@@ -51,9 +52,9 @@ import { InstanceReconciler } from './controllers/instances/reconciler.js';
 import { OWNED_OBJECTS_CONTROLLER, ownedObjectsReconciler } from './controllers/owned-objects/controller.js';
 import { ownedObjectSource } from './controllers/owned-objects/key-sources.js';
 import type { OwnedType } from './controllers/owned-objects/keys.js';
-import { apiVersionOf, type InstanceIdentity } from './desired/instance.js';
+import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
-import { mixedPolicyNamespaces, type SandboxInstanceMeta, sandboxInstanceMeta } from './desired/sandbox-peers.js';
+import { mixedPolicyNamespaces, type SandboxInstanceMeta } from './desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
 import {
   countInstanceKinds,
@@ -75,8 +76,7 @@ import {
   startHttpServer,
 } from './runtime/http-server.js';
 import { type InformerSource, keepMetadataOnly, ResourceInformer, type SyncedInformer } from './runtime/informer.js';
-import type { KeySource } from './runtime/key-sources.js';
-import { KeyChannel } from './runtime/key-sources.js';
+import { KeyChannel, type KeySource } from './runtime/key-sources.js';
 import { LeaderElector, type LeaseLock } from './runtime/leader-election.js';
 import { Manager, type ManagerExit } from './runtime/manager.js';
 import { createOperatorMetrics, type OperatorMetrics } from './runtime/runtime-metrics.js';
@@ -143,10 +143,6 @@ interface OwnedInformer {
 }
 
 /** The cached classes, each marked generated (ours, for some instance) or not (the platform's). */
-function runtimeClassInfos(list: readonly V1RuntimeClass[]): RuntimeClassInfo[] {
-  return list.flatMap((rc) => runtimeClassInfo(rc) ?? []);
-}
-
 export function createOperator(deps: OperatorDeps): Operator {
   const { config, logger, sources } = deps;
   if (config.leaderElect && deps.leaseLock === undefined)
@@ -225,15 +221,8 @@ export function createOperator(deps: OperatorDeps): Operator {
   const wiringMetrics = createWiringMetrics(metrics);
   wiringMetrics.trackInstanceKinds(() => countInstanceKinds(kindInformers()));
   // Every cached instance asking for sandbox isolation (several may bind policies to one namespace).
-  const sandboxInstances = (): SandboxInstanceMeta[] => {
-    const out: SandboxInstanceMeta[] = [];
-    for (const { gvr, obj } of cachedInstances(instances)) {
-      const kind = kinds.kindOf(gvr) ?? obj.kind;
-      const meta = kind === undefined ? undefined : sandboxInstanceMeta({ group: gvr.group, kind }, obj.metadata);
-      if (meta !== undefined) out.push(meta);
-    }
-    return out;
-  };
+  const instanceCaches = { instances, kinds, platformNamespace: config.platformNamespace };
+  const sandboxInstances = (): SandboxInstanceMeta[] => cachedSandboxInstances(instanceCaches);
   wiringMetrics.trackMixedPolicyNamespaces(() => mixedPolicyNamespaces(sandboxInstances(), config.platformNamespace));
 
   // ---- reconciler ----
@@ -247,7 +236,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   // up-to-date instance is reconciled without a single API request.
   const port = new CachedClusterPort(
     deps.clusterPort({
-      runtimeClasses: () => runtimeClassInfos(runtimeClassSource.list()),
+      runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
       sandboxInstances,
       recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
     }),
@@ -320,7 +309,6 @@ export function createOperator(deps: OperatorDeps): Operator {
 
   // ---- controllers ----
   const owners = new KeyChannel();
-  const instanceCaches = { instances, kinds, platformNamespace: config.platformNamespace };
   const controllerDeps = { port, reconcilerFor, logger, clock };
   const instanceSources: KeySource[] = [
     instanceSource(instanceCaches),
@@ -341,14 +329,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   if (isolatedNamespaces !== undefined && deps.pods !== undefined) {
     // The instance an isolated namespace's owner annotation names, from the instance caches:
     // Events go to an instance that exists and is watched, else only the metric and log report.
-    const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => {
-      const kind = kinds.lookup(owner.group, owner.kind);
-      if (kind === undefined) return undefined;
-      const gvr = { group: kind.group, version: kind.version, resource: kind.plural };
-      const uid = instances.get(gvr)?.get(owner.name, owner.namespace)?.metadata?.uid;
-      if (uid === undefined) return undefined;
-      return { apiVersion: apiVersionOf(kind), kind: owner.kind, namespace: owner.namespace, name: owner.name, uid };
-    };
+    const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => cachedOwner(instanceCaches, owner);
     const audit = createNodeIsolationAudit({
       intervalMs: config.auditIntervalMs,
       namespaces: isolatedNamespaces,

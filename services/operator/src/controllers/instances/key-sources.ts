@@ -3,8 +3,11 @@
  * of keys.ts. The Manager subscribes them only while this replica leads (replaying the caches
  * then), so a standby never enqueues anything.
  */
+
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { KindRef } from '../../desired/instance.js';
+import type { EventTarget } from '../../cluster/port.js';
+import { apiVersionOf, type InstanceIdentity, type KindRef } from '../../desired/instance.js';
+import { type SandboxInstanceMeta, sandboxInstanceMeta } from '../../desired/sandbox-peers.js';
 import type { DynamicInformers } from '../../runtime/dynamic-informers.js';
 import type { GroupVersionResource } from '../../runtime/gvr.js';
 import { type EventSource, emitKeys, type KeySource } from '../../runtime/key-sources.js';
@@ -53,6 +56,30 @@ export function instanceSource({ instances, kinds, platformNamespace }: Instance
       });
     },
   };
+}
+
+/** Every cached instance asking for sandbox isolation (several may bind policies to one namespace). */
+export function cachedSandboxInstances({ instances, kinds }: InstanceCaches): SandboxInstanceMeta[] {
+  const out: SandboxInstanceMeta[] = [];
+  for (const { gvr, obj } of cachedInstances(instances)) {
+    const kind = kinds.kindOf(gvr) ?? obj.kind;
+    const meta = kind === undefined ? undefined : sandboxInstanceMeta({ group: gvr.group, kind }, obj.metadata);
+    if (meta !== undefined) out.push(meta);
+  }
+  return out;
+}
+
+/**
+ * The Event target of the instance an owner annotation names, from the instance caches: only an
+ * instance that exists and is watched (else Events would go nowhere).
+ */
+export function cachedOwner({ instances, kinds }: InstanceCaches, owner: InstanceIdentity): EventTarget | undefined {
+  const kind = kinds.lookup(owner.group, owner.kind);
+  if (kind === undefined) return undefined;
+  const gvr = { group: kind.group, version: kind.version, resource: kind.plural };
+  const uid = instances.get(gvr)?.get(owner.name, owner.namespace)?.metadata?.uid;
+  if (uid === undefined) return undefined;
+  return { apiVersion: apiVersionOf(kind), kind: owner.kind, namespace: owner.namespace, name: owner.name, uid };
 }
 
 /** Every instance in the caches of `instances`. */

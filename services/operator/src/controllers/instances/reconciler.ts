@@ -61,7 +61,7 @@ import {
   sandboxManagedTypes,
 } from '../../desired/objects.js';
 import { isManaged, type MetaLike, ownerOf } from '../../desired/owner.js';
-import { planSandboxIsolation, type SandboxPlanInput, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
+import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
 
 export interface ReconcileResult {
   /** Reconcile again after this long even without a change (set after conflicts with other instances). */
@@ -408,7 +408,8 @@ export class InstanceReconciler {
 
   /**
    * `parsed` undefined: the annotation is absent, so every sandbox object the instance owns
-   * goes. Otherwise the pure plan (`desired/sandbox-plan.ts`) decides; this only writes it.
+   * goes. Otherwise the pure plan (`desired/sandbox-plan.ts`) decides — an invalid annotation
+   * changes nothing and is reported — and this only writes it.
    */
   private async syncSandbox(
     instance: Instance,
@@ -416,12 +417,6 @@ export class InstanceReconciler {
     parsed: ParseResult<SandboxIsolationSpec> | undefined,
   ): Promise<ReconcileResult> {
     const key = instanceKeyOf(instance);
-    if (parsed !== undefined && !parsed.ok) {
-      this.hooks.invalidAnnotation?.('sandbox-isolation', key);
-      for (const w of planSandboxIsolation(this.planInput(instance, tenant?.name ?? '', parsed)).warnings)
-        this.warn(instance, w.reason, w.message);
-      return {};
-    }
     if (parsed === undefined || tenant === undefined) {
       const types = sandboxManagedTypes(await this.port.servedMutatingPolicyVersion());
       // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
@@ -450,13 +445,22 @@ export class InstanceReconciler {
       this.port.listSandboxInstances(),
     ]);
     const plan = planSandboxIsolation({
-      ...this.planInput(instance, tenant.name, parsed),
+      instance,
+      tenantNamespace: tenant.name,
+      parsed,
       runtimeClasses,
       currentRuntimeClass: currentRc,
       sandboxInstances,
+      platformNamespace: this.platformNamespace,
+      handlerLevels: this.handlerLevels,
+      levelHandlers: this.levelHandlers,
       mutatingPolicyApiVersion: mutatingVersion,
     });
-    if (plan.action === 'invalid') return {}; // unreachable: parsed.ok
+    if (plan.action === 'invalid') {
+      this.hooks.invalidAnnotation?.('sandbox-isolation', key);
+      for (const w of plan.warnings) this.warn(instance, w.reason, w.message);
+      return {};
+    }
     if (plan.runtimeClassConflict) this.hooks.conflict?.('RuntimeClass', key);
     if (plan.mutatingPolicyUnavailable) this.hooks.mutatingPolicyUnavailable?.(key);
     for (const w of plan.warnings) this.warn(instance, w.reason, w.message);
@@ -502,26 +506,6 @@ export class InstanceReconciler {
       );
     }
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
-  }
-
-  /** What the sandbox plan needs besides the cluster reads (filled in by the caller). */
-  private planInput(
-    instance: Instance,
-    tenantNamespace: string,
-    parsed: ParseResult<SandboxIsolationSpec>,
-  ): SandboxPlanInput {
-    return {
-      instance,
-      tenantNamespace,
-      parsed,
-      runtimeClasses: [],
-      currentRuntimeClass: undefined,
-      sandboxInstances: [],
-      platformNamespace: this.platformNamespace,
-      handlerLevels: this.handlerLevels,
-      levelHandlers: this.levelHandlers,
-      mutatingPolicyApiVersion: undefined,
-    };
   }
 
   private warn(instance: Instance, reason: string, message: string): void {
