@@ -1,8 +1,8 @@
 /**
  * The process bootstrap both services' main.ts run: flags first (so --help, --version and flag
- * errors answer at once, before anything heavy is imported), then the JSON logger, then handlers
- * that log an uncaught exception or unhandled rejection and exit 1 — a process in an unknown state
- * restarts rather than serves. Exit 2 for invalid flags.
+ * errors answer at once, before main.ts imports the service's own modules), then the JSON logger,
+ * then handlers that log an uncaught exception or unhandled rejection and exit 1 — a process in an
+ * unknown state restarts rather than serves. Exit 2 for invalid flags.
  */
 import { createLogger, type Logger, type LogLevel } from './log.js';
 
