@@ -79,6 +79,10 @@ IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' d
 images: install ## Build the webhook and operator image archives into dist/images/ WITHOUT a container engine (crane; IMAGE_REGISTRY, IMAGE_TAG)
 	deploy/image/build-images.sh webhook operator
 
+.PHONY: package
+package: install ## The artifacts to install: dist/kubeplus-isolation-<version>.tgz (helm package, image references filled in) + dist/images/*.tar (IMAGE_REGISTRY, IMAGE_TAG)
+	deploy/package.sh
+
 .PHONY: images-docker
 images-docker: ## Build the same images from the Dockerfiles with a Docker/Podman engine (CONTAINER_ENGINE, IMAGE_REGISTRY, IMAGE_TAG)
 	@if ! command -v $(CONTAINER_ENGINE) >/dev/null 2>&1 || ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \

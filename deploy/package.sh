@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `make package`: the artifacts a user installs, in dist/:
+#   dist/kubeplus-isolation-<version>.tgz   the umbrella chart (`helm package`), its image
+#                                           references filled in with IMAGE_REGISTRY and IMAGE_TAG
+#   dist/images/{webhook,operator}.tar      the images (deploy/image/build-images.sh: no
+#                                           container engine needed), tagged alike
+# Push them with `crane push dist/images/webhook.tar $IMAGE_REGISTRY/kubeplus-isolation-webhook:$IMAGE_TAG`
+# (and the operator's), then `helm push dist/kubeplus-isolation-<version>.tgz oci://<registry>/charts`.
+#
+# Environment: IMAGE_REGISTRY (default ghcr.io/cloud-ark), IMAGE_TAG (default the chart's
+# appVersion), HELM (default: the pinned helm from e2e/scripts/build-components.sh),
+# PACKAGE_OUT_DIR (default <repo>/dist), PACKAGE_CHART_ONLY=1 to skip the images.
+# The last stdout line is the chart archive's path.
+set -euo pipefail
+
+log() { printf '[package] %s\n' "$*" >&2; }
+die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+chart=$repo/deploy/kubeplus-isolation
+registry=${IMAGE_REGISTRY:-ghcr.io/cloud-ark}
+tag=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")}
+out=${PACKAGE_OUT_DIR:-$repo/dist}
+helm=${HELM:-$("$repo/e2e/scripts/build-components.sh" helm | tail -1)/helm}
+[[ -x $helm ]] || die "helm not found at $helm"
+[[ $registry =~ ^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]+)?$ ]] || die "IMAGE_REGISTRY=$registry is not an image name prefix"
+[[ $tag =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "IMAGE_TAG=$tag is not an image tag"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kpi-package-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp -R "$chart" "$work/kubeplus-isolation"
+# The image references users install: repository per subchart, appVersion (the default tag).
+for service in webhook operator; do
+  values=$work/kubeplus-isolation/charts/$service/values.yaml
+  grep -q "^  repository: .*/kubeplus-isolation-$service$" "$values" || die "no image.repository line in charts/$service/values.yaml"
+  sed -i "s#^  repository: .*/kubeplus-isolation-$service\$#  repository: $registry/kubeplus-isolation-$service#" "$values"
+done
+for c in "$work/kubeplus-isolation/Chart.yaml" "$work"/kubeplus-isolation/charts/*/Chart.yaml; do
+  sed -i "s/^appVersion: .*/appVersion: \"$tag\"/" "$c"
+done
+mkdir -p "$out"
+"$helm" lint "$work/kubeplus-isolation" >&2
+archive=$("$helm" package "$work/kubeplus-isolation" --destination "$out" | sed -n 's/^Successfully packaged chart and saved it to: //p')
+[[ -f $archive ]] || die "helm package wrote no archive"
+log "chart: $archive (images $registry/kubeplus-isolation-{webhook,operator}:$tag)"
+if [[ ${PACKAGE_CHART_ONLY:-} != 1 ]]; then
+  IMAGE_REGISTRY=$registry IMAGE_TAG=$tag IMAGE_OUT_DIR=$out/images "$repo/deploy/image/build-images.sh" webhook operator >/dev/null
+  log "images: $out/images/webhook.tar, $out/images/operator.tar"
+fi
+printf '%s\n' "$archive"

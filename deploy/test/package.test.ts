@@ -1,0 +1,75 @@
+/**
+ * `make package` (deploy/package.sh): the chart archive a user installs, with maintainers and
+ * sources in its Chart.yaml and the image references filled in from IMAGE_REGISTRY and IMAGE_TAG,
+ * so that installing the archive pulls exactly the images `make images` tagged alike (the image
+ * archives themselves are checked by image-archive.test.ts).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { load, loadAll } from 'js-yaml';
+import { findHelm, type K8sObject, REPO_ROOT } from './helm.js';
+
+const REGISTRY = 'registry.test/kpi';
+const TAG = '9.9.9-test';
+let archive = '';
+
+beforeAll(() => {
+  const out = mkdtempSync(join(tmpdir(), 'kpi-package-test-'));
+  const stdout = execFileSync(join(REPO_ROOT, 'deploy', 'package.sh'), {
+    env: {
+      ...process.env,
+      HELM: findHelm(),
+      IMAGE_REGISTRY: REGISTRY,
+      IMAGE_TAG: TAG,
+      PACKAGE_OUT_DIR: out,
+      PACKAGE_CHART_ONLY: '1',
+    },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  archive = stdout.trim().split('\n').at(-1) ?? '';
+}, 120_000);
+
+describe('make package: the chart archive', () => {
+  test('is a helm package of the umbrella chart with maintainers, sources and the images’ tag as appVersion', () => {
+    expect(archive).toMatch(/kubeplus-isolation-\d+\.\d+\.\d+\.tgz$/);
+    const chart = load(execFileSync(findHelm(), ['show', 'chart', archive], { encoding: 'utf8' })) as {
+      name: string;
+      appVersion: string;
+      maintainers?: { name: string }[];
+      sources?: string[];
+    };
+    expect(chart.name).toBe('kubeplus-isolation');
+    expect(chart.appVersion).toBe(TAG);
+    expect(chart.maintainers?.length).toBeGreaterThan(0);
+    expect(chart.sources?.length).toBeGreaterThan(0);
+  });
+
+  test('installs the images IMAGE_REGISTRY and IMAGE_TAG name', () => {
+    const rendered = execFileSync(
+      findHelm(),
+      [
+        'template',
+        'kpi',
+        archive,
+        '--namespace',
+        'kubeplus-system',
+        '--set-json',
+        'operator.instanceGroups=[{"group":"cloudark.io","resources":["agents"]}]',
+      ],
+      { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/dev/null' } },
+    );
+    const images = (loadAll(rendered) as (K8sObject | null)[])
+      .filter((o): o is K8sObject => o?.kind === 'Deployment')
+      .flatMap((d) => (d.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers)
+      .map((c) => c.image)
+      .sort();
+    expect(images).toEqual([
+      `${REGISTRY}/kubeplus-isolation-operator:${TAG}`,
+      `${REGISTRY}/kubeplus-isolation-webhook:${TAG}`,
+    ]);
+  });
+});
