@@ -12,7 +12,7 @@ import { createWiringMetrics } from '../../services/operator/src/controllers/ins
 import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/runtime/runtime-metrics.js';
 import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/metric-labels.js';
 import { createMetrics } from '../../services/webhook/src/metrics.js';
-import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
+import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, REPO_ROOT, render } from './helm.js';
 
 jest.setTimeout(60_000);
 
@@ -56,7 +56,7 @@ interface Rule {
   expr: string;
   for: string;
   labels: { severity: string };
-  annotations: { summary: string; description: string };
+  annotations: { summary: string; description: string; runbook_url?: string };
 }
 
 function alerts(objects: K8sObject[]): Rule[] {
@@ -230,5 +230,33 @@ describe('monitoring', () => {
     };
     expect(json.uid).toBe('kubeplus-isolation');
     expect(json.panels.length).toBeGreaterThan(10);
+  });
+});
+
+describe('runbooks', () => {
+  test('every alert links its own section of docs/runbooks.md, and every section is an alert', async () => {
+    const runbooks = readFileSync(join(REPO_ROOT, 'docs', 'runbooks.md'), 'utf8');
+    const sections = [...runbooks.matchAll(/^## (\S+)$/gm)].map((m) => m[1] as string);
+    const rules = alerts(await render(ALL_ON));
+    expect(rules.length).toBeGreaterThan(0);
+    for (const rule of rules) {
+      const url = rule.annotations.runbook_url;
+      expect({ alert: rule.alert, url }).toEqual({
+        alert: rule.alert,
+        url: `https://github.com/cloud-ark/kubeplus/blob/main/docs/runbooks.md#${rule.alert.toLowerCase()}`,
+      });
+    }
+    expect([...sections].sort()).toEqual(rules.map((r) => r.alert).sort());
+  });
+
+  test('runbookBaseUrl moves every link', async () => {
+    const base = 'https://wiki.example.com/kpi';
+    const rules = alerts(
+      await render({
+        webhook: { prometheusRule: { enabled: true, runbookBaseUrl: base } },
+        operator: { prometheusRule: { enabled: true, runbookBaseUrl: base } },
+      }),
+    );
+    for (const rule of rules) expect(rule.annotations.runbook_url).toBe(`${base}#${rule.alert.toLowerCase()}`);
   });
 });
