@@ -14,6 +14,7 @@ import {
   LOG_LEVELS,
   type LogLevel,
   ok,
+  oneOf,
   type Parsed,
   parseFlags,
   parseLogLevel,
@@ -58,6 +59,22 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Period of the fail-open audit of isolated namespaces' Pods; 0: no audit. */
   auditIntervalMs: number;
+  /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
+  nodeIsolationEngine: NodeIsolationEngine;
+}
+
+/**
+ * `webhook`: the mutating webhook reads the namespace's label and annotation (the default).
+ * `admission-policy`: the chart's MutatingAdmissionPolicy reads the NodeIsolation parameter the
+ * operator writes into each isolated namespace. `both`: both are kept up to date (switching
+ * engines without a window in which a Pod is admitted unisolated).
+ */
+export const NODE_ISOLATION_ENGINES = ['webhook', 'admission-policy', 'both'] as const;
+export type NodeIsolationEngine = (typeof NODE_ISOLATION_ENGINES)[number];
+
+/** Whether the operator writes the admission-policy engine's NodeIsolation parameters. */
+export function writesNodeIsolationParams(engine: NodeIsolationEngine): boolean {
+  return engine !== 'webhook';
 }
 
 export const PROGRAM = 'kubeplus-isolation-operator';
@@ -314,6 +331,15 @@ export const FLAGS: readonly Flag[] = [
     default: '5m',
     help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance. A namespace is also audited when it becomes isolated or its mandate or owner changes. Pods are never changed. 0 disables the audit.',
     parse: auditInterval,
+  },
+  {
+    key: 'nodeIsolationEngine',
+    name: 'node-isolation-engine',
+    env: 'NODE_ISOLATION_ENGINE',
+    placeholder: '<engine>',
+    default: 'webhook',
+    help: `Admission engine that applies node isolation to Pods: ${NODE_ISOLATION_ENGINES.join(', ')}. The namespace label and resolved annotation are always written; admission-policy and both also write a NodeIsolation object (isolation.kubeplus.io/v1alpha1, named node-isolation) into each isolated namespace, the parameter of the chart's MutatingAdmissionPolicy, and delete it when isolation is removed. Use both while switching engines.`,
+    parse: oneOf(NODE_ISOLATION_ENGINES),
   },
 ];
 

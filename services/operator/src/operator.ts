@@ -32,7 +32,7 @@ import type {
 import type { Express } from 'express';
 import { CachedClusterPort, sameType } from './cluster/cached-cluster-port.js';
 import type { ClusterPort, EventTarget, InstanceEvent } from './cluster/port.js';
-import type { Config } from './config.js';
+import { type Config, writesNodeIsolationParams } from './config.js';
 import {
   AUDIT_CONTROLLER,
   createNodeIsolationAudit,
@@ -63,7 +63,12 @@ import {
   instanceKindsSyncState,
 } from './instance-kinds/kind-health.js';
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './instance-kinds/registry.js';
-import { type PolicyApis, type PolicyResource, policyResources } from './kube/discovery.js';
+import {
+  NODE_ISOLATION_PARAMS_RESOURCE,
+  type PolicyApis,
+  type PolicyResource,
+  policyResources,
+} from './kube/discovery.js';
 import { type Clock, systemClock } from './runtime/clock.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
 import { EventRecorder, type EventSink } from './runtime/event-recorder.js';
@@ -152,6 +157,8 @@ export function createOperator(deps: OperatorDeps): Operator {
   const clock = deps.clock ?? systemClock;
   const informerOptions = { clock, logger };
   const policies = policyResources(deps.policyApis);
+  // The admission-policy engine's per-namespace parameters: owned objects like the policies.
+  const nodeIsolationParams = writesNodeIsolationParams(config.nodeIsolationEngine);
 
   // ---- caches ----
   const kinds = new InstanceKindRegistry(config.instanceKinds);
@@ -184,7 +191,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   const owned: OwnedInformer[] = [
     { type: { apiVersion: 'v1', kind: 'Namespace' }, informer: namespaces },
     { type: { apiVersion: RUNTIME_CLASS_API_VERSION, kind: 'RuntimeClass' }, informer: runtimeClasses },
-    ...policies.map((p) => ({
+    ...[...policies, ...(nodeIsolationParams ? [NODE_ISOLATION_PARAMS_RESOURCE] : [])].map((p) => ({
       type: { apiVersion: p.apiVersion, kind: p.kind },
       informer: new ResourceInformer<KubernetesObject>(sources.policies(p, MANAGED_SELECTOR), {
         ...informerOptions,
@@ -253,6 +260,7 @@ export function createOperator(deps: OperatorDeps): Operator {
       platformNamespace: config.platformNamespace,
       handlerLevels: config.handlerLevels,
       levelHandlers: config.levelHandlers,
+      nodeIsolationParams,
       hooks: wiringMetrics.hooks,
       logger: reconcileLogger,
     });

@@ -3,7 +3,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { formatDuration, parseDuration } from '@kubeplus-isolation/service';
 import { DEFAULT_HANDLER_LEVELS, DEFAULT_LEVEL_HANDLERS, levelOfHandler } from '@kubeplus-isolation/spec';
-import { type Config, type ConfigSources, FLAGS, parseConfig, usage } from '../src/config.js';
+import {
+  type Config,
+  type ConfigSources,
+  FLAGS,
+  parseConfig,
+  usage,
+  writesNodeIsolationParams,
+} from '../src/config.js';
 
 function sources(env: Record<string, string> = {}, inCluster?: string): ConfigSources {
   return { env, inClusterNamespace: () => inCluster };
@@ -43,6 +50,7 @@ describe('parseConfig', () => {
       drainTimeoutMs: 10_000,
       shutdownTimeoutMs: 25_000,
       auditIntervalMs: 300_000,
+      nodeIsolationEngine: 'webhook',
     });
   });
 
@@ -68,6 +76,7 @@ describe('parseConfig', () => {
       '--drain-timeout=500ms',
       '--shutdown-timeout=2m',
       '--audit-interval=90s',
+      '--node-isolation-engine=both',
     ]);
     expect(c).toMatchObject({
       kubeconfig: '/home/me/.kube/config',
@@ -91,6 +100,7 @@ describe('parseConfig', () => {
       drainTimeoutMs: 500,
       shutdownTimeoutMs: 120_000,
       auditIntervalMs: 90_000,
+      nodeIsolationEngine: 'both',
     });
     expect(levelOfHandler('my-vm', c.handlerLevels)).toBe('kata');
     expect(levelOfHandler('sbx-fast', c.handlerLevels)).toBe('runsc');
@@ -210,6 +220,17 @@ describe('parseConfig', () => {
     );
   });
 
+  it('takes --node-isolation-engine webhook, admission-policy or both, and says which it expects', () => {
+    expect(ok(['--node-isolation-engine=admission-policy']).nodeIsolationEngine).toBe('admission-policy');
+    expect(ok([], sources({ NODE_ISOLATION_ENGINE: 'both' })).nodeIsolationEngine).toBe('both');
+    expect(error(['--node-isolation-engine=admissionPolicy'])).toBe(
+      '--node-isolation-engine: must be one of webhook, admission-policy, both, got "admissionPolicy"',
+    );
+    expect(writesNodeIsolationParams('webhook')).toBe(false);
+    expect(writesNodeIsolationParams('admission-policy')).toBe(true);
+    expect(writesNodeIsolationParams('both')).toBe(true);
+  });
+
   it('recognizes --help and -h', () => {
     expect(parseConfig(['--help'], sources()).kind).toBe('help');
     expect(parseConfig(['-h'], sources()).kind).toBe('help');
@@ -235,6 +256,7 @@ describe('usage', () => {
         'level-handlers',
         'log-level',
         'metrics-port',
+        'node-isolation-engine',
         'platform-namespace',
         'renew-deadline',
         'retry-period',

@@ -130,8 +130,8 @@ export function preconditionsOf(obj: ManagedObject): DeletePreconditions {
   return out;
 }
 
-function sameObject(a: Pick<ObjectRef, 'kind' | 'name'>, b: Pick<ObjectRef, 'kind' | 'name'>): boolean {
-  return a.kind === b.kind && a.name === b.name;
+function sameObject(a: ObjectRef, b: ObjectRef): boolean {
+  return a.kind === b.kind && a.name === b.name && a.namespace === b.namespace;
 }
 
 /** Every object of `types` that `owner` owns (any incarnation of it). Lists all types at once. */

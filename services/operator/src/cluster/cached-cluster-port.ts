@@ -109,7 +109,7 @@ export class CachedClusterPort implements ClusterPort {
 
   async getObject(ref: ObjectRef, options?: ReadOptions): Promise<ManagedObject | undefined> {
     const cache = options?.fresh === true ? undefined : this.caches.objects(ref);
-    const cached = cache?.get(ref.name);
+    const cached = cache?.get(ref.name, ref.namespace);
     if (cached !== undefined) return asManaged(cached, ref);
     if (cache !== undefined && options?.missIsAbsent === true && cache.hasSynced()) return undefined;
     return this.live.getObject(ref, options);

@@ -91,6 +91,7 @@ export function updatedObject(desired: ManagedObject, current: ManagedObject): M
     labels: { ...current.metadata.labels, ...desired.metadata.labels },
     annotations: { ...current.metadata.annotations, ...desired.metadata.annotations },
   };
+  if (desired.metadata.namespace !== undefined) metadata.namespace = desired.metadata.namespace;
   if (current.metadata.uid !== undefined) metadata.uid = current.metadata.uid;
   if (current.metadata.resourceVersion !== undefined) metadata.resourceVersion = current.metadata.resourceVersion;
   if (current.metadata.finalizers !== undefined) metadata.finalizers = current.metadata.finalizers;

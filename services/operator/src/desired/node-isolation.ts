@@ -22,6 +22,7 @@ import {
   parseNodeIsolation,
 } from '@kubeplus-isolation/spec';
 import { type Instance, type InstanceIdentity, instanceIdentity, type TenantNamespace } from './instance.js';
+import { type ManagedObject, NODE_ISOLATION_PARAMS_NAME, NODE_ISOLATION_PARAMS_TYPE } from './objects.js';
 import { ownerAnnotations, ownerIdentityLabels, ownerLabels } from './owner.js';
 
 /** The parts of a Namespace these decisions read. */
@@ -246,4 +247,36 @@ export function planNamespaceCleanup(instance: InstanceIdentity, ns: NamespaceMe
   if (ns.annotations?.[OWNER_ANNOTATION] !== instanceIdentity(instance)) return { action: 'none' };
   const patch = minimalPatch(ns, merge(isolationKeys(null), ownershipRemoval()));
   return patch === undefined ? { action: 'none' } : { action: 'patch', patch };
+}
+
+/**
+ * The NodeIsolation parameter the admission-policy engine reads in the tenant namespace (one
+ * MutatingAdmissionPolicy, its binding's paramRef taking `node-isolation` from the Pod's own
+ * namespace): present, with the canonical spec, exactly while the namespace is node-isolated for
+ * this instance — beside the label and the resolved annotation, written by the same reconcile.
+ * `keep` leaves whatever is there: an invalid annotation keeps the last good state, and a
+ * namespace another instance isolates is that instance's to parametrise.
+ */
+export function desiredNodeIsolationParams(
+  instance: Instance,
+  tenant: TenantNamespace,
+  plan: NodeIsolationPlan,
+): ManagedObject[] | 'keep' {
+  if (plan.action === 'invalid' || plan.action === 'conflict') return 'keep';
+  const text = instance.annotations[NODE_ISOLATION_ANNOTATION];
+  if (text === undefined || plan.action === 'absent') return [];
+  const parsed = parseNodeIsolation(text);
+  if (!parsed.ok) return 'keep';
+  return [
+    {
+      ...NODE_ISOLATION_PARAMS_TYPE,
+      metadata: {
+        name: NODE_ISOLATION_PARAMS_NAME,
+        namespace: tenant.name,
+        labels: ownerLabels(instance),
+        annotations: ownerAnnotations(instance),
+      },
+      spec: JSON.parse(canonicalNodeIsolation(parsed.value)) as unknown,
+    },
+  ];
 }

@@ -1,10 +1,15 @@
 /**
- * The cluster-scoped object kinds the operator creates and owns wholly, and a uniform shape
- * for them, so comparison, apply and pruning are written once.
+ * The object kinds the operator creates and owns wholly (cluster-scoped, and the namespaced
+ * NodeIsolation parameter of the admission-policy engine), and a uniform shape for them, so
+ * comparison, apply and pruning are written once.
  */
 
 export const RUNTIME_CLASS_API_VERSION = 'node.k8s.io/v1';
 export const VALIDATING_POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
+/** The NodeIsolation parameter (CRD installed by the chart with the admission-policy engine). */
+export const NODE_ISOLATION_PARAMS_API_VERSION = 'isolation.kubeplus.io/v1alpha1';
+/** Its one object per isolated namespace, which the policy binding's paramRef names. */
+export const NODE_ISOLATION_PARAMS_NAME = 'node-isolation';
 
 /** The MutatingAdmissionPolicy API versions the operator can write (GA in 1.36, beta before). */
 export const MUTATING_POLICY_API_VERSIONS = [
@@ -18,7 +23,16 @@ export type ManagedKind =
   | 'ValidatingAdmissionPolicy'
   | 'ValidatingAdmissionPolicyBinding'
   | 'MutatingAdmissionPolicy'
-  | 'MutatingAdmissionPolicyBinding';
+  | 'MutatingAdmissionPolicyBinding'
+  | 'NodeIsolation';
+
+/** The kinds whose objects live in a namespace (the rest are cluster-scoped). */
+export const NAMESPACED_KINDS: ReadonlySet<ManagedKind> = new Set<ManagedKind>(['NodeIsolation']);
+
+export const NODE_ISOLATION_PARAMS_TYPE: ManagedType = {
+  apiVersion: NODE_ISOLATION_PARAMS_API_VERSION,
+  kind: 'NodeIsolation',
+};
 
 /** A kind at the API version it is read and written at. */
 export interface ManagedType {
@@ -28,10 +42,13 @@ export interface ManagedType {
 
 export interface ObjectRef extends ManagedType {
   name: string;
+  /** Set exactly for the namespaced kinds (NAMESPACED_KINDS). */
+  namespace?: string;
 }
 
 export interface ManagedMeta {
   name: string;
+  namespace?: string;
   uid?: string;
   resourceVersion?: string;
   labels?: Record<string, string>;
@@ -48,12 +65,17 @@ export interface ManagedObject extends ManagedType {
 }
 
 export function refOf(obj: ManagedObject): ObjectRef {
-  return { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name };
+  const ref: ObjectRef = { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name };
+  if (typeof obj.metadata.namespace === 'string') ref.namespace = obj.metadata.namespace;
+  return ref;
 }
 
-/** `Kind/name`, for logs, events and identity within one kind (API versions of one kind share storage). */
-export function formatRef(ref: Pick<ObjectRef, 'kind' | 'name'>): string {
-  return `${ref.kind}/${ref.name}`;
+/**
+ * `Kind/name` (`Kind/namespace/name` for a namespaced one), for logs, events and identity within
+ * one kind (API versions of one kind share storage).
+ */
+export function formatRef(ref: Pick<ObjectRef, 'kind' | 'name' | 'namespace'>): string {
+  return ref.namespace === undefined ? `${ref.kind}/${ref.name}` : `${ref.kind}/${ref.namespace}/${ref.name}`;
 }
 
 /** The types that hold the objects sandbox isolation owns, given the served MutatingAdmissionPolicy version. */
@@ -77,6 +99,7 @@ export function sandboxManagedTypes(mutatingVersion: MutatingPolicyApiVersion | 
  * their bindings). Deletion runs in reverse, so a binding never outlives its policy's purpose.
  */
 const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
+  NodeIsolation: 0,
   RuntimeClass: 0,
   ValidatingAdmissionPolicy: 1,
   MutatingAdmissionPolicy: 1,
@@ -84,7 +107,7 @@ const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
   MutatingAdmissionPolicyBinding: 2,
 };
 
-/** 0 RuntimeClass, 1 policies, 2 bindings. */
+/** 0 RuntimeClass (and the NodeIsolation parameter), 1 policies, 2 bindings. */
 export function applyRank(type: ManagedType): number {
   return APPLY_RANK[type.kind];
 }

@@ -315,7 +315,7 @@ export class KubeClusterPort implements ClusterPort {
 
   getObject(ref: ObjectRef): Promise<ManagedObject | undefined> {
     return read(`get ${ref.kind} ${ref.name}`, async () => {
-      const obj = await this.objects.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name } });
+      const obj = await this.objects.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: metaOf(ref) });
       return obj as unknown as ManagedObject;
     });
   }
@@ -335,7 +335,7 @@ export class KubeClusterPort implements ClusterPort {
   async deleteObject(ref: ObjectRef, preconditions: DeletePreconditions): Promise<void> {
     await remove(`delete ${ref.kind} ${ref.name}`, () =>
       this.objects.delete(
-        { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name } },
+        { apiVersion: ref.apiVersion, kind: ref.kind, metadata: metaOf(ref) },
         undefined,
         undefined,
         undefined,
@@ -404,4 +404,9 @@ export class KubeClusterPort implements ClusterPort {
     this.mutatingVersion = { value: served, at: this.now().getTime() };
     return served;
   }
+}
+
+/** The metadata naming `ref` (its namespace too, for a namespaced kind: never the client's default). */
+function metaOf(ref: ObjectRef): { name: string; namespace?: string } {
+  return ref.namespace === undefined ? { name: ref.name } : { name: ref.name, namespace: ref.namespace };
 }

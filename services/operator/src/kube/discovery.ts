@@ -13,6 +13,7 @@ import {
   type ManagedKind,
   MUTATING_POLICY_API_VERSIONS,
   type MutatingPolicyApiVersion,
+  NODE_ISOLATION_PARAMS_API_VERSION,
   VALIDATING_POLICY_API_VERSION,
 } from '../desired/objects.js';
 
@@ -52,6 +53,13 @@ export function policyApisFrom(served: ServedResources): PolicyApis {
 }
 
 /** The informers to run for the served policy APIs. */
+/** The admission-policy engine's NodeIsolation parameters (namespaced; listed across namespaces). */
+export const NODE_ISOLATION_PARAMS_RESOURCE: PolicyResource = {
+  apiVersion: NODE_ISOLATION_PARAMS_API_VERSION,
+  kind: 'NodeIsolation',
+  resource: 'nodeisolations',
+};
+
 export function policyResources(apis: PolicyApis): PolicyResource[] {
   const out: PolicyResource[] = [];
   if (apis.validating) {

@@ -63,7 +63,7 @@ export function customResourceSource(kc: KubeConfig, gvr: GroupVersionResource):
   );
 }
 
-/** Every object of a cluster-scoped built-in kind matching `labelSelector`. */
+/** Every object of a kind (cluster-scoped, or namespaced across all namespaces) matching `labelSelector`. */
 function clusterObjectSource(
   kc: KubeConfig,
   type: PolicyResource,

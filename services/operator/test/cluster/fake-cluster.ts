@@ -63,8 +63,8 @@ function instanceId(k: { group: string; kind: string; namespace: string; name: s
   return `${k.group}/${k.kind}/${k.namespace}/${k.name}`;
 }
 
-function objectId(ref: { kind: string; name: string }): string {
-  return `${ref.kind}/${ref.name}`;
+function objectId(ref: { kind: string; name: string; namespace?: string }): string {
+  return ref.namespace === undefined ? `${ref.kind}/${ref.name}` : `${ref.kind}/${ref.namespace}/${ref.name}`;
 }
 
 function matchesSelector(labels: Readonly<Record<string, string>> | undefined, selector: string): boolean {
@@ -222,8 +222,8 @@ export class FakeCluster implements ClusterPort {
     });
   }
 
-  stored(kind: string, name: string): ManagedObject | undefined {
-    return this.objects.get(objectId({ kind, name }));
+  stored(kind: string, name: string, namespace?: string): ManagedObject | undefined {
+    return this.objects.get(objectId(namespace === undefined ? { kind, name } : { kind, name, namespace }));
   }
 
   storedOfKind(kind: string): ManagedObject[] {

@@ -51,10 +51,19 @@ import {
   type TenantNamespace,
   tenantNamespace,
 } from '../../desired/instance.js';
-import { isNamespaceCreatedFor, planNamespaceCleanup, planNodeIsolation } from '../../desired/node-isolation.js';
+import {
+  desiredNodeIsolationParams,
+  isNamespaceCreatedFor,
+  type NodeIsolationPlan,
+  planNamespaceCleanup,
+  planNodeIsolation,
+} from '../../desired/node-isolation.js';
 import {
   formatRef,
   type ManagedObject,
+  type ManagedType,
+  type MutatingPolicyApiVersion,
+  NODE_ISOLATION_PARAMS_TYPE,
   type ObjectRef,
   RUNTIME_CLASS_API_VERSION,
   refOf,
@@ -108,6 +117,11 @@ export interface InstanceReconcilerOptions {
   levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
   /** Delay before retrying after a conflict with another instance (default 60 s). */
   conflictRequeueMs?: number;
+  /**
+   * Write the NodeIsolation parameter of the admission-policy engine into every namespace this
+   * instance node-isolates (`--node-isolation-engine` admission-policy or both). Default false.
+   */
+  nodeIsolationParams?: boolean;
   hooks?: ReconcilerHooks;
   logger?: ReconcileLogger;
 }
@@ -142,6 +156,8 @@ interface NodeOutcome {
   requeueAfterMs?: number;
   /** The operator created the tenant namespace for this instance: its lifecycle follows the instance's. */
   ownsNamespace: boolean;
+  /** What was decided for the namespace (the NodeIsolation parameter follows it). */
+  plan: NodeIsolationPlan;
 }
 
 type Live = { state: 'live'; instance: Instance } | { state: 'gone' } | { state: 'unknown' };
@@ -154,6 +170,7 @@ export class InstanceReconciler {
   private readonly handlerLevels: HandlerLevels;
   private readonly levelHandlers: Readonly<Record<RuntimeLevel, string>>;
   private readonly conflictRequeueMs: number;
+  private readonly nodeIsolationParams: boolean;
   private readonly hooks: ReconcilerHooks;
   private readonly log: ReconcileLogger;
 
@@ -163,6 +180,7 @@ export class InstanceReconciler {
     this.handlerLevels = options.handlerLevels ?? DEFAULT_HANDLER_LEVELS;
     this.levelHandlers = options.levelHandlers ?? DEFAULT_LEVEL_HANDLERS;
     this.conflictRequeueMs = options.conflictRequeueMs ?? DEFAULT_CONFLICT_REQUEUE_MS;
+    this.nodeIsolationParams = options.nodeIsolationParams ?? false;
     this.hooks = options.hooks ?? {};
     this.log = options.logger ?? NO_LOG;
   }
@@ -284,7 +302,7 @@ export class InstanceReconciler {
     const mutatingVersion = await this.port.servedMutatingPolicyVersion();
     const tenant = tenantNamespace(instance, this.platformNamespace);
     const [owned, namespace] = await settleAll([
-      listOwned(this.port, instance, sandboxManagedTypes(mutatingVersion), FRESH),
+      listOwned(this.port, instance, this.ownedTypes(mutatingVersion), FRESH),
       tenant.ok ? this.port.getNamespace(tenant.value.name, FRESH) : undefined,
     ]);
     await deleteObjects(this.port, owned);
@@ -332,6 +350,8 @@ export class InstanceReconciler {
       this.syncNode(instance, tenant.value, sandbox?.ok === true),
       this.syncSandbox(instance, tenant.value, sandbox),
     ]);
+    // After the namespace: the parameter lives in it (and a namespace created above exists now).
+    if (this.nodeIsolationParams) await this.syncNodeIsolationParams(instance, tenant.value, node.plan);
     return { ...earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs), ownsNamespace: node.ownsNamespace };
   }
 
@@ -367,7 +387,7 @@ export class InstanceReconciler {
           EventReason.InvalidNodeIsolation,
           `${NODE_ISOLATION_ANNOTATION} is invalid, keeping the node isolation last applied: ${plan.errors.join('; ')}`,
         );
-        return { ownsNamespace };
+        return { ownsNamespace, plan };
       case 'create':
         await this.port.createNamespace(plan.namespace);
         this.event(
@@ -378,7 +398,7 @@ export class InstanceReconciler {
             ? `created namespace ${tenant.name}`
             : `created namespace ${tenant.name} with node isolation`,
         );
-        return { ownsNamespace: true };
+        return { ownsNamespace: true, plan };
       case 'conflict':
         this.hooks.conflict?.('Namespace', instanceKeyOf(instance));
         this.warn(
@@ -386,7 +406,7 @@ export class InstanceReconciler {
           EventReason.NodeIsolationConflict,
           `namespace ${tenant.name} is node-isolated by ${plan.owner}; not taking it over (remove ${NODE_ISOLATION_ANNOTATION} from one of the two)`,
         );
-        return { ownsNamespace, requeueAfterMs: this.conflictRequeueMs };
+        return { ownsNamespace, plan, requeueAfterMs: this.conflictRequeueMs };
       case 'patch':
         await this.port.patchNamespace(tenant.name, plan.patch, namespace?.resourceVersion);
         if (plan.change === 'apply') {
@@ -399,11 +419,44 @@ export class InstanceReconciler {
             `removed node isolation of namespace ${tenant.name}`,
           );
         }
-        return { ownsNamespace };
+        return { ownsNamespace, plan };
       case 'absent':
       case 'unchanged':
-        return { ownsNamespace };
+        return { ownsNamespace, plan };
     }
+  }
+
+  /**
+   * The admission-policy engine's NodeIsolation parameter in the tenant namespace, following the
+   * namespace's node isolation (`desiredNodeIsolationParams`): written beside the label and the
+   * resolved annotation, deleted with them, left alone while the annotation is invalid or another
+   * instance isolates the namespace.
+   */
+  private async syncNodeIsolationParams(
+    instance: Instance,
+    tenant: TenantNamespace,
+    plan: NodeIsolationPlan,
+  ): Promise<void> {
+    const desired = desiredNodeIsolationParams(instance, tenant, plan);
+    if (desired === 'keep') return;
+    const changed: string[] = [];
+    for (const { desired: d, outcome } of await applyObjects(this.port, desired, instance)) {
+      if (outcome.result === 'conflict') {
+        this.hooks.conflict?.('Namespace', instanceKeyOf(instance));
+        this.warn(
+          instance,
+          EventReason.NodeIsolationConflict,
+          `${formatRef(refOf(d))} belongs to ${outcome.owner ?? 'someone else'}; not taking it over`,
+        );
+      } else if (outcome.result !== 'unchanged') {
+        changed.push(`${outcome.result} ${formatRef(refOf(d))}`);
+      }
+    }
+    const read = asksForIsolation(instance) ? {} : FRESH;
+    const removed = await pruneOwned(this.port, instance, [NODE_ISOLATION_PARAMS_TYPE], desired, read);
+    changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
+    if (changed.length > 0)
+      this.log.info('node-isolation parameter written', { instance: instanceIdentity(instance), changed });
   }
 
   /**
@@ -506,6 +559,12 @@ export class InstanceReconciler {
       );
     }
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  /** Every type whose objects an instance may own (the NodeIsolation parameter with its engine). */
+  private ownedTypes(mutatingVersion: MutatingPolicyApiVersion | undefined): ManagedType[] {
+    const types = sandboxManagedTypes(mutatingVersion);
+    return this.nodeIsolationParams ? [...types, NODE_ISOLATION_PARAMS_TYPE] : types;
   }
 
   private warn(instance: Instance, reason: string, message: string): void {

@@ -1,10 +1,11 @@
 /**
- * Keys of the owned-objects controller (`apiVersion/Kind/name`): add/update of an object carrying
+ * Keys of the owned-objects controller (`apiVersion/Kind/name`, `apiVersion/Kind/namespace/name`
+ * for the namespaced NodeIsolation parameter): add/update of an object carrying
  * the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
  */
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ManagedKind } from '../../desired/objects.js';
+import { type ManagedKind, NAMESPACED_KINDS } from '../../desired/objects.js';
 import type { OwnedTarget } from '../instances/reconciler.js';
 
 /** A kind of object the operator owns, at the API version its informer watches. */
@@ -20,6 +21,7 @@ const OWNED_KINDS: ReadonlySet<string> = new Set<OwnedType['kind']>([
   'ValidatingAdmissionPolicyBinding',
   'MutatingAdmissionPolicy',
   'MutatingAdmissionPolicyBinding',
+  'NodeIsolation',
 ]);
 
 /**
@@ -33,27 +35,40 @@ export function isOwnedObject(type: OwnedType, obj: KubernetesObject): boolean {
   return labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
 }
 
-/** `apiVersion/Kind/name`; object names and kinds contain no `/`. */
+/**
+ * `apiVersion/Kind/name`, or `apiVersion/Kind/namespace/name` for a namespaced kind; object
+ * names, namespaces and kinds contain no `/` (an API version may: `group/version`).
+ */
 export function encodeOwnedRef(ref: OwnedTarget): string {
-  return `${ref.apiVersion}/${ref.kind}/${ref.name}`;
+  const base = `${ref.apiVersion}/${ref.kind}`;
+  const namespace = 'namespace' in ref ? ref.namespace : undefined;
+  return namespace === undefined ? `${base}/${ref.name}` : `${base}/${namespace}/${ref.name}`;
 }
 
 export function decodeOwnedRef(key: string): OwnedTarget | undefined {
   const parts = key.split('/');
-  if (parts.length < 3) return undefined;
-  const name = parts.at(-1) ?? '';
-  const kind = parts.at(-2) ?? '';
-  const apiVersion = parts.slice(0, -2).join('/');
-  if (name === '' || apiVersion === '' || !OWNED_KINDS.has(kind)) return undefined;
+  // The kind is the last known kind with one (cluster-scoped) or two (namespaced) parts after it.
+  const namespaced = parts.length >= 4 && NAMESPACED_KINDS.has(parts.at(-3) as ManagedKind);
+  const at = parts.length - (namespaced ? 3 : 2);
+  if (at < 1) return undefined;
+  const kind = parts[at] ?? '';
+  const rest = parts.slice(at + 1);
+  const apiVersion = parts.slice(0, at).join('/');
+  if (!OWNED_KINDS.has(kind) || apiVersion === '' || rest.some((p) => p === '')) return undefined;
+  const name = rest.at(-1) ?? '';
   if (kind === 'Namespace') return apiVersion === 'v1' ? { apiVersion: 'v1', kind: 'Namespace', name } : undefined;
-  return { apiVersion, kind: kind as ManagedKind, name };
+  if (!namespaced && NAMESPACED_KINDS.has(kind as ManagedKind)) return undefined;
+  return namespaced
+    ? { apiVersion, kind: kind as ManagedKind, namespace: rest[0] ?? '', name }
+    : { apiVersion, kind: kind as ManagedKind, name };
 }
 
 /** The owned-objects key of an add/update of an owned object, `undefined` if it is not ours. */
 export function ownedObjectKey(type: OwnedType, obj: KubernetesObject): string | undefined {
   const name = obj.metadata?.name;
   if (!name || !isOwnedObject(type, obj)) return undefined;
-  return type.kind === 'Namespace'
-    ? encodeOwnedRef({ apiVersion: 'v1', kind: 'Namespace', name })
-    : encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, name });
+  if (type.kind === 'Namespace') return encodeOwnedRef({ apiVersion: 'v1', kind: 'Namespace', name });
+  const namespace = obj.metadata?.namespace;
+  if (!NAMESPACED_KINDS.has(type.kind)) return encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, name });
+  return namespace ? encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, namespace, name }) : undefined;
 }

@@ -28,6 +28,7 @@ const lookup = (group: string, kind: string): KindRef | undefined =>
 
 const NAMESPACE: OwnedType = { apiVersion: 'v1', kind: 'Namespace' };
 const RUNTIME_CLASS: OwnedType = { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' };
+const NODE_ISOLATION: OwnedType = { apiVersion: 'isolation.kubeplus.io/v1alpha1', kind: 'NodeIsolation' };
 const MAP: OwnedType = { apiVersion: 'admissionregistration.k8s.io/v1beta1', kind: 'MutatingAdmissionPolicy' };
 const OWNER = 'cloudark.io/Agent/team-a/agent-x';
 const OWNER_KEY = 'cloudark.io/v1/Agent/agents/team-a/agent-x';
@@ -90,6 +91,26 @@ describe('owned objects', () => {
     ] as const) {
       expect(decodeOwnedRef(encodeOwnedRef(ref))).toEqual(ref);
     }
+  });
+
+  it('keys the namespaced NodeIsolation parameter by its namespace too, and round-trips it', () => {
+    const param = { ...ownedMeta('node-isolation', OWNER), namespace: 'team-a' };
+    expect(ownedObjectKey(NODE_ISOLATION, object(param))).toBe(
+      'isolation.kubeplus.io/v1alpha1/NodeIsolation/team-a/node-isolation',
+    );
+    // Without a namespace it cannot be named: no key rather than a wrong one.
+    expect(ownedObjectKey(NODE_ISOLATION, object(ownedMeta('node-isolation', OWNER)))).toBeUndefined();
+    const ref = {
+      apiVersion: 'isolation.kubeplus.io/v1alpha1',
+      kind: 'NodeIsolation',
+      namespace: 'team-a',
+      name: 'node-isolation',
+    } as const;
+    expect(decodeOwnedRef(encodeOwnedRef(ref))).toEqual(ref);
+    // A namespaced kind needs its namespace; a cluster-scoped one takes none.
+    expect(decodeOwnedRef('isolation.kubeplus.io/v1alpha1/NodeIsolation/node-isolation')).toBeUndefined();
+    expect(decodeOwnedRef('node.k8s.io/v1/RuntimeClass/team-a/x')).toBeUndefined();
+    expect(decodeOwnedRef('isolation.kubeplus.io/v1alpha1/NodeIsolation//node-isolation')).toBeUndefined();
   });
 
   it('rejects malformed owned-object keys', () => {

@@ -658,3 +658,72 @@ describe('several instances binding sandbox isolation to one namespace', () => {
     );
   });
 });
+
+describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolationParams)', () => {
+  const PARAMS = 'NodeIsolation';
+  const withParams = (): InstanceReconciler => reconciler({ nodeIsolationParams: true });
+
+  it('is written into the isolated namespace with the canonical mandate and the owner markers; an up-to-date instance costs no write', async () => {
+    const key = teamA({ [NODE]: NODE_SPEC });
+    await withParams().reconcile(key);
+    const param = cluster.stored(PARAMS, 'node-isolation', 'team-a');
+    expect(param).toMatchObject({
+      apiVersion: 'isolation.kubeplus.io/v1alpha1',
+      kind: 'NodeIsolation',
+      metadata: {
+        name: 'node-isolation',
+        namespace: 'team-a',
+        labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' },
+        annotations: { 'kubeplus.io/owner': `cloudark.io/Agent/team-a/${INSTANCE}` },
+      },
+      spec: JSON.parse(RESOLVED),
+    });
+    const writes = cluster.writeCount();
+    await withParams().reconcile(key);
+    expect(cluster.writeCount()).toBe(writes);
+  });
+
+  it('follows a changed mandate, stays while the annotation is invalid, and goes with the annotation', async () => {
+    const key = teamA({ [NODE]: NODE_SPEC });
+    await withParams().reconcile(key);
+    teamA({ [NODE]: JSON.stringify({ nodeSelector: { pool: 'other' } }) });
+    await withParams().reconcile(key);
+    expect(cluster.stored(PARAMS, 'node-isolation', 'team-a')?.spec).toEqual({
+      nodeSelector: { pool: 'other' },
+      tolerations: [],
+    });
+    teamA({ [NODE]: '{"nodeSelector": 5}' });
+    await withParams().reconcile(key);
+    expect(cluster.stored(PARAMS, 'node-isolation', 'team-a')?.spec).toEqual({
+      nodeSelector: { pool: 'other' },
+      tolerations: [],
+    });
+    teamA({});
+    await withParams().reconcile(key);
+    expect(cluster.stored(PARAMS, 'node-isolation', 'team-a')).toBeUndefined();
+  });
+
+  it('is deleted with the instance, and never written without the engine', async () => {
+    const key = teamA({ [NODE]: NODE_SPEC });
+    await withParams().reconcile(key);
+    cluster.deleteInstance(key);
+    await withParams().reconcile(key);
+    expect(cluster.storedOfKind(PARAMS)).toEqual([]);
+    const other = teamA({ [NODE]: NODE_SPEC });
+    await reconciler().reconcile(other);
+    expect(cluster.storedOfKind(PARAMS)).toEqual([]);
+  });
+
+  it('is not written into a namespace another instance isolates', async () => {
+    cluster.putInstance({ name: 'first', namespace: 'team-a', annotations: { [NODE]: NODE_SPEC } });
+    await withParams().reconcile(
+      cluster.putInstance({ name: 'first', namespace: 'team-a', annotations: { [NODE]: NODE_SPEC } }),
+    );
+    const second = teamA({ [NODE]: JSON.stringify({ nodeSelector: { pool: 'mine' } }) });
+    await withParams().reconcile(second);
+    expect(cluster.storedOfKind(PARAMS).map((p) => p.metadata.annotations?.['kubeplus.io/owner'])).toEqual([
+      'cloudark.io/Agent/team-a/first',
+    ]);
+    expect(cluster.stored(PARAMS, 'node-isolation', 'team-a')?.spec).toEqual(JSON.parse(RESOLVED));
+  });
+});
