@@ -11,9 +11,6 @@
  * DefaultTolerationSeconds, run before any webhook or policy).
  */
 
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type Cluster,
@@ -21,25 +18,25 @@ import {
   createTestNamespace,
   deleteNamespace,
   isApiStatus,
-  repoRoot,
   waitFor,
 } from '@kubeplus-isolation/e2e';
-import {
-  ApiextensionsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import jsonpatch from 'fast-json-patch';
 import { buildNodeIsolationPatch } from '../../services/webhook/src/admission/patch.js';
+import {
+  installPolicyEngine,
+  NODE_ISOLATION_PARAMS,
+  type PolicyEngine,
+  waitForPolicyResult,
+} from './support/policy-engine.js';
 
 const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
-const PARAMS = { group: 'isolation.kubeplus.io', version: 'v1alpha1', plural: 'nodeisolations' } as const;
+const PARAMS = {
+  group: NODE_ISOLATION_PARAMS.group,
+  version: NODE_ISOLATION_PARAMS.version,
+  plural: NODE_ISOLATION_PARAMS.plural,
+} as const;
 
 type NodeIsolationSpec = Parameters<typeof buildNodeIsolationPatch>[1];
 type Toleration = NodeIsolationSpec['tolerations'][number];
@@ -106,7 +103,7 @@ describe('node isolation: the admission-policy engine applies exactly the webhoo
   let kc: KubeConfig;
   let governed = '';
   let plain = '';
-  const created: KubernetesObject[] = [];
+  let engine: PolicyEngine | undefined;
 
   const dryRun = async (namespace: string, body: V1Pod): Promise<V1Pod> =>
     kc.makeApiClient(CoreV1Api).createNamespacedPod({ namespace, body, dryRun: 'All' });
@@ -114,31 +111,12 @@ describe('node isolation: the admission-policy engine applies exactly the webhoo
   beforeAll(async () => {
     cluster = await connectE2eCluster();
     kc = cluster.kc;
-    const objects = (
-      loadAllYaml(readFileSync(join(repoRoot(), 'e2e', 'fixtures', 'node-isolation-engine.yaml'), 'utf8')) as
-        | KubernetesObject[]
-        | null[]
-    ).filter((o): o is KubernetesObject => o !== null);
-    expect(objects.map((o) => o.kind).sort()).toEqual([
+    engine = await installPolicyEngine(kc);
+    expect(engine.objects.map((o) => o.kind).sort()).toEqual([
       'CustomResourceDefinition',
       'MutatingAdmissionPolicy',
       'MutatingAdmissionPolicyBinding',
     ]);
-    const api = KubernetesObjectApi.makeApiClient(kc);
-    for (const obj of objects) {
-      await api.create(obj);
-      created.push(obj);
-    }
-    await waitFor(
-      'the NodeIsolation CRD to be established',
-      async () => {
-        const crd = await kc
-          .makeApiClient(ApiextensionsV1Api)
-          .readCustomResourceDefinition({ name: 'nodeisolations.isolation.kubeplus.io' });
-        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
-      },
-      { timeoutMs: 30_000 },
-    );
     governed = await createTestNamespace(kc, 'kpi-engine-policy', { labels: { [ENABLED_LABEL]: 'true' } });
     plain = await createTestNamespace(kc, 'kpi-engine-plain');
     await waitFor(
@@ -165,28 +143,12 @@ describe('node isolation: the admission-policy engine applies exactly the webhoo
       },
       { timeoutMs: 30_000 },
     );
-    // Policies and their parameters load asynchronously: wait until a bare Pod comes back mandated.
-    await waitFor(
-      'the policy to mutate Pods in the governed namespace',
-      async (observe) => {
-        const stored = owned(await dryRun(governed, podBody('probe', {})));
-        observe(stored);
-        return isDeepStrictEqual(stored.nodeSelector, MANDATE.nodeSelector);
-      },
-      { timeoutMs: 60_000 },
-    );
+    await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);
   });
 
   afterAll(async () => {
-    const api = KubernetesObjectApi.makeApiClient(kc);
-    for (const obj of created.reverse()) {
-      try {
-        await api.delete(obj);
-      } catch (error) {
-        if (!isApiStatus(error, 404)) throw error;
-      }
-    }
     await Promise.all([governed, plain].filter(Boolean).map((ns) => deleteNamespace(kc, ns)));
+    await engine?.uninstall();
   });
 
   test('property: for generated Pods, the policy stores what the webhook’s patch stores', async () => {

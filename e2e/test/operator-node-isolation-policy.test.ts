@@ -1,0 +1,218 @@
+/**
+ * Node isolation through the admission-policy engine (`--node-isolation-engine=admission-policy`),
+ * on the real control plane with no webhook at all: the real operator process writes the
+ * NodeIsolation parameter (`isolation.kubeplus.io/v1alpha1`, `node-isolation`) into the tenant
+ * namespace next to the label and the resolved annotation, and the API server's own
+ * MutatingAdmissionPolicy (e2e/fixtures/node-isolation-engine.yaml) applies it to Pods.
+ *
+ * - annotation → namespace label + annotation + parameter (canonical spec, owner markers); a Pod
+ *   created there is stored with the mandate;
+ * - the parameter edited or deleted by hand → restored (drift);
+ * - an invalid annotation → Warning Event, the parameter exactly as it was (last good state);
+ * - annotation removed → label, annotation and parameter gone; new Pods are left alone.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  type Cluster,
+  connectE2eCluster,
+  createTestNamespace,
+  deleteNamespace,
+  isApiStatus,
+  testPod,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { uniqueName } from './support/names.js';
+import {
+  AGENT,
+  createAgent,
+  deleteAgentsAndCrd,
+  ENABLED_LABEL,
+  ensureAgentCrd,
+  MANAGED_BY,
+  MANAGED_BY_VALUE,
+  mergePatch,
+  NODE_ISOLATION,
+  OWNER_ANNOTATION,
+  patchAgent,
+  RESOLVED_ANNOTATION,
+  startTestOperator,
+  type TestOperator,
+  waitForEvent,
+  waitForNamespace,
+} from './support/operator.js';
+import {
+  installPolicyEngine,
+  NODE_ISOLATION_PARAMS as PARAMS,
+  type PolicyEngine,
+  waitForPolicyResult,
+} from './support/policy-engine.js';
+
+type Param = KubernetesObject & { spec?: unknown };
+
+const mandate = (pool: string) => ({
+  nodeSelector: { pool, 'kubernetes.io/os': 'linux' },
+  tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
+});
+/** The canonical spec: selector keys sorted, tolerations normalized. */
+const canonicalSpec = (pool: string) => ({
+  nodeSelector: { 'kubernetes.io/os': 'linux', pool },
+  tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
+});
+
+describe('operator: node isolation through the admission-policy engine, on the real control plane (no webhook)', () => {
+  let cluster: Cluster;
+  let kc: KubeConfig;
+  let core: CoreV1Api;
+  let custom: CustomObjectsApi;
+  let engine: PolicyEngine | undefined;
+  let operator: TestOperator | undefined;
+  const namespaces: string[] = [];
+  const pool = uniqueName('pool');
+  const otherPool = uniqueName('pool-v2');
+
+  const tenantNamespace = async (prefix: string): Promise<string> => {
+    const ns = await createTestNamespace(kc, prefix);
+    namespaces.push(ns);
+    return ns;
+  };
+  const readParam = async (namespace: string): Promise<Param | undefined> => {
+    try {
+      return (await custom.getNamespacedCustomObject({ ...PARAMS, namespace })) as Param;
+    } catch (error) {
+      if (isApiStatus(error, 404)) return undefined;
+      throw error;
+    }
+  };
+  const waitForParam = async (
+    namespace: string,
+    what: string,
+    ok: (p: Param | undefined) => boolean,
+  ): Promise<Param | undefined> => {
+    const found = await waitFor(
+      `NodeIsolation ${namespace}/${PARAMS.name} ${what}`,
+      async (observe) => {
+        const p = await readParam(namespace);
+        observe(p?.spec ?? 'absent');
+        return ok(p) ? { p } : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    return found.p;
+  };
+
+  beforeAll(async () => {
+    cluster = await connectE2eCluster();
+    kc = cluster.kc;
+    core = kc.makeApiClient(CoreV1Api);
+    custom = kc.makeApiClient(CustomObjectsApi);
+    await ensureAgentCrd(kc);
+    // The chart's part: the CRD and the one policy + binding. Before the operator, whose cache of
+    // NodeIsolation objects must sync before it becomes ready.
+    engine = await installPolicyEngine(kc);
+    const leaseNamespace = await tenantNamespace('kpi-op-nip-system');
+    operator = await startTestOperator(cluster, {
+      name: 'op-nip',
+      leaseNamespace,
+      leaseName: uniqueName('op-nip-lease'),
+      extraArgs: ['--node-isolation-engine=admission-policy'],
+    });
+  });
+
+  afterAll(async () => {
+    if (kc) await deleteAgentsAndCrd(kc);
+    await operator?.stop();
+    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
+    await engine?.uninstall();
+  });
+
+  test('an annotated instance: its namespace gets the label, the annotation and the parameter, and a Pod created there is stored with the mandate', async () => {
+    const ns = await tenantNamespace('kpi-op-nip-a');
+    const name = uniqueName('agent-a');
+    await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+
+    const labelled = await waitForNamespace(
+      kc,
+      ns,
+      'to be labelled and annotated',
+      (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true',
+    );
+    expect(JSON.parse(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION] ?? 'null')).toEqual(canonicalSpec(pool));
+    const param = await waitForParam(ns, 'to be written', (p) => p !== undefined);
+    expect(param?.spec).toEqual(canonicalSpec(pool));
+    expect(param?.metadata?.labels?.[MANAGED_BY]).toBe(MANAGED_BY_VALUE);
+    expect(param?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${AGENT.group}/${AGENT.kind}/${ns}/${name}`);
+
+    await waitForPolicyResult(kc, ns, canonicalSpec(pool).nodeSelector);
+    const pod = await core.createNamespacedPod({
+      namespace: ns,
+      body: testPod('agent-pod', { nodeSelector: { disk: 'ssd', pool: 'elsewhere' } }),
+    });
+    // Mandated keys win, the Pod's others stay; the toleration is added once.
+    expect(pod.spec?.nodeSelector).toEqual({ disk: 'ssd', pool, 'kubernetes.io/os': 'linux' });
+    expect(pod.spec?.tolerations?.filter((t) => t.key === 'dedicated')).toEqual([
+      { key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' },
+    ]);
+  });
+
+  test('the parameter edited or deleted by hand is restored', async () => {
+    const ns = await tenantNamespace('kpi-op-nip-drift');
+    const name = uniqueName('agent-drift');
+    await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+    const written = await waitForParam(ns, 'to be written', (p) => p !== undefined);
+
+    await custom.patchNamespacedCustomObject(
+      { ...PARAMS, namespace: ns, body: { spec: { nodeSelector: { pool: 'anything' }, tolerations: [] } } },
+      mergePatch,
+    );
+    const restored = await waitForParam(ns, 'to be restored after an edit', (p) => {
+      const rv = Number(p?.metadata?.resourceVersion ?? 0);
+      return rv > Number(written?.metadata?.resourceVersion ?? 0) && isDeepStrictEqual(p?.spec, canonicalSpec(pool));
+    });
+    expect(restored?.spec).toEqual(canonicalSpec(pool));
+
+    await custom.deleteNamespacedCustomObject({ ...PARAMS, namespace: ns });
+    const recreated = await waitForParam(
+      ns,
+      'to be re-created after a deletion',
+      (p) => p !== undefined && p.metadata?.uid !== restored?.metadata?.uid,
+    );
+    expect(recreated?.spec).toEqual(canonicalSpec(pool));
+  });
+
+  test('an invalid annotation keeps the parameter exactly as it was, and says why in an Event', async () => {
+    const ns = await tenantNamespace('kpi-op-nip-invalid');
+    const name = uniqueName('agent-invalid');
+    await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+    const good = await waitForParam(ns, 'to be written', (p) => p !== undefined);
+
+    await patchAgent(kc, ns, name, {
+      annotations: {
+        [NODE_ISOLATION]: JSON.stringify({
+          nodeSelector: { pool: otherPool },
+          tolerations: [{ key: 'dedicated', operator: 'Sideways', value: otherPool, effect: 'NoSchedule' }],
+        }),
+      },
+    });
+    const event = await waitForEvent(kc, ns, name, 'InvalidNodeIsolation');
+    expect(event.type).toBe('Warning');
+    const after = await readParam(ns);
+    expect(after?.metadata?.resourceVersion).toBe(good?.metadata?.resourceVersion);
+    expect(after?.spec).toEqual(canonicalSpec(pool));
+  });
+
+  test('removing the annotation removes the parameter with the label, and new Pods are left alone', async () => {
+    const ns = await tenantNamespace('kpi-op-nip-remove');
+    const name = uniqueName('agent-remove');
+    await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+    await waitForParam(ns, 'to be written', (p) => p !== undefined);
+
+    await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: null } });
+    await waitForParam(ns, 'to be deleted', (p) => p === undefined);
+    await waitForNamespace(kc, ns, 'to lose the label', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === undefined);
+    await waitForPolicyResult(kc, ns, undefined);
+    const pod = await core.createNamespacedPod({ namespace: ns, body: testPod('free-pod') });
+    expect(pod.spec?.nodeSelector).toBeUndefined();
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * The admission-policy engine of node isolation (e2e/fixtures/node-isolation-engine.yaml: the
+ * NodeIsolation CRD, one MutatingAdmissionPolicy and its binding) installed on the shared test
+ * cluster for one suite, and removed after it.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { isApiStatus, repoRoot, testPod, waitFor } from '@kubeplus-isolation/e2e';
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+} from '@kubernetes/client-node';
+
+export const NODE_ISOLATION_PARAMS = {
+  group: 'isolation.kubeplus.io',
+  version: 'v1alpha1',
+  plural: 'nodeisolations',
+  kind: 'NodeIsolation',
+  name: 'node-isolation',
+} as const;
+const CRD = `${NODE_ISOLATION_PARAMS.plural}.${NODE_ISOLATION_PARAMS.group}`;
+
+export interface PolicyEngine {
+  /** The fixture's objects, in the order they were created. */
+  objects: readonly KubernetesObject[];
+  uninstall(): Promise<void>;
+}
+
+export function policyEngineObjects(): KubernetesObject[] {
+  const text = readFileSync(join(repoRoot(), 'e2e', 'fixtures', 'node-isolation-engine.yaml'), 'utf8');
+  return (loadAllYaml(text) as (KubernetesObject | null)[]).filter((o): o is KubernetesObject => o !== null);
+}
+
+/**
+ * Creates the fixture's objects (retrying while a previous suite's copy is still being deleted)
+ * and waits for the CRD to be established.
+ */
+export async function installPolicyEngine(kc: KubeConfig): Promise<PolicyEngine> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const objects = policyEngineObjects();
+  const created: KubernetesObject[] = [];
+  const uninstall = async (): Promise<void> => {
+    for (const obj of [...created].reverse()) {
+      try {
+        await api.delete(obj);
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    }
+  };
+  try {
+    for (const obj of objects) {
+      await waitFor(
+        `${obj.kind}/${obj.metadata?.name} to be created`,
+        async (observe) => {
+          try {
+            await api.create(obj);
+            return true;
+          } catch (error) {
+            observe(String(error));
+            if (isApiStatus(error, 409)) return false; // an earlier copy is still terminating
+            throw error;
+          }
+        },
+        { timeoutMs: 60_000 },
+      );
+      created.push(obj);
+    }
+    await waitFor(
+      'the NodeIsolation CRD to be established',
+      async () => {
+        const crd = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: CRD });
+        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
+      },
+      { timeoutMs: 30_000 },
+    );
+  } catch (error) {
+    await uninstall();
+    throw error;
+  }
+  return { objects, uninstall };
+}
+
+/**
+ * Policies and their parameters load asynchronously: waits until a server-side dry-run of a bare
+ * Pod in `namespace` comes back with `nodeSelector` (or, `undefined`, with none).
+ */
+export async function waitForPolicyResult(
+  kc: KubeConfig,
+  namespace: string,
+  nodeSelector: Record<string, string> | undefined,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const body = testPod('policy-probe');
+  await waitFor(
+    `a dry-run Pod in ${namespace} to come back with nodeSelector ${JSON.stringify(nodeSelector ?? null)}`,
+    async (observe) => {
+      const pod = await kc.makeApiClient(CoreV1Api).createNamespacedPod({ namespace, body, dryRun: 'All' });
+      observe(pod.spec?.nodeSelector ?? null);
+      return isDeepStrictEqual(pod.spec?.nodeSelector ?? null, nodeSelector ?? null);
+    },
+    { timeoutMs },
+  );
+}
