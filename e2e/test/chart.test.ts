@@ -9,6 +9,9 @@
  * - the tamper guard denies a tenant (a real client-certificate user) every change of isolation
  *   state, while the operator's own token, admins and ordinary namespace edits get through, and
  *   the operator itself is confined;
+ * - with global.nodeIsolation.engine=both, the chart's admission-policy engine too: the operator
+ *   writes each namespace's NodeIsolation parameter under the chart's RBAC, and the guard keeps
+ *   tenants from changing it;
  * - `helm upgrade` keeps the CA (and caBundle) stable and re-issues a stale leaf with the same CA;
  * - `helm uninstall` leaves nothing of the release behind.
  */
@@ -171,6 +174,9 @@ describe('the umbrella Helm chart on a real control plane', () => {
       JSON.stringify({
         webhook: { clientConfig: { url: `https://127.0.0.1:${webhookPort}/mutate/pods` }, timeoutSeconds: 5 },
         operator: { instanceGroups: [{ group: INSTANCE_GROUP, resources: ['widgets'] }] },
+        // Both engines: every webhook check below still holds, and the policy engine's objects,
+        // RBAC and guard are exercised too.
+        global: { nodeIsolation: { engine: 'both' } },
       }),
     );
     await helm('install', release, CHART, '--values', valuesFile());
@@ -315,6 +321,12 @@ describe('the umbrella Helm chart on a real control plane', () => {
       ['create', 'admissionregistration.k8s.io', 'mutatingadmissionpolicies', '', '', true],
       ['create', 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations', '', '', false],
       ['create', '', 'events', 'team-a', '', true],
+      // The admission-policy engine's parameters (engine=both): owned objects, PUT not PATCH.
+      ['create', 'isolation.kubeplus.io', 'nodeisolations', 'team-a', '', true],
+      ['update', 'isolation.kubeplus.io', 'nodeisolations', 'team-a', 'node-isolation', true],
+      ['delete', 'isolation.kubeplus.io', 'nodeisolations', 'team-a', 'node-isolation', true],
+      ['watch', 'isolation.kubeplus.io', 'nodeisolations', '', '', true],
+      ['patch', 'isolation.kubeplus.io', 'nodeisolations', 'team-a', 'node-isolation', false],
       ['create', 'coordination.k8s.io', 'leases', releaseNs, '', true],
       ['update', 'coordination.k8s.io', 'leases', releaseNs, `${release}-operator`, true],
       ['update', 'coordination.k8s.io', 'leases', releaseNs, 'someone-else', false],
@@ -387,6 +399,12 @@ describe('the umbrella Helm chart on a real control plane', () => {
           rules: [
             { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'update', 'patch', 'delete'] },
             { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['get', 'update', 'patch', 'delete'] },
+            // As if a platform had granted it: the guard, not RBAC, must be what refuses.
+            {
+              apiGroups: ['isolation.kubeplus.io'],
+              resources: ['nodeisolations'],
+              verbs: ['get', 'create', 'update', 'patch', 'delete'],
+            },
           ],
         },
       });
@@ -684,6 +702,39 @@ describe('the umbrella Helm chart on a real control plane', () => {
       await forbidden(
         tenantKc.makeApiClient(NodeV1Api).deleteRuntimeClass({ name: runtimeClass?.metadata?.name ?? '' }),
       );
+      // The policy engine's parameter, written by the operator under the chart's RBAC ...
+      const params = { group: 'isolation.kubeplus.io', version: 'v1alpha1', plural: 'nodeisolations' };
+      const param = await waitFor(
+        `the operator to write NodeIsolation ${tenantNs}/node-isolation`,
+        async () => {
+          try {
+            return (await custom.getNamespacedCustomObject({
+              ...params,
+              namespace: tenantNs,
+              name: 'node-isolation',
+            })) as {
+              spec: { nodeSelector: Record<string, string> };
+            };
+          } catch (error) {
+            if (isApiStatus(error, 404)) return undefined;
+            throw error;
+          }
+        },
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+      expect(param.spec.nodeSelector).toEqual(placement.nodeSelector);
+      // ... which a tenant, even one RBAC lets write it, can neither weaken nor delete.
+      const tenantCustom = tenantKc.makeApiClient(CustomObjectsApi);
+      const weakened = await forbidden(
+        tenantCustom.patchNamespacedCustomObject(
+          { ...params, namespace: tenantNs, name: 'node-isolation', body: { spec: { nodeSelector: {} } } },
+          mergePatch,
+        ),
+      );
+      expect(weakened).toContain(`NodeIsolation ${tenantNs}/node-isolation is kubeplus-isolation state: UPDATE`);
+      await forbidden(
+        tenantCustom.deleteNamespacedCustomObject({ ...params, namespace: tenantNs, name: 'node-isolation' }),
+      );
     });
 
     test('an admission policy binding deleted behind its back is restored (admission cannot guard it)', async () => {
@@ -824,6 +875,15 @@ describe('the umbrella Helm chart on a real control plane', () => {
             .filter((n) => n !== 'kube-root-ca.crt')
             .map((n) => `ConfigMap/${n}`),
         ];
+        // The policy engine's CRD (and with it every NodeIsolation object) goes with the release.
+        try {
+          await admin
+            .makeApiClient(ApiextensionsV1Api)
+            .readCustomResourceDefinition({ name: 'nodeisolations.isolation.kubeplus.io' });
+          left.push('CustomResourceDefinition/nodeisolations.isolation.kubeplus.io');
+        } catch (error) {
+          if (!isApiStatus(error, 404)) throw error;
+        }
         observe(left.join(', '));
         return left.length === 0;
       },

@@ -1,6 +1,6 @@
 /**
  * The two node-isolation engines agree, proven on the real API server rather than assumed: the
- * admission-policy engine (e2e/fixtures/node-isolation-engine.yaml: one MutatingAdmissionPolicy
+ * admission-policy engine (deploy/kubeplus-isolation/files/node-isolation-engine.yaml: one MutatingAdmissionPolicy
  * parameterised by a NodeIsolation object in the Pod's namespace; not shipped by the chart yet)
  * and the webhook's patch builder (services/webhook/src/admission/patch.ts). For generated Pods — absent, null and empty
  * fields, conflicting selector keys, keys with `/`, an identical toleration already present, the

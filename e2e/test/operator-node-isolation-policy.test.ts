@@ -3,7 +3,7 @@
  * on the real control plane with no webhook at all: the real operator process writes the
  * NodeIsolation parameter (`isolation.kubeplus.io/v1alpha1`, `node-isolation`) into the tenant
  * namespace next to the label and the resolved annotation, and the API server's own
- * MutatingAdmissionPolicy (e2e/fixtures/node-isolation-engine.yaml) applies it to Pods.
+ * MutatingAdmissionPolicy (deploy/kubeplus-isolation/files/node-isolation-engine.yaml) applies it to Pods.
  *
  * - annotation → namespace label + annotation + parameter (canonical spec, owner markers); a Pod
  *   created there is stored with the mandate;

@@ -60,3 +60,11 @@ comes from neither an exempt user nor a member of an admin group.
 {{- end -}}
 {{- join " or " $who -}}
 {{- end -}}
+
+{{/*
+global.nodeIsolation.engine: webhook (default), admissionPolicy or both. A global, so the
+webhook and operator subcharts read the same value.
+*/}}
+{{- define "kubeplus-isolation.nodeIsolationEngine" -}}
+{{- dig "nodeIsolation" "engine" "webhook" (.Values.global | default dict) -}}
+{{- end -}}

@@ -1,5 +1,5 @@
 /**
- * The admission-policy engine of node isolation (e2e/fixtures/node-isolation-engine.yaml: the
+ * The admission-policy engine of node isolation (deploy/kubeplus-isolation/files/node-isolation-engine.yaml: the
  * NodeIsolation CRD, one MutatingAdmissionPolicy and its binding) installed on the shared test
  * cluster for one suite, and removed after it.
  */
@@ -32,7 +32,10 @@ export interface PolicyEngine {
 }
 
 export function policyEngineObjects(): KubernetesObject[] {
-  const text = readFileSync(join(repoRoot(), 'e2e', 'fixtures', 'node-isolation-engine.yaml'), 'utf8');
+  const text = readFileSync(
+    join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', 'node-isolation-engine.yaml'),
+    'utf8',
+  );
   return (loadAllYaml(text) as (KubernetesObject | null)[]).filter((o): o is KubernetesObject => o !== null);
 }
 

@@ -93,3 +93,12 @@ seccompProfile:
 {{- end -}}
 {{- toYaml $rules -}}
 {{- end -}}
+
+{{/*
+The operator's --node-isolation-engine from the umbrella's global.nodeIsolation.engine:
+webhook, admission-policy (admissionPolicy) or both.
+*/}}
+{{- define "operator.nodeIsolationEngine" -}}
+{{- $engine := dig "nodeIsolation" "engine" "webhook" (.Values.global | default dict) -}}
+{{- ternary "admission-policy" $engine (eq $engine "admissionPolicy") -}}
+{{- end -}}

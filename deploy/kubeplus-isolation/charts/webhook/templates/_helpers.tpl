@@ -180,3 +180,11 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+"true" unless the umbrella's global.nodeIsolation.engine is admissionPolicy: then node isolation
+is applied by the API server's MutatingAdmissionPolicy and no webhook object is rendered.
+*/}}
+{{- define "webhook.active" -}}
+{{- ne (dig "nodeIsolation" "engine" "webhook" (.Values.global | default dict)) "admissionPolicy" -}}
+{{- end -}}

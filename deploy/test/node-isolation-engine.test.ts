@@ -1,0 +1,124 @@
+/**
+ * global.nodeIsolation.engine, as rendered: which objects each engine installs, what the operator
+ * is told, the RBAC it gets and the tamper guard over the NodeIsolation parameters. The engine's
+ * behaviour on a real API server is proven in e2e (node-isolation-engines.test.ts,
+ * operator-node-isolation-policy.test.ts), from the same files/node-isolation-engine.yaml.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, jest, test } from '@jest/globals';
+import { load, loadAll } from 'js-yaml';
+import { byKind, CHART_DIR, type K8sObject, one, RELEASE, render, renderError } from './helm.js';
+
+jest.setTimeout(60_000);
+
+const PARAMS_GUARD = `${RELEASE}-kubeplus-isolation-node-isolation-params-guard`;
+const ENGINE_FILE = join(CHART_DIR, 'files', 'node-isolation-engine.yaml');
+
+const engine = (name: string) => ({ global: { nodeIsolation: { engine: name } } });
+const operatorArgs = (objects: K8sObject[]): string[] => {
+  const spec = one(objects, 'Deployment', `${RELEASE}-operator`).spec as {
+    template: { spec: { containers: { args: string[] }[] } };
+  };
+  return spec.template.spec.containers[0]?.args ?? [];
+};
+const operatorRules = (objects: K8sObject[]) =>
+  (
+    one(objects, 'ClusterRole', `${RELEASE}-operator`) as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    }
+  ).rules;
+const webhookObjects = (objects: K8sObject[]): string[] =>
+  objects
+    .filter(
+      (o) => o.metadata.labels?.['app.kubernetes.io/name'] === 'webhook' || o.kind === 'MutatingWebhookConfiguration',
+    )
+    .map((o) => `${o.kind}/${o.metadata.name}`);
+
+describe('global.nodeIsolation.engine', () => {
+  test('webhook (the default): the webhook, no policy engine, no NodeIsolation rights', async () => {
+    for (const objects of [await render(), await render(engine('webhook'))]) {
+      expect(byKind(objects, 'MutatingWebhookConfiguration')).toHaveLength(1);
+      expect(byKind(objects, 'CustomResourceDefinition')).toEqual([]);
+      expect(byKind(objects, 'MutatingAdmissionPolicy')).toEqual([]);
+      expect(objects.find((o) => o.metadata.name === PARAMS_GUARD)).toBeUndefined();
+      expect(operatorArgs(objects)).toContain('--node-isolation-engine=webhook');
+      expect(operatorRules(objects).flatMap((r) => r.resources)).not.toContain('nodeisolations');
+    }
+  });
+
+  test('admissionPolicy: the CRD and one policy + binding exactly as in files/, and not a single webhook object', async () => {
+    const objects = await render(engine('admissionPolicy'));
+    expect(webhookObjects(objects)).toEqual([]);
+    expect(byKind(objects, 'Deployment').map((d) => d.metadata.name)).toEqual([`${RELEASE}-operator`]);
+    const shipped = (loadAll(readFileSync(ENGINE_FILE, 'utf8')) as K8sObject[]).filter(Boolean);
+    for (const want of shipped) expect(one(objects, want.kind, want.metadata.name)).toEqual(want);
+    const binding = one(objects, 'MutatingAdmissionPolicyBinding', 'kubeplus-isolation-node-isolation').spec as {
+      paramRef: { name: string; namespace?: string; parameterNotFoundAction: string };
+    };
+    // The parameter comes from the Pod's own namespace (no namespace in paramRef), named as the operator writes it.
+    expect(binding.paramRef).toEqual({ name: 'node-isolation', parameterNotFoundAction: 'Allow' });
+    expect(operatorArgs(objects)).toContain('--node-isolation-engine=admission-policy');
+  });
+
+  test('both: both engines, the operator writing the parameters', async () => {
+    const objects = await render(engine('both'));
+    expect(byKind(objects, 'MutatingWebhookConfiguration')).toHaveLength(1);
+    expect(byKind(objects, 'MutatingAdmissionPolicy')).toHaveLength(1);
+    expect(operatorArgs(objects)).toContain('--node-isolation-engine=both');
+  });
+
+  test('with the policy engine the operator may manage NodeIsolation objects, with exact verbs', async () => {
+    for (const name of ['admissionPolicy', 'both']) {
+      const rules = operatorRules(await render(engine(name))).filter((r) => r.resources.includes('nodeisolations'));
+      expect(rules).toEqual([
+        {
+          apiGroups: ['isolation.kubeplus.io'],
+          resources: ['nodeisolations'],
+          verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
+        },
+      ]);
+    }
+  });
+
+  test('the tamper guard denies every NodeIsolation write except by the operator and admins', async () => {
+    const objects = await render(engine('admissionPolicy'));
+    const policy = one(objects, 'ValidatingAdmissionPolicy', PARAMS_GUARD).spec as {
+      matchConstraints: { resourceRules: { apiGroups: string[]; resources: string[]; operations: string[] }[] };
+      matchConditions: { expression: string }[];
+      validations: { expression: string; messageExpression: string }[];
+    };
+    expect(policy.matchConstraints.resourceRules).toEqual([
+      expect.objectContaining({
+        apiGroups: ['isolation.kubeplus.io'],
+        resources: ['nodeisolations'],
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+      }),
+    ]);
+    expect(policy.matchConditions[0]?.expression).toContain(
+      `system:serviceaccount:kubeplus-system:${RELEASE}-operator`,
+    );
+    expect(policy.matchConditions[0]?.expression).toContain('system:masters');
+    expect(policy.validations[0]?.expression).toBe('false');
+    expect(one(objects, 'ValidatingAdmissionPolicyBinding', PARAMS_GUARD).spec).toMatchObject({
+      policyName: PARAMS_GUARD,
+      validationActions: ['Deny'],
+    });
+    // No guard without tamper protection.
+    const off = await render({ ...engine('admissionPolicy'), tamperProtection: { enabled: false } });
+    expect(off.find((o) => o.metadata.name === PARAMS_GUARD)).toBeUndefined();
+  });
+
+  test('an unknown engine is refused by the schema, naming the choices', async () => {
+    expect(await renderError(engine('admission-policy'))).toContain(
+      "value must be one of 'webhook', 'admissionPolicy', 'both'",
+    );
+  });
+
+  test('the values file documents the engine value', () => {
+    const values = load(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
+      global: { nodeIsolation: { engine: string } };
+    };
+    expect(values.global.nodeIsolation.engine).toBe('webhook');
+  });
+});
