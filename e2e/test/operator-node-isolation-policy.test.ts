@@ -9,7 +9,9 @@
  *   created there is stored with the mandate;
  * - the parameter edited or deleted by hand → restored (drift);
  * - an invalid annotation → Warning Event, the parameter exactly as it was (last good state);
- * - annotation removed → label, annotation and parameter gone; new Pods are left alone.
+ * - annotation removed → label, annotation and parameter gone; new Pods are left alone;
+ * - a namespace isolated without its parameter (by hand here): the policy fails open, the Pod is
+ *   admitted unpatched, and the operator's fail-open audit reports it as for the webhook.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -116,7 +118,8 @@ describe('operator: node isolation through the admission-policy engine, on the r
       name: 'op-nip',
       leaseNamespace,
       leaseName: uniqueName('op-nip-lease'),
-      extraArgs: ['--node-isolation-engine=admission-policy'],
+      // A short audit period, for the missing-parameter test.
+      extraArgs: ['--node-isolation-engine=admission-policy', '--audit-interval=1s'],
     });
   });
 
@@ -214,5 +217,34 @@ describe('operator: node isolation through the admission-policy engine, on the r
     await waitForPolicyResult(kc, ns, undefined);
     const pod = await core.createNamespacedPod({ namespace: ns, body: testPod('free-pod') });
     expect(pod.spec?.nodeSelector).toBeUndefined();
+  });
+
+  test('a missing parameter admits the Pod unpatched, and the fail-open audit reports it', async () => {
+    // Isolated by hand (label + resolved annotation, no instance): nobody writes its parameter.
+    const ns = await createTestNamespace(kc, 'kpi-op-nip-noparam', {
+      labels: { [ENABLED_LABEL]: 'true' },
+      annotations: { [RESOLVED_ANNOTATION]: JSON.stringify(canonicalSpec(pool)) },
+    });
+    namespaces.push(ns);
+    expect(await readParam(ns)).toBeUndefined();
+    const pod = await core.createNamespacedPod({ namespace: ns, body: testPod('unpatched') });
+    expect(pod.spec?.nodeSelector).toBeUndefined();
+
+    const op = operator as TestOperator;
+    await waitFor(
+      `the audit to count the unpatched Pod in ${ns}`,
+      async (observe) => {
+        const lines = op.logLines().filter((l) => l.msg.startsWith('Pods lack') && l.namespace === ns);
+        observe(lines.at(-1) ?? 'no audit line yet');
+        return lines.at(-1);
+      },
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
+    const line = op
+      .logLines()
+      .filter((l) => l.msg.startsWith('Pods lack') && l.namespace === ns)
+      .at(-1);
+    expect(line).toMatchObject({ level: 'warn', unisolated: 1, missing: { both: 1 } });
+    expect(await op.metric('kubeplus_operator_unisolated_pods', { missing: 'both' })).toBeGreaterThanOrEqual(1);
   });
 });
