@@ -30,7 +30,12 @@ import {
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+} from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
 import { type BenchConfig, loadConfig, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import { RawApi } from './kube.js';
@@ -245,9 +250,12 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       });
       const nsD = await createTestNamespace(cp.kc, 'bench-reference', { labels: { [REFERENCE_LABEL]: 'true' } });
       await registerReferenceWebhook(cp, referenceUrl);
+      const nsE = await createTestNamespace(cp.kc, 'bench-policy', { labels: { [POLICY_LABEL]: 'true' } });
+      await installPolicyEngine(cp, api, nsE, mandate);
       await waitForPlacement(api, nsA, undefined);
       await waitForPlacement(api, nsB, pool);
       await waitForPlacement(api, nsD, pool);
+      await waitForPlacement(api, nsE, pool);
       results.podCreate = await runPodCreateBench(
         api,
         {
@@ -255,7 +263,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           serialCreates: cfg.podSerial,
           parallelCreates: cfg.podParallel,
           concurrency: cfg.podConcurrency,
-          namespaces: { a: nsA, b: nsB, c: nsC, d: nsD },
+          namespaces: { a: nsA, b: nsB, c: nsC, d: nsD, e: nsE },
           webhookNames: { c: loadWebhookEntry().name, d: REFERENCE_WEBHOOK_NAME },
           webhookCalls: () => webhookCallTotals(cp),
         },
@@ -362,6 +370,55 @@ async function startReferenceWebhook(cp: ControlPlane, pool: string): Promise<Ru
     args: [`--port=${port}`, `--tls-cert-file=${certFile}`, `--tls-key-file=${keyFile}`, `--pool=${pool}`],
     readiness: { url: `https://127.0.0.1:${port}/healthz`, tls: { caPem: cp.caPem } },
   });
+}
+
+const POLICY_LABEL = 'bench.kubeplus.io/policy-engine';
+
+/**
+ * The chart's admission-policy engine (deploy/kubeplus-isolation/files/node-isolation-engine.yaml):
+ * the CRD and the policy exactly as shipped; the binding as shipped but selecting POLICY_LABEL
+ * namespaces (the chart's label would also send them to this webhook, setup c); and the
+ * NodeIsolation parameter in `namespace`, as the operator writes it (the canonical spec).
+ */
+async function installPolicyEngine(
+  cp: ControlPlane,
+  api: RawApi,
+  namespace: string,
+  mandate: NodeIsolationSpec,
+): Promise<void> {
+  const file = join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', 'node-isolation-engine.yaml');
+  const objects = (loadAllYaml(readFileSync(file, 'utf8')) as (KubernetesObject | null)[]).filter(
+    (o): o is KubernetesObject => o !== null,
+  );
+  const client = KubernetesObjectApi.makeApiClient(cp.kc);
+  for (const obj of objects) {
+    if (obj.kind === 'MutatingAdmissionPolicyBinding') {
+      const spec = (obj as KubernetesObject & { spec: { matchResources: unknown } }).spec;
+      spec.matchResources = { namespaceSelector: { matchLabels: { [POLICY_LABEL]: 'true' } } };
+    }
+    await client.create(obj);
+  }
+  const path = `/apis/isolation.kubeplus.io/v1alpha1/namespaces/${namespace}/nodeisolations`;
+  const body = {
+    apiVersion: 'isolation.kubeplus.io/v1alpha1',
+    kind: 'NodeIsolation',
+    metadata: { name: 'node-isolation' },
+    spec: JSON.parse(canonicalNodeIsolation(mandate)) as unknown,
+  };
+  // The CRD's endpoint is served a moment after it is created.
+  await waitFor(
+    `NodeIsolation ${namespace}/node-isolation to be created`,
+    async (observe) => {
+      const res = await api.request('POST', path, body);
+      observe(`HTTP ${res.status}: ${res.body.slice(0, 200)}`);
+      if (res.status === 201 || res.status === 409) return true;
+      if (res.status === 404) return false;
+      throw new Error(
+        `create NodeIsolation ${namespace}/node-isolation: HTTP ${res.status}: ${res.body.slice(0, 300)}`,
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
 }
 
 /** The chart's webhook entry, pointed at the reference webhook and at namespaces labeled for it. */

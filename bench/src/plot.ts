@@ -22,6 +22,7 @@ const SETUP_LABEL: Record<string, string> = {
   b: 'b: PodNodeSelector + PodTolerationRestriction (in-process)',
   c: 'c: this webhook',
   d: 'd: reference webhook (bare node:https)',
+  e: 'e: MutatingAdmissionPolicy engine (in-process CEL)',
 };
 
 async function render(spec: TopLevelSpec, outDir: string, base: string, title: string): Promise<Plot> {
@@ -89,7 +90,7 @@ export async function renderPlots(results: BenchResults, outDir: string): Promis
         },
         outDir,
         'benchmarks-pod-create',
-        'Pod CREATE latency distributions, setups a/b/c/d at 1 and 32 concurrent clients',
+        'Pod CREATE latency distributions, setups a–e at 1 and 32 concurrent clients',
       ),
     );
   }

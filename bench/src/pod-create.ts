@@ -7,8 +7,10 @@
  *      in process by the API server itself, the zero-network-hop floor;
  *   c  namespace labeled + annotated for this webhook: the API server calls it over HTTPS;
  *   d  namespace labeled for the reference webhook (reference-webhook.ts: the least a Node.js
- *      webhook can do for the same patch), registered the same way: what any webhook costs.
- * Rounds interleave a/b/c (rotating the order) at each concurrency, so drift and the other
+ *      webhook can do for the same patch), registered the same way: what any webhook costs;
+ *   e  namespace governed by the chart's node-isolation MutatingAdmissionPolicy (the
+ *      admission-policy engine) with its NodeIsolation parameter: the same patch in CEL, in process.
+ * Rounds interleave a–e (rotating the order) at each concurrency, so drift and the other
  * engineers' load hit all alike. Pods name a scheduler that does not exist, so no scheduling work
  * competes with the measurement; they stay Pending until the control plane stops (deleting them
  * would cost as long as creating them, and in the background it would disturb what follows).
@@ -16,8 +18,8 @@
 import { type ApiResponse, forEachConcurrent, type RawApi } from './kube.js';
 import { cdfPoints, type Percentiles, percentiles, type Summary, summarize } from './stats.js';
 
-export type Setup = 'a' | 'b' | 'c' | 'd';
-export const SETUPS: readonly Setup[] = ['a', 'b', 'c', 'd'];
+export type Setup = 'a' | 'b' | 'c' | 'd' | 'e';
+export const SETUPS: readonly Setup[] = ['a', 'b', 'c', 'd', 'e'];
 
 /** Sum (seconds) and count of the API server's calls to each webhook, by webhook name. */
 export type WebhookCallTotals = Record<string, { sum: number; count: number }>;
@@ -63,6 +65,11 @@ export interface RatioStats {
   cdP99: Summary;
   daP50: Summary;
   daP99: Summary;
+  /** The policy engine against the in-process plugins (its floor) and against the baseline. */
+  ebP50: Summary;
+  ebP99: Summary;
+  eaP50: Summary;
+  eaP99: Summary;
   /** c − a in ms. */
   addedP50Ms: Summary;
   addedP99Ms: Summary;
@@ -178,7 +185,7 @@ export async function runPodCreateBench(
   }
   const ratios: RatioStats[] = concurrencies.map((c) => {
     const r = (s: Setup): Percentiles[] => perRound.get(key(s, c)) ?? [];
-    const [a, b, cc, d] = [r('a'), r('b'), r('c'), r('d')];
+    const [a, b, cc, d, e] = [r('a'), r('b'), r('c'), r('d'), r('e')];
     const each = (f: (i: number) => number): Summary => summarize(a.map((_, i) => f(i)));
     const at = (list: Percentiles[], i: number): Percentiles => list[i] as Percentiles;
     return {
@@ -193,6 +200,10 @@ export async function runPodCreateBench(
       cdP99: each((i) => at(cc, i).p99 / at(d, i).p99),
       daP50: each((i) => at(d, i).p50 / at(a, i).p50),
       daP99: each((i) => at(d, i).p99 / at(a, i).p99),
+      ebP50: each((i) => at(e, i).p50 / at(b, i).p50),
+      ebP99: each((i) => at(e, i).p99 / at(b, i).p99),
+      eaP50: each((i) => at(e, i).p50 / at(a, i).p50),
+      eaP99: each((i) => at(e, i).p99 / at(a, i).p99),
       addedP50Ms: each((i) => at(cc, i).p50 - at(a, i).p50),
       addedP99Ms: each((i) => at(cc, i).p99 - at(a, i).p99),
     };

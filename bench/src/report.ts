@@ -254,14 +254,14 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
 
   // ---- 3. Pod CREATE
   p(
-    '## 3. Pod CREATE through kube-apiserver: no webhook vs in-process plugins vs this webhook (vs a reference webhook)',
+    '## 3. Pod CREATE through kube-apiserver: no webhook vs in-process plugins vs this webhook (vs a reference webhook) vs the policy engine',
   );
   p();
   const pc = r.podCreate;
   if (pc) {
     p(
       "One control plane (the e2e harness's real etcd + kube-apiserver + controller-manager + scheduler, started with " +
-        '`--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction`), four namespaces:',
+        '`--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction`), five namespaces:',
     );
     p();
     p(
@@ -275,14 +275,23 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       '- **c** — labeled `kubeplus.io/node-isolation-enabled` + annotated `kubeplus.io/node-isolation-resolved`: the API server ' +
         "calls this webhook (registered from the chart's `webhook-entry.json`) over HTTPS on loopback.",
     );
+    p(
+      '- **d** — labeled for a bare reference webhook (`bench/src/reference-webhook.ts`, the least a Node.js webhook can do for ' +
+        'the same patch), registered with the same entry: what any webhook costs.',
+    );
+    p(
+      "- **e** — governed by the chart's admission-policy engine (`deploy/kubeplus-isolation/files/node-isolation-engine.yaml`: " +
+        'one MutatingAdmissionPolicy, its binding selecting a bench-only label so that the webhook is not called too) with the ' +
+        "namespace's `NodeIsolation` parameter: the same patch, in CEL, inside the API server.",
+    );
     p();
     p(
       'Before measuring, a dry-run Pod in each namespace proves the setup: no selector in a, the mandated selector and ' +
-        'toleration in b, c and d. Clients are raw keep-alive HTTPS (`node:https`, admin client certificate), each timing its ' +
+        'toleration in b, c, d and e. Clients are raw keep-alive HTTPS (`node:https`, admin client certificate), each timing its ' +
         'POST to the 201. Pods name a scheduler that does not exist, so they stay Pending and cost the scheduler nothing; ' +
         'they are not deleted (that takes as long as creating them, and in the background it would disturb what follows). ' +
         `Each round runs, at 1 client (${cfg.podSerial} creates) and then at ${cfg.podConcurrency} clients (${cfg.podParallel} creates), ` +
-        `a, b, c and d one after the other, the order rotating every round; a discarded warm-up round first, then ${cfg.rounds} rounds. ` +
+        `a, b, c, d and e one after the other, the order rotating every round; a discarded warm-up round first, then ${cfg.rounds} rounds. ` +
         'The webhook is not pinned here (the API server needs both cores).',
     );
     p();
@@ -320,11 +329,36 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       );
     }
     p();
+    p('The policy engine (e) against its floor, the in-process plugins (b), and against the baseline (a):');
+    p();
+    p('| clients | e/b p50 | e/b p99 | e/a p50 | e/a p99 |');
+    p('| ---: | ---: | ---: | ---: | ---: |');
+    for (const x of pc.ratios) {
+      if (x.ebP50 === undefined) continue; // results from before setup e
+      p(`| ${x.concurrency} | ${spread(x.ebP50)} | ${spread(x.ebP99)} | ${spread(x.eaP50)} | ${spread(x.eaP99)} |`);
+    }
+    p();
     if (pc.errors.length > 0) {
       p(`Failed creates (first ${pc.errors.length}):`);
       p();
       for (const e of pc.errors) p(`- \`${e.replaceAll('`', "'")}\``);
       p();
+    }
+    for (const x of pc.ratios) {
+      if (x.ebP50 === undefined) continue;
+      const clients = `${x.concurrency} client${x.concurrency === 1 ? '' : 's'}`;
+      for (const [q, ratio] of [
+        ['p50', x.ebP50],
+        ['p99', x.ebP99],
+      ] as const) {
+        verdicts.push({
+          target: `e/b ≤ 1.05 at ${q}: the policy engine costs no more than the in-process plugins (${clients})`,
+          measured: `${sig(ratio.median)}× (${sig(ratio.min)}–${sig(ratio.max)}); e/a ${sig((q === 'p50' ? x.eaP50 : x.eaP99).median)}×`,
+          met: ratio.median <= 1.05,
+          noisy: disagreement(ratio, 1.05),
+          detail: ratio.median <= 1.05 ? 'within the floor' : `by ${sig(ratio.median - 1.05)}×`,
+        });
+      }
     }
     for (const x of pc.ratios) {
       verdicts.push({
