@@ -247,4 +247,31 @@ describe('operator: node isolation through the admission-policy engine, on the r
     expect(line).toMatchObject({ level: 'warn', unisolated: 1, missing: { both: 1 } });
     expect(await op.metric('kubeplus_operator_unisolated_pods', { missing: 'both' })).toBeGreaterThanOrEqual(1);
   });
+
+  test('the NodeIsolation CRD accepts every spec the annotation schema accepts, up to its limits', async () => {
+    // The longest qualified names (a 253-character DNS subdomain prefix, '/', a 63-character
+    // name), the longest values, 32 selector entries (the annotation's maximum) and tolerations
+    // with every field: the parameter the operator writes for them must be accepted as is.
+    const prefix = `${['a', 'b', 'c'].map((c) => c.repeat(63)).join('.')}.${'d'.repeat(61)}`;
+    const key = (i: number): string => `${prefix}/${String(i).padStart(2, '0')}${'x'.repeat(61)}`;
+    expect(key(0)).toHaveLength(317);
+    const nodeSelector = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [key(i), 'v'.repeat(63)]));
+    const tolerations = [
+      { key: key(40), operator: 'Equal', value: 'w'.repeat(63), effect: 'NoExecute', tolerationSeconds: 3600 },
+      { key: key(41), operator: 'Exists', effect: 'PreferNoSchedule' },
+      { operator: 'Exists' },
+    ];
+    const ns = await tenantNamespace('kpi-op-nip-limits');
+    const name = uniqueName('agent-limits');
+    await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify({ nodeSelector, tolerations }) });
+    const param = await waitForParam(ns, 'to be written', (p) => p !== undefined);
+    const labelled = await waitForNamespace(
+      kc,
+      ns,
+      'to be isolated',
+      (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true',
+    );
+    expect(param?.spec).toEqual(JSON.parse(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION] ?? 'null'));
+    expect(Object.keys((param?.spec as { nodeSelector?: object } | undefined)?.nodeSelector ?? {})).toHaveLength(32);
+  });
 });
