@@ -351,8 +351,13 @@ export class InstanceReconciler {
       this.syncSandbox(instance, tenant.value, sandbox),
     ]);
     // After the namespace: the parameter lives in it (and a namespace created above exists now).
-    if (this.nodeIsolationParams) await this.syncNodeIsolationParams(instance, tenant.value, node.plan);
-    return { ...earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs), ownsNamespace: node.ownsNamespace };
+    const paramsRequeue = this.nodeIsolationParams
+      ? await this.syncNodeIsolationParams(instance, tenant.value, node.plan)
+      : undefined;
+    return {
+      ...earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs, paramsRequeue),
+      ownsNamespace: node.ownsNamespace,
+    };
   }
 
   /**
@@ -436,27 +441,50 @@ export class InstanceReconciler {
     instance: Instance,
     tenant: TenantNamespace,
     plan: NodeIsolationPlan,
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     const desired = desiredNodeIsolationParams(instance, tenant, plan);
-    if (desired === 'keep') return;
-    const changed: string[] = [];
-    for (const { desired: d, outcome } of await applyObjects(this.port, desired, instance)) {
-      if (outcome.result === 'conflict') {
-        this.hooks.conflict?.('Namespace', instanceKeyOf(instance));
-        this.warn(
-          instance,
-          EventReason.NodeIsolationConflict,
-          `${formatRef(refOf(d))} belongs to ${outcome.owner ?? 'someone else'}; not taking it over`,
-        );
-      } else if (outcome.result !== 'unchanged') {
-        changed.push(`${outcome.result} ${formatRef(refOf(d))}`);
-      }
-    }
+    if (desired === 'keep') return undefined;
+    const applied = await applyObjects(this.port, desired, instance);
+    const { changed, conflicted } = this.reportApplied(
+      instance,
+      applied,
+      'Namespace',
+      EventReason.NodeIsolationConflict,
+    );
     const read = asksForIsolation(instance) ? {} : FRESH;
     const removed = await pruneOwned(this.port, instance, [NODE_ISOLATION_PARAMS_TYPE], desired, read);
     changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
     if (changed.length > 0)
       this.log.info('node-isolation parameter written', { instance: instanceIdentity(instance), changed });
+    return conflicted ? this.conflictRequeueMs : undefined;
+  }
+
+  /**
+   * What applying `applied` changed (`created Kind/name`, …, for an Event or the log); each object
+   * held by someone else is a Warning `reason` on the instance and a `conflict` metric.
+   */
+  private reportApplied(
+    instance: Instance,
+    applied: readonly { desired: ManagedObject; outcome: ApplyOutcome }[],
+    conflict: ConflictKind,
+    reason: string,
+  ): { changed: string[]; conflicted: boolean } {
+    const changed: string[] = [];
+    let conflicted = false;
+    for (const { desired, outcome } of applied) {
+      if (outcome.result === 'conflict') {
+        conflicted = true;
+        this.hooks.conflict?.(conflict, instanceKeyOf(instance));
+        this.warn(
+          instance,
+          reason,
+          `${formatRef(refOf(desired))} belongs to ${outcome.owner ?? 'someone else'}; not taking it over`,
+        );
+      } else if (outcome.result !== 'unchanged') {
+        changed.push(`${outcome.result} ${formatRef(refOf(desired))}`);
+      }
+    }
+    return { changed, conflicted };
   }
 
   /**
@@ -534,19 +562,9 @@ export class InstanceReconciler {
       applied.push({ desired: plan.runtimeClass, outcome });
     }
     applied.push(...(await applyObjects(this.port, plan.rest, instance)));
-    for (const { desired, outcome } of applied) {
-      if (outcome.result === 'conflict') {
-        requeueAfterMs = this.conflictRequeueMs;
-        this.hooks.conflict?.('AdmissionPolicy', key);
-        this.warn(
-          instance,
-          EventReason.AdmissionPolicyConflict,
-          `${formatRef(refOf(desired))} belongs to ${outcome.owner ?? 'someone else'}; not taking it over`,
-        );
-      } else if (outcome.result !== 'unchanged') {
-        changed.push(`${outcome.result} ${formatRef(refOf(desired))}`);
-      }
-    }
+    const outcome = this.reportApplied(instance, applied, 'AdmissionPolicy', EventReason.AdmissionPolicyConflict);
+    changed.push(...outcome.changed);
+    if (outcome.conflicted) requeueAfterMs = this.conflictRequeueMs;
     const types = sandboxManagedTypes(mutatingVersion);
     const removed = await pruneOwned(this.port, instance, types, plan.policy.objects);
     changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));

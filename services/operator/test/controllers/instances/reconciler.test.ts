@@ -726,4 +726,22 @@ describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolation
     ]);
     expect(cluster.stored(PARAMS, 'node-isolation', 'team-a')?.spec).toEqual(JSON.parse(RESOLVED));
   });
+
+  it('a parameter someone else wrote is not taken over: Warning Event, conflict metric, requeue', async () => {
+    cluster.putNamespace('team-a');
+    const theirs = {
+      apiVersion: 'isolation.kubeplus.io/v1alpha1',
+      kind: 'NodeIsolation' as const,
+      metadata: { name: 'node-isolation', namespace: 'team-a' },
+      spec: { nodeSelector: { pool: 'theirs' } },
+    };
+    await cluster.createObject(theirs);
+    const result = await withParams().reconcile(teamA({ [NODE]: NODE_SPEC }));
+    expect(result.requeueAfterMs).toBe(60_000);
+    expect(cluster.stored(PARAMS, 'node-isolation', 'team-a')?.spec).toEqual(theirs.spec);
+    const warning = cluster.events.find((e) => e.reason === 'NodeIsolationConflict');
+    expect(warning?.type).toBe('Warning');
+    expect(warning?.message).toContain('NodeIsolation/team-a/node-isolation belongs to');
+    expect(conflicts.map(([c]) => c)).toContain('Namespace');
+  });
 });
