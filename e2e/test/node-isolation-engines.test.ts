@@ -1,8 +1,8 @@
 /**
  * The two node-isolation engines agree, proven on the real API server rather than assumed: the
- * admission-policy engine (deploy/kubeplus-isolation/files/node-isolation-engine.yaml: one MutatingAdmissionPolicy
- * parameterised by a NodeIsolation object in the Pod's namespace; not shipped by the chart yet)
- * and the webhook's patch builder (services/webhook/src/admission/patch.ts). For generated Pods — absent, null and empty
+ * admission-policy engine the chart ships (deploy/kubeplus-isolation/files/node-isolation-engine.yaml:
+ * one MutatingAdmissionPolicy parameterised by a NodeIsolation object in the Pod's namespace) and
+ * the webhook's patch builder (services/webhook/src/admission/patch.ts). For generated Pods — absent, null and empty
  * fields, conflicting selector keys, keys with `/`, an identical toleration already present, the
  * same key with another value, Exists tolerations, hundreds of tolerations — a server-side dry-run
  * CREATE in a namespace the policy governs must store exactly the nodeSelector and tolerations that
