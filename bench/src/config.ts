@@ -13,7 +13,15 @@ function int(name: string, fallback: number): number {
   return n;
 }
 
-export const SECTIONS = ['patch', 'webhook', 'podcreate', 'chart', 'scale-operator', 'scale-webhook'] as const;
+export const SECTIONS = [
+  'patch',
+  'webhook',
+  'podcreate',
+  'chart',
+  'scale-operator',
+  'scale-webhook',
+  'scale-policy',
+] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchConfig {

@@ -51,6 +51,7 @@ import { summarizeProfile } from './profile.js';
 import { renderReport } from './report.js';
 import type { BenchResults } from './results.js';
 import { runOperatorScale, runWebhookScale } from './scale.js';
+import { runPolicyScale } from './scale-policy.js';
 import { reviewBody, runWebhookLoad } from './webhook-bench.js';
 
 const log = (line: string): void => {
@@ -172,7 +173,14 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     );
   });
 
-  const clusterSections: Section[] = ['webhook', 'podcreate', 'chart', 'scale-webhook', 'scale-operator'];
+  const clusterSections: Section[] = [
+    'webhook',
+    'podcreate',
+    'chart',
+    'scale-webhook',
+    'scale-operator',
+    'scale-policy',
+  ];
   if (!clusterSections.some(want)) return finish(results, started);
 
   log('starting a control plane with PodNodeSelector + PodTolerationRestriction');
@@ -306,6 +314,23 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           timeoutSeconds: cfg.operatorTimeoutSeconds,
           metricsPort: await freePort(),
           concurrency: cfg.operatorConcurrency,
+        },
+        log,
+      );
+    });
+    await section('scale-policy', async () => {
+      // The policy engine is installed by podcreate (setup e).
+      if (!want('podcreate'))
+        throw new Error('scale-policy needs the podcreate section (it installs the policy engine)');
+      results.scalePolicy = await runPolicyScale(
+        api,
+        {
+          isolated: cfg.scaleIsolated,
+          createConcurrency: 32,
+          rounds: cfg.rounds,
+          creates: cfg.podParallel,
+          concurrency: cfg.podConcurrency,
+          label: POLICY_LABEL,
         },
         log,
       );

@@ -6,6 +6,7 @@ import type { PodCreateResult } from './pod-create.js';
 import type { MachineInfo, MachineSnapshot } from './proc.js';
 import type { ProfileSummary } from './profile.js';
 import type { OperatorScaleResult, WebhookScaleResult } from './scale.js';
+import type { PolicyScaleResult } from './scale-policy.js';
 import type { WebhookLoadResult } from './webhook-bench.js';
 
 /** Everything one `make bench` measured; bench/results/latest.json; docs/benchmarks.md is rendered from it. */
@@ -36,6 +37,7 @@ export interface BenchResults {
   podCreate?: PodCreateResult;
   chart?: ChartComplexityResult;
   scaleWebhook?: WebhookScaleResult;
+  scalePolicy?: PolicyScaleResult;
   scaleOperator?: OperatorScaleResult;
   /** Sections that failed, with the error; they are reported as not measured. */
   errors: Partial<Record<Section, string>>;
