@@ -22,6 +22,27 @@ export const API_SERVER_HOSTS = [
   KUBERNETES_SERVICE_IP,
 ] as const;
 
+/**
+ * Where the API server listens when a real node joins (real-node.ts): the host's address on the
+ * node's veth instead of 127.0.0.1, the node's Service range, and the `kubernetes` Service's
+ * ClusterIP (in the API server's certificate, so Pods verify it).
+ */
+export interface ControlPlaneNetwork {
+  apiServerAddress: string;
+  serviceClusterIpRange: string;
+  kubernetesServiceIp: string;
+}
+
+/** DNS names and IPs the API server certificate is valid for, on a given network. */
+export function apiServerHosts(network?: ControlPlaneNetwork): string[] {
+  if (!network) return [...API_SERVER_HOSTS];
+  return [
+    ...API_SERVER_HOSTS.filter((h) => h !== KUBERNETES_SERVICE_IP),
+    network.apiServerAddress,
+    network.kubernetesServiceIp,
+  ];
+}
+
 export interface ClusterPorts {
   etcdClient: number;
   etcdPeer: number;
@@ -51,6 +72,9 @@ export interface ClusterLayout {
   adminKubeconfig: string;
   adminCert: string;
   adminKey: string;
+  /** The API server's client certificate for kubelets (logs, exec, port-forward). */
+  kubeletClientCert: string;
+  kubeletClientKey: string;
 }
 
 export function clusterLayout(dir: string, ports: ClusterPorts): ClusterLayout {
@@ -75,6 +99,8 @@ export function clusterLayout(dir: string, ports: ClusterPorts): ClusterLayout {
     adminKubeconfig: join(dir, 'admin.kubeconfig'),
     adminCert: join(pki, 'admin.crt'),
     adminKey: join(pki, 'admin.key'),
+    kubeletClientCert: join(pki, 'apiserver-kubelet-client.crt'),
+    kubeletClientKey: join(pki, 'apiserver-kubelet-client.key'),
   };
 }
 
@@ -86,6 +112,8 @@ export interface ComponentSettings {
   /** klog verbosity of the Kubernetes components. */
   verbosity: number;
   extraArgs: Partial<Record<Component, readonly string[]>>;
+  /** A real node's network (undefined: loopback only, fake nodes). */
+  network?: ControlPlaneNetwork;
 }
 
 const loopbackUrl = (port: number): string => `http://127.0.0.1:${port}`;
@@ -113,17 +141,28 @@ export function etcdArgs(l: ClusterLayout, s: ComponentSettings): string[] {
 export function apiServerArgs(l: ClusterLayout, s: ComponentSettings): string[] {
   return [
     `--etcd-servers=${loopbackUrl(l.ports.etcdClient)}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    `--bind-address=${s.network?.apiServerAddress ?? '127.0.0.1'}`,
+    `--advertise-address=${s.network?.apiServerAddress ?? '127.0.0.1'}`,
     `--secure-port=${l.ports.apiServer}`,
     `--tls-cert-file=${l.apiServerCert}`,
     `--tls-private-key-file=${l.apiServerKey}`,
     // x509 client-certificate authentication (admin, controller-manager, scheduler).
     `--client-ca-file=${l.caCert}`,
     '--authorization-mode=Node,RBAC',
-    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
-    // Nothing but loopback answers for the `kubernetes` Service: don't publish 127.0.0.1 as its endpoint.
-    '--endpoint-reconciler-type=none',
+    `--service-cluster-ip-range=${s.network?.serviceClusterIpRange ?? SERVICE_CLUSTER_IP_RANGE}`,
+    ...(s.network
+      ? [
+          // Admission and conversion webhooks are called at their Service's endpoint IPs (routed into
+          // the node), never at a ClusterIP: the host has no kube-proxy, and a ClusterIP must never
+          // follow the host's default route off the machine.
+          '--enable-aggregator-routing=true',
+          `--kubelet-client-certificate=${l.kubeletClientCert}`,
+          `--kubelet-client-key=${l.kubeletClientKey}`,
+          `--kubelet-certificate-authority=${l.caCert}`,
+          '--kubelet-preferred-address-types=InternalIP',
+        ]
+      : // Nothing but loopback answers for the `kubernetes` Service: don't publish 127.0.0.1 as its endpoint.
+        ['--endpoint-reconciler-type=none']),
     // Service-account tokens (TokenRequest, projected volumes): our services run as service accounts.
     `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
     `--service-account-key-file=${l.serviceAccountPub}`,

@@ -5,11 +5,12 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { type Assets, CONTROL_PLANE_BINARIES, resolveAssets } from './assets.js';
 import { Cluster, type ClusterState, FAILURE_MARKER, writeState } from './cluster.js';
 import {
-  API_SERVER_HOSTS,
   apiServerArgs,
+  apiServerHosts,
   type ClusterLayout,
   type Component,
   type ComponentSettings,
+  type ControlPlaneNetwork,
   clusterLayout,
   controllerManagerArgs,
   etcdArgs,
@@ -50,6 +51,8 @@ export interface ControlPlaneOptions {
   readyTimeoutMs?: number;
   /** Progress messages (default: none). */
   log?: (message: string) => void;
+  /** Listen where a real node reaches the API server (real-node.ts); default 127.0.0.1 only. */
+  network?: ControlPlaneNetwork;
 }
 
 export interface StopOptions {
@@ -125,15 +128,16 @@ interface Pki {
   admin: CertAndKey;
 }
 
-async function writePki(l: ClusterLayout): Promise<Pki> {
+async function writePki(l: ClusterLayout, network?: ControlPlaneNetwork): Promise<Pki> {
   mkdirSync(join(l.dir, 'pki'), { recursive: true, mode: 0o700 });
   const ca = await CertificateAuthority.create('kubeplus-e2e-ca');
-  const [apiServer, admin, kcmServing, schedServing, serviceAccount] = await Promise.all([
-    ca.issueServingCert(API_SERVER_HOSTS),
+  const [apiServer, admin, kcmServing, schedServing, serviceAccount, kubeletClient] = await Promise.all([
+    ca.issueServingCert(apiServerHosts(network)),
     ca.issueClientCert('kubeplus-e2e-admin', ['system:masters']),
     ca.issueServingCert(['127.0.0.1', 'localhost']),
     ca.issueServingCert(['127.0.0.1', 'localhost']),
     generateServiceAccountKeyPair(),
+    ca.issueClientCert('kube-apiserver-kubelet-client', ['system:masters']),
   ]);
   const files: [string, string][] = [
     [l.caCert, ca.certPem],
@@ -148,6 +152,8 @@ async function writePki(l: ClusterLayout): Promise<Pki> {
     [l.schedulerKey, schedServing.keyPem],
     [l.serviceAccountKey, serviceAccount.privateKeyPem],
     [l.serviceAccountPub, serviceAccount.publicKeyPem],
+    [l.kubeletClientCert, kubeletClient.certPem],
+    [l.kubeletClientKey, kubeletClient.keyPem],
   ];
   for (const [path, pem] of files) writeFileSync(path, pem, { mode: 0o600 });
   return { ca, admin };
@@ -196,6 +202,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     nodeMonitorGracePeriodSeconds: opts.nodeMonitorGracePeriodSeconds ?? 40,
     verbosity: opts.verbosity ?? 1,
     extraArgs: opts.extraArgs ?? {},
+    network: opts.network,
   };
   const timings: Record<string, number> = {};
   const mark = (phase: string, since: number): void => {
@@ -244,7 +251,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     let t = performance.now();
     let layout = clusterLayout(dir, { etcdClient: 0, etcdPeer: 0, apiServer: 0, controllerManager: 0, scheduler: 0 });
     mkdirSync(layout.logDir, { recursive: true });
-    const pki = await writePki(layout);
+    const pki = await writePki(layout, opts.network);
     mark('pki', t);
     const tls: ProbeTls = { caPem: pki.ca.certPem, certPem: pki.admin.certPem, keyPem: pki.admin.keyPem };
     const readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
@@ -282,7 +289,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         scheduler: scheduler as number,
       });
       mkdirSync(layout.etcdDataDir, { recursive: true, mode: 0o700 });
-      const server = `https://127.0.0.1:${layout.ports.apiServer}`;
+      const server = `https://${opts.network?.apiServerAddress ?? '127.0.0.1'}:${layout.ports.apiServer}`;
       await writeKubeconfigs(layout, pki, server);
       try {
         t = performance.now();

@@ -33,6 +33,7 @@ export {
   NODE_LEASE_NAMESPACE,
   startFakeNodes,
 } from './fake-nodes.js';
+export { appVersion, imageArchives, type ProjectService, projectImage } from './images.js';
 export { kubeconfigYaml, loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
 export {
   type MetricSample,
@@ -42,6 +43,7 @@ export {
   sumMetric,
 } from './metrics.js';
 export { createTestNamespace, deleteNamespace, type NamespaceOptions } from './namespaces.js';
+export * from './node/index.js';
 export { isApiStatus, labelNode, taintNode, untaintNode } from './node-api.js';
 export { type CertAndKey, CertificateAuthority } from './pki.js';
 export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedulable } from './pods.js';

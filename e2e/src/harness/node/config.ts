@@ -1,0 +1,221 @@
+import { join } from 'node:path';
+import type { NodeNetwork } from './network.js';
+
+/**
+ * The real node's configuration files, rendered from its paths and addresses (pure). Each setting
+ * that is not a default says why: most are what this machine kind needs (e2e/README.md, "A real
+ * node") or keep the node's state inside its run directory.
+ */
+export interface NodeLayout {
+  dir: string;
+  binDir: string;
+  nodeName: string;
+  network: NodeNetwork;
+  /** kubelet's cgroupRoot, the same path in every hierarchy (cgroups.ts). */
+  cgroupRoot: string;
+  /** The Pod sandbox image, imported before kubelet starts (pinned: never pulled, never collected). */
+  pauseImage: string;
+  containerdRoot: string;
+  containerdState: string;
+  containerdSocket: string;
+  containerdConfig: string;
+  runcRoot: string;
+  cniConfDir: string;
+  cniDataDir: string;
+  kubeletRoot: string;
+  kubeletConfig: string;
+  kubeletKubeconfig: string;
+  kubeletCert: string;
+  kubeletKey: string;
+  podLogsDir: string;
+  resolvConf: string;
+  kubeProxyConfig: string;
+  kubeProxyKubeconfig: string;
+  clientCaFile: string;
+}
+
+export function nodeLayout(
+  dir: string,
+  binDir: string,
+  network: NodeNetwork,
+  clientCaFile: string,
+  nodeName = `kubeplus-node-${network.slot}`,
+): NodeLayout {
+  return {
+    dir,
+    binDir,
+    nodeName,
+    network,
+    cgroupRoot: `/kubeplus-isolation-node-${network.slot}`,
+    pauseImage: 'kubeplus-isolation.local/pause:1',
+    containerdRoot: join(dir, 'containerd', 'root'),
+    containerdState: join(dir, 'containerd', 'state'),
+    containerdSocket: join(dir, 'containerd', 'containerd.sock'),
+    containerdConfig: join(dir, 'containerd', 'config.toml'),
+    runcRoot: join(dir, 'containerd', 'runc'),
+    cniConfDir: join(dir, 'cni', 'net.d'),
+    cniDataDir: join(dir, 'cni', 'networks'),
+    kubeletRoot: join(dir, 'kubelet'),
+    kubeletConfig: join(dir, 'kubelet-config.yaml'),
+    kubeletKubeconfig: join(dir, 'kubelet.kubeconfig'),
+    kubeletCert: join(dir, 'pki', 'kubelet.crt'),
+    kubeletKey: join(dir, 'pki', 'kubelet.key'),
+    podLogsDir: join(dir, 'pod-logs'),
+    resolvConf: join(dir, 'resolv.conf'),
+    kubeProxyConfig: join(dir, 'kube-proxy-config.yaml'),
+    kubeProxyKubeconfig: join(dir, 'kube-proxy.kubeconfig'),
+    clientCaFile,
+  };
+}
+
+const q = (s: string): string => JSON.stringify(s);
+
+export function containerdConfig(l: NodeLayout): string {
+  const runtime = "plugins.'io.containerd.cri.v1.runtime'";
+  return `version = 3
+root = ${q(l.containerdRoot)}
+state = ${q(l.containerdState)}
+
+[grpc]
+  address = ${q(l.containerdSocket)}
+
+[ttrpc]
+  address = ${q(`${l.containerdSocket}.ttrpc`)}
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = ${q(l.pauseImage)}
+
+[${runtime}]
+  enable_selinux = false
+  # This machine kind lacks CAP_SYS_RESOURCE: without it runc fails to lower oom_score_adj.
+  restrict_oom_score_adj = true
+  # Pod network namespaces are bind-mounted under the state dir, not /run/netns.
+  netns_mounts_under_state_dir = true
+  enable_cdi = false
+  [${runtime}.containerd]
+    default_runtime_name = "runc"
+    [${runtime}.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [${runtime}.containerd.runtimes.runc.options]
+        BinaryName = ${q(join(l.binDir, 'runc'))}
+        Root = ${q(l.runcRoot)}
+        SystemdCgroup = false
+  [${runtime}.cni]
+    bin_dirs = [${q(l.binDir)}]
+    conf_dir = ${q(l.cniConfDir)}
+    max_conf_num = 1
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
+`;
+}
+
+/** One bridge network: Pods get an address from podCidr and a default route via the bridge. */
+export function cniConflist(l: NodeLayout): string {
+  return `${JSON.stringify(
+    {
+      cniVersion: '1.0.0',
+      name: 'kubeplus-node',
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: 'cni0',
+          isGateway: true,
+          // No iptables here, and nothing to masquerade to: the node namespace has no way out.
+          ipMasq: false,
+          hairpinMode: true,
+          ipam: {
+            type: 'host-local',
+            ranges: [[{ subnet: l.network.podCidr, gateway: l.network.podGateway }]],
+            routes: [{ dst: '0.0.0.0/0' }],
+            dataDir: l.cniDataDir,
+          },
+        },
+        { type: 'portmap', capabilities: { portMappings: true } },
+      ],
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+export function kubeletConfig(l: NodeLayout): string {
+  return `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine kind has cgroup v1 (hybrid); kubelet 1.36 refuses v1 unless told otherwise.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: ${l.cgroupRoot}
+containerRuntimeEndpoint: unix://${l.containerdSocket}
+address: ${l.network.nodeIp}
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: ${l.kubeletCert}
+tlsPrivateKeyFile: ${l.kubeletKey}
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: ${l.clientCaFile}
+authorization:
+  mode: Webhook
+podLogsDir: ${l.podLogsDir}
+resolvConf: ${l.resolvConf}
+failSwapOn: false
+# Never collect the images the harness imported (nothing can be pulled here).
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+# A test machine's disk may be fuller than the default eviction thresholds allow.
+evictionHard:
+  memory.available: 50Mi
+  nodefs.available: 1%
+  imagefs.available: 1%
+  nodefs.inodesFree: 1%
+serializeImagePulls: false
+nodeStatusReportFrequency: 10s
+nodeStatusUpdateFrequency: 5s
+syncFrequency: 10s
+fileCheckFrequency: 10s
+shutdownGracePeriod: 0s
+`;
+}
+
+export function kubeProxyConfig(l: NodeLayout): string {
+  return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection:
+  kubeconfig: ${l.kubeProxyKubeconfig}
+hostnameOverride: ${l.nodeName}
+bindAddress: ${l.network.nodeIp}
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+clusterCIDR: ${l.network.podCidr}
+# Service traffic is SNATed, so a Pod reaching a Service backed by a Pod on the same bridge
+# gets its replies through the node (there is no br_netfilter here).
+nftables:
+  masqueradeAll: true
+# 0: leave the (not namespaced) conntrack sysctls of the host alone.
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`;
+}

@@ -1,0 +1,116 @@
+import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+
+/**
+ * The kernel settings kubelet rewrites at start (pkg/kubelet/cm setupKernelTunables) that no
+ * namespace isolates. The harness records them before the first real node starts and writes them
+ * back when the last one on the machine stops: a shared record (pid list + originals) makes two
+ * concurrent runs safe, and a record whose holders all died (a crashed run) is restored by the
+ * next run before it records anew.
+ */
+export const KUBELET_SYSCTLS = [
+  'vm/overcommit_memory',
+  'vm/panic_on_oom',
+  'kernel/panic',
+  'kernel/panic_on_oops',
+  'kernel/keys/root_maxkeys',
+  'kernel/keys/root_maxbytes',
+] as const;
+
+interface Record_ {
+  originals: Record<string, string>;
+  holders: number[];
+}
+
+/** Machine-wide on purpose (not os.tmpdir(), which differs per run): every run must find it. */
+export function sysctlRecordPath(): string {
+  return '/tmp/kubeplus-isolation-node-sysctls.json';
+}
+
+const sleepSync = (ms: number): void => {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+};
+
+function withLock<T>(fn: () => T): T {
+  const lock = `${sysctlRecordPath()}.lock`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      // A lock older than 30 s belongs to a process that died holding it.
+      if (attempt > 600) rmdirSync(lock);
+      sleepSync(50);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmdirSync(lock);
+  }
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+export function readSysctls(): Record<string, string> {
+  return Object.fromEntries(
+    KUBELET_SYSCTLS.filter((k) => existsSync(`/proc/sys/${k}`)).map((k) => [
+      k,
+      readFileSync(`/proc/sys/${k}`, 'utf8').trim(),
+    ]),
+  );
+}
+
+function writeSysctls(values: Record<string, string>): void {
+  for (const [key, value] of Object.entries(values)) {
+    try {
+      if (readFileSync(`/proc/sys/${key}`, 'utf8').trim() !== value) writeFileSync(`/proc/sys/${key}`, value);
+    } catch (error) {
+      process.stderr.write(`harness: could not restore /proc/sys/${key}=${value}: ${(error as Error).message}\n`);
+    }
+  }
+}
+
+function load(): Record_ | undefined {
+  const path = sysctlRecordPath();
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record_) : undefined;
+}
+
+/** Registers `pid` (this run) as holding the kubelet sysctls; the first holder records their values. */
+export function holdKubeletSysctls(pid = process.pid): void {
+  withLock(() => {
+    let record = load();
+    if (record) {
+      record.holders = record.holders.filter(alive);
+      if (record.holders.length === 0) {
+        writeSysctls(record.originals); // a crashed run's leftovers
+        record = undefined;
+      }
+    }
+    record ??= { originals: readSysctls(), holders: [] };
+    record.holders.push(pid);
+    writeFileSync(sysctlRecordPath(), JSON.stringify(record));
+  });
+}
+
+/** Drops `pid`; the last holder writes the recorded values back and removes the record. */
+export function releaseKubeletSysctls(pid = process.pid): void {
+  withLock(() => {
+    const record = load();
+    if (!record) return;
+    record.holders = record.holders.filter((h) => h !== pid && alive(h));
+    if (record.holders.length > 0) {
+      writeFileSync(sysctlRecordPath(), JSON.stringify(record));
+      return;
+    }
+    writeSysctls(record.originals);
+    rmSync(sysctlRecordPath(), { force: true });
+  });
+}

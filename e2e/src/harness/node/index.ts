@@ -1,0 +1,14 @@
+export { cgroupHierarchies, createCgroupRoot, processesInCgroupRoot, removeCgroupRoot } from './cgroups.js';
+export { type NodeLayout, nodeLayout } from './config.js';
+export { DEFAULT_NODE_PATHS, type HostState, hostState } from './host-state.js';
+export { KUBELET_SYSCTLS, readSysctls, sysctlRecordPath } from './host-sysctls.js';
+export { type NodeNamespace, processesInMountNamespace } from './namespace.js';
+export { ipInCidr, type NodeNetwork, nodeNetwork } from './network.js';
+export { assertRealNodeSupported, type MachineFacts, machineFacts, realNodePreflight } from './preflight.js';
+export {
+  NODE_BINARIES,
+  type RealNodeCluster,
+  type RealNodeOptions,
+  resolveNodeAssets,
+  startRealNodeCluster,
+} from './real-node.js';

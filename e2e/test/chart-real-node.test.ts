@@ -1,0 +1,205 @@
+/**
+ * The Helm chart installed as a user installs it, on the harness's real node: the images `make
+ * images` built without a container engine are imported into the node's containerd, and
+ * `helm install` with the chart's defaults (plus the instance Kind the operator may act on) runs
+ * the webhook and the operator as Pods.
+ *
+ * - webhook (2 replicas) and operator (2 replicas) Pods are Ready on the node;
+ * - the operator reaches the API server from its Pod with its ServiceAccount: a leader holds the
+ *   Lease and an annotated instance's tenant namespace gets the label and resolved annotation;
+ * - the API server calls the webhook through its Service with the chart's TLS: a tenant
+ *   Deployment's Pods carry the mandate, the webhook Pods count the patches, and the Pods are
+ *   Running on the pool node (labeled and tainted for the tenant, as seed 1 step 4 shows).
+ */
+
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  imageArchives,
+  parsePrometheusText,
+  type RealNodeCluster,
+  repoRoot,
+  startRealNodeCluster,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
+import { kubectl, probeImage } from './support/real-node.js';
+
+const run = promisify(execFile);
+const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
+const RELEASE = 'kpi';
+const RELEASE_NS = 'kubeplus-system';
+const PLATFORM_NS = 'kubeplus';
+const INSTANCE = 'team-a';
+const POOL = 'team-a-pool';
+const MANDATE = {
+  nodeSelector: { pool: POOL },
+  tolerations: [{ key: 'dedicated', operator: 'Equal', value: POOL, effect: 'NoSchedule' }],
+};
+
+describe('the chart on a real node', () => {
+  let cluster: RealNodeCluster;
+
+  const helm = async (...args: string[]): Promise<string> => {
+    try {
+      const { stdout } = await run(
+        join(cluster.cp.state.assetsDir, 'helm'),
+        ['--kubeconfig', cluster.cp.kubeconfigPath, ...args],
+        { maxBuffer: 8 << 20 },
+      );
+      return stdout;
+    } catch (error) {
+      const e = error as Error & { stderr?: string };
+      throw new Error(`helm ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}\n${cluster.logReport(15)}`);
+    }
+  };
+
+  beforeAll(async () => {
+    cluster = await startRealNodeCluster({
+      images: imageArchives(),
+      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
+    });
+    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
+    // The namespace a user would give the chart: it runs under the restricted Pod Security Standard.
+    await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
+    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
+    await ensureAgentCrd(cluster.cp.kc);
+    await helm(
+      'install',
+      RELEASE,
+      CHART,
+      '--namespace',
+      RELEASE_NS,
+      '--set',
+      'operator.instanceGroups[0].group=cloudark.io',
+      '--set',
+      'operator.instanceGroups[0].resources[0]=agents',
+      '--wait',
+      '--timeout',
+      '180s',
+    );
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  test('webhook and operator Pods (2 each) are Ready on the node, from the imported images', async () => {
+    const apps = cluster.cp.kc.makeApiClient(AppsV1Api);
+    for (const name of [`${RELEASE}-webhook`, `${RELEASE}-operator`]) {
+      const d = await apps.readNamespacedDeployment({ name, namespace: RELEASE_NS });
+      expect({ name, ready: d.status?.readyReplicas }).toEqual({ name, ready: 2 });
+    }
+    const pods = (await cluster.cp.kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: RELEASE_NS })).items;
+    expect(pods).toHaveLength(4);
+    for (const pod of pods) {
+      expect(pod.spec?.nodeName).toBe(cluster.nodeName);
+      expect(pod.status?.containerStatuses?.[0]?.ready).toBe(true);
+      expect(pod.status?.containerStatuses?.[0]?.imageID).toMatch(/^sha256:|@sha256:/);
+    }
+    const images = cluster.nodeExec(join(cluster.layout.binDir, 'ctr'), [
+      '--address',
+      cluster.layout.containerdSocket,
+      '-n',
+      'k8s.io',
+      'images',
+      'ls',
+      '-q',
+    ]);
+    expect(images).toContain(probeImage());
+    expect(images).toContain(probeImage().replace('-webhook:', '-operator:'));
+    process.stderr.write(`[real-node] ${await kubectl(cluster, 'get', 'pods', '-n', RELEASE_NS, '-o', 'wide')}\n`);
+  });
+
+  test("the operator reaches the API server from its Pod: it leads and isolates an instance's namespace", async () => {
+    const lease = await waitFor(
+      'an operator Pod to hold the Lease',
+      async () => {
+        const l = await cluster.cp.kc
+          .makeApiClient(CoordinationV1Api)
+          .readNamespacedLease({ name: `${RELEASE}-operator`, namespace: RELEASE_NS })
+          .catch(() => undefined);
+        return l?.spec?.holderIdentity ? l : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(lease.spec?.holderIdentity).toMatch(new RegExp(`^${RELEASE}-operator-`));
+    await createAgent(cluster.cp.kc, PLATFORM_NS, INSTANCE, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
+    const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    const ns = await waitFor(
+      `the operator to isolate namespace ${INSTANCE}`,
+      async () => {
+        const n = await core.readNamespace({ name: INSTANCE }).catch(() => undefined);
+        return n?.metadata?.labels?.[ENABLED_LABEL] === 'true' ? n : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(JSON.parse(ns.metadata?.annotations?.[RESOLVED_ANNOTATION] ?? '{}')).toEqual(MANDATE);
+  });
+
+  test('a tenant Deployment is patched by the webhook through its Service and runs on the pool node', async () => {
+    await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
+    await kubectl(cluster, 'taint', 'node', cluster.nodeName, `dedicated=${POOL}:NoSchedule`);
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'agent-runtime', namespace: INSTANCE },
+      spec: {
+        replicas: 3,
+        selector: { matchLabels: { app: 'agent-runtime' } },
+        template: {
+          metadata: { labels: { app: 'agent-runtime' } },
+          spec: {
+            containers: [
+              {
+                name: 'agent',
+                image: probeImage(),
+                imagePullPolicy: 'Never',
+                command: ['node', '-e', 'setInterval(() => {}, 1000); process.on("SIGTERM", () => process.exit(0))'],
+              },
+            ],
+          },
+        },
+      },
+    };
+    await cluster.cp.kc
+      .makeApiClient(AppsV1Api)
+      .createNamespacedDeployment({ namespace: INSTANCE, body: deployment as never });
+    const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    const pods = await waitFor(
+      'three agent-runtime Pods Running',
+      async (observe) => {
+        const list = (await core.listNamespacedPod({ namespace: INSTANCE })).items;
+        observe(list.map((p) => ({ name: p.metadata?.name, phase: p.status?.phase, node: p.spec?.nodeName })));
+        return list.length === 3 && list.every((p: V1Pod) => p.status?.phase === 'Running') ? list : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+    for (const pod of pods) {
+      expect(pod.spec?.nodeSelector).toEqual(MANDATE.nodeSelector);
+      expect(pod.spec?.tolerations).toEqual(expect.arrayContaining(MANDATE.tolerations));
+      expect(pod.spec?.nodeName).toBe(cluster.nodeName);
+    }
+    // Each webhook Pod's own counter, read through the API server's Pod proxy: the patches were
+    // made by the chart's Pods (reached at their Service's endpoints, over the chart's TLS).
+    const webhookPods = (
+      await core.listNamespacedPod({ namespace: RELEASE_NS, labelSelector: 'app.kubernetes.io/name=webhook' })
+    ).items;
+    let patched = 0;
+    for (const pod of webhookPods) {
+      const text = await kubectl(
+        cluster,
+        'get',
+        '--raw',
+        `/api/v1/namespaces/${RELEASE_NS}/pods/${pod.metadata?.name}:8080/proxy/metrics`,
+      );
+      patched += sumMetric(parsePrometheusText(text), 'kubeplus_webhook_admissions_total', { result: 'patched' });
+    }
+    expect(patched).toBeGreaterThanOrEqual(3);
+    process.stderr.write(`[real-node] ${await kubectl(cluster, 'get', 'pods', '-n', INSTANCE, '-o', 'wide')}\n`);
+  });
+});

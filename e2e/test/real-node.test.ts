@@ -1,0 +1,162 @@
+/**
+ * The harness's real node (e2e/src/harness/node): kubelet + containerd + runc + CNI + kube-proxy,
+ * built from Go modules, joined to a control plane of its own, and contained:
+ *
+ * - a Pod runs for real (restricted: non-root, read-only root, RuntimeDefault seccomp);
+ * - a Pod reaches the API server through the `kubernetes` Service (kube-proxy, nftables) and
+ *   verifies its certificate with the ServiceAccount CA;
+ * - nothing leaves the machine: a Pod connecting outside the Pod and Service ranges gets "network
+ *   unreachable", and the host routes those ranges only into the node's veth, never off the host;
+ * - stopping the node leaves the host exactly as it was (links, routes, sysctls, mounts, default
+ *   paths, cgroups, nft tables, temp dirs), and so does a Ctrl-C of a process running one.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  type HostState,
+  hostState,
+  imageArchives,
+  ipInCidr,
+  type RealNodeCluster,
+  repoRoot,
+  resolveNodeAssets,
+  startRealNodeCluster,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { kubectl, probePod, runProbe } from './support/real-node.js';
+
+const run = promisify(execFile);
+
+interface IpRoute {
+  dst: string;
+  dev?: string;
+  gateway?: string;
+}
+
+describe('a real node, contained', () => {
+  let cluster: RealNodeCluster;
+  let before: HostState;
+  let nft: string;
+  const namespace = 'default';
+
+  beforeAll(async () => {
+    nft = join(await resolveNodeAssets(), 'nft');
+    before = hostState(nft);
+    cluster = await startRealNodeCluster({
+      images: imageArchives(),
+      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
+    });
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  test('the node is Ready and a restricted Pod runs on it with seccomp', async () => {
+    const nodes = await kubectl(cluster, 'get', 'nodes', '-o', 'wide');
+    expect(nodes).toMatch(new RegExp(`${cluster.nodeName}\\s+Ready`));
+    expect(nodes).toContain(cluster.namespace.network.nodeIp);
+    const { phase, log, pod } = await runProbe(
+      cluster.cp.kc,
+      namespace,
+      probePod(
+        'hello',
+        `const fs=require('fs');console.log('uid', process.getuid());console.log(fs.readFileSync('/proc/self/status','utf8').split('\\n').filter(l=>/^Seccomp:/.test(l))[0]);try{fs.writeFileSync('/x','')}catch(e){console.log('write', e.code)}`,
+      ),
+    );
+    expect({ phase, log }).toEqual({ phase: 'Succeeded', log: expect.stringContaining('uid 65532') });
+    expect(log).toMatch(/Seccomp:\s+2/); // 2 = filter mode: the RuntimeDefault profile is applied
+    expect(log).toContain('write EROFS');
+    expect(pod.spec?.nodeName).toBe(cluster.nodeName);
+    expect(ipInCidr(pod.status?.podIP ?? '', cluster.namespace.network.podCidr)).toBe(true);
+  });
+
+  test('a Pod reaches the API server through the kubernetes Service and verifies its certificate', async () => {
+    const script = `const https=require('https'),fs=require('fs');
+      const host=process.env.KUBERNETES_SERVICE_HOST, port=process.env.KUBERNETES_SERVICE_PORT;
+      https.get({host,port,path:'/readyz',ca:fs.readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt')},
+        r=>{let b='';r.on('data',d=>b+=d);r.on('end',()=>console.log('via', host, 'status', r.statusCode, b))})
+        .on('error',e=>{console.log('error', e.code, e.message);process.exit(1)});`;
+    const { phase, log } = await runProbe(cluster.cp.kc, namespace, probePod('api', script));
+    expect({ phase, log: log.trim() }).toEqual({
+      phase: 'Succeeded',
+      log: `via ${cluster.namespace.network.kubernetesServiceIp} status 200 ok`,
+    });
+  });
+
+  test('nothing leaves the machine: a Pod connecting outside the Pod and Service ranges gets "network unreachable"', async () => {
+    const hostGateway = (JSON.parse((await run('ip', ['-j', '-4', 'route', 'show', 'default'])).stdout) as IpRoute[])[0]
+      ?.gateway;
+    const targets = ['192.0.2.123', '8.8.8.8', ...(hostGateway ? [hostGateway] : [])];
+    const script = `const net=require('net');let n=${targets.length};
+      for (const ip of ${JSON.stringify(targets)}) {
+        const s=net.connect({host:ip,port:443,timeout:5000});
+        const done=(r)=>{console.log(ip, r);s.destroy();if(--n===0)process.exit(0)};
+        s.on('connect',()=>done('CONNECTED')).on('timeout',()=>done('TIMEOUT')).on('error',e=>done(e.code));
+      }`;
+    const { phase, log } = await runProbe(cluster.cp.kc, namespace, probePod('escape', script));
+    expect(phase).toBe('Succeeded');
+    for (const ip of targets) expect(log).toContain(`${ip} ENETUNREACH`);
+    // The node namespace itself has no route out either.
+    expect(() => cluster.nodeExec('ip', ['route', 'get', '8.8.8.8'])).toThrow(/unreachable/i);
+  });
+
+  test("the host routes the node's Pod and Service ranges only into the node's veth", async () => {
+    const net = cluster.namespace.network;
+    for (const ip of [net.podGateway, net.kubernetesServiceIp, '10.200.0.77'.replace('200', String(200 + net.slot))]) {
+      const [route] = JSON.parse((await run('ip', ['-j', 'route', 'get', ip])).stdout) as IpRoute[];
+      expect({ ip, dev: route?.dev }).toEqual({ ip, dev: net.hostLink });
+    }
+    const routes = JSON.parse((await run('ip', ['-j', '-4', 'route', 'show', 'table', 'all'])).stdout) as IpRoute[];
+    const intoRanges = routes.filter(
+      (r) => r.dst !== 'default' && [net.podCidr, net.serviceCidr].some((c) => ipInCidr(r.dst.split('/')[0] ?? '', c)),
+    );
+    expect(intoRanges.length).toBeGreaterThan(0);
+    for (const r of intoRanges) expect({ dst: r.dst, dev: r.dev }).toEqual({ dst: r.dst, dev: net.hostLink });
+  });
+
+  test('stopping the node leaves the host exactly as it was', async () => {
+    const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    expect((await core.listNamespacedPod({ namespace })).items.length).toBeGreaterThan(0);
+    await cluster.stop();
+    expect(hostState(nft)).toEqual(before);
+  });
+});
+
+describe('a Ctrl-C while a real node runs', () => {
+  test('restores the host: the interrupted process cleans up before it dies of the signal', async () => {
+    const nft = join(await resolveNodeAssets(), 'nft');
+    const before = hostState(nft);
+    const harness = join(repoRoot(), 'e2e', 'dist', 'harness', 'index.js');
+    const script = `import { startRealNodeCluster } from ${JSON.stringify(harness)};
+      await startRealNodeCluster();
+      console.log('READY');
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => {
+      output += String(d);
+    });
+    child.stderr.on('data', (d) => {
+      output += String(d);
+    });
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => {
+      child.on('exit', (code, signal) => resolve(signal ?? code));
+    });
+    await waitFor(
+      'the child to report its node Ready',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`child exited: ${output}`);
+        return output.includes('READY') || undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 250 },
+    );
+    expect(hostState(nft)).not.toEqual(before); // a node really runs: the veth, the routes, the cgroups
+    child.kill('SIGINT');
+    expect(await exited).toBe('SIGINT');
+    expect(hostState(nft)).toEqual(before);
+  });
+});

@@ -1,0 +1,78 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { FatalWaitError, projectImage, type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+
+const run = promisify(execFile);
+
+/** The webhook image (it carries node): the probe Pods run scripts with it. */
+export const probeImage = (): string => projectImage('webhook');
+
+/** kubectl against the cluster, as a user types it; resolves with stdout. */
+export async function kubectl(cluster: RealNodeCluster, ...args: string[]): Promise<string> {
+  const bin = join(cluster.cp.state.assetsDir, 'kubectl');
+  try {
+    const { stdout } = await run(bin, ['--kubeconfig', cluster.cp.kubeconfigPath, ...args], { maxBuffer: 8 << 20 });
+    return stdout;
+  } catch (error) {
+    const e = error as Error & { stderr?: string };
+    throw new Error(`kubectl ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}`);
+  }
+}
+
+/**
+ * A Pod that runs one Node.js script on the real node and exits (restricted Pod Security: non-root,
+ * read-only root, no capabilities, RuntimeDefault seccomp), never pulling (the image is imported).
+ */
+export function probePod(name: string, script: string, extra: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod {
+  return {
+    metadata: { name },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: true,
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'probe',
+          image: probeImage(),
+          imagePullPolicy: 'Never',
+          command: ['node', '-e', script],
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          },
+        },
+      ],
+      ...extra,
+    },
+  };
+}
+
+/** Creates `pod` in `namespace`, waits for it to finish, and returns its phase and log. */
+export async function runProbe(
+  kc: KubeConfig,
+  namespace: string,
+  pod: V1Pod,
+  timeoutMs = 90_000,
+): Promise<{ phase: string; log: string; pod: V1Pod }> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const name = pod.metadata?.name ?? '';
+  await core.createNamespacedPod({ namespace, body: pod });
+  const done = await waitFor(
+    `probe Pod ${namespace}/${name} to finish`,
+    async (observe) => {
+      const p = await core.readNamespacedPod({ namespace, name });
+      const waiting = p.status?.containerStatuses?.[0]?.state?.waiting;
+      observe({ phase: p.status?.phase, waiting, conditions: p.status?.conditions });
+      if (waiting?.reason && /Err|Invalid|BackOff/.test(waiting.reason)) {
+        throw new FatalWaitError(`probe ${name} cannot start: ${waiting.reason}: ${waiting.message ?? ''}`);
+      }
+      return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+  const log = await core.readNamespacedPodLog({ namespace, name });
+  return { phase: done.status?.phase ?? '', log: String(log), pod: done };
+}
