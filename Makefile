@@ -48,17 +48,20 @@ test-unit: generate ## Fast unit tests of every package (no cluster)
 # The binaries are built once per machine from the pinned Go modules into ~/.cache/kubeplus-isolation
 # (KUBEPLUS_ISOLATION_ASSETS=<dir> uses prebuilt ones); the script's last stdout line is their directory.
 .PHONY: components
-components: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm (cached)
+components: ## Build the control plane (etcd, kube-apiserver, controllers, kubectl, helm) and the real node (kubelet, kube-proxy, containerd, runc, CNI, nft) (cached)
 	e2e/scripts/build-components.sh
+	e2e/scripts/build-components.sh node
 
+# The real-node suites import the image archives `make images` builds (dist/images), as a user's
+# node would pull them.
 .PHONY: test-e2e
-test-e2e: build components ## End-to-end suites against a real etcd + kube-apiserver + controllers (KEEP_E2E_TMP=1 keeps logs of a failed run)
+test-e2e: build components images ## End-to-end suites against a real control plane and a real node (KEEP_E2E_TMP=1 keeps logs of a failed run)
 	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand
 
 # `make demo`: both design documents' demo steps on a fresh local control plane, with the real
 # webhook and operator processes (see e2e/DEMO.md). Exit status 0 only if every step passed.
 .PHONY: demo
-demo: build components ## Walk both design documents' demo steps on a fresh local cluster (ARGS=--keep or KEEP=1 leaves it running)
+demo: build components images ## Walk both design documents' demo steps on a local cluster with a real node (ARGS=--keep or KEEP=1 leaves it running; ARGS=--fake-nodes)
 	KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh 2>/dev/null | tail -1)" node e2e/dist/demo/main.js $(ARGS)
 
 .PHONY: test

@@ -1,19 +1,44 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { type Assets, resolveAssets } from '../harness/assets.js';
 import { type ControlPlane, startControlPlane } from '../harness/control-plane.js';
 import { type FakeNodes, startFakeNodes } from '../harness/fake-nodes.js';
+import { imageArchives } from '../harness/images.js';
+import { type MetricSample, parsePrometheusText, scrapeMetrics } from '../harness/metrics.js';
+import { type RealNodeCluster, startRealNodeCluster } from '../harness/node/real-node.js';
 import { freePorts } from '../harness/ports.js';
+import { repoRoot } from '../harness/repo.js';
 import { type RunningService, type RunningWebhook, startOperator, startWebhook } from '../harness/services.js';
 import { registerWebhook } from '../harness/webhook-config.js';
 import { type KubectlResult, kubectl } from './kubectl.js';
 
 export const NODES = ['node-a', 'node-b', 'node-c'] as const;
+/** On a real node: node-a is it (the tenant pool); node-b and node-c stay fake. */
+export const REAL_NODE = 'node-a';
+export const RELEASE = 'kubeplus-isolation';
+export const RELEASE_NAMESPACE = 'kubeplus-system';
+const WEBHOOK_POD_SELECTOR = 'app.kubernetes.io/name=webhook';
+
+const run = promisify(execFile);
+
+/**
+ * Where the demo runs its services:
+ * - `real-node`: node-a is a real node (kubelet, containerd, runc; e2e/README.md "A real node")
+ *   and the chart is installed with helm: the webhook and the operator run as Pods on node-a from
+ *   the images `make images` built, and the tenant's Pods really run there;
+ * - `fake-nodes`: all three nodes are fake (Pods are bound, never run) and the services run as
+ *   processes: for a machine that cannot run a node.
+ */
+export type DemoMode = 'real-node' | 'fake-nodes';
 
 /** Everything the demo runs; built up step by step, torn down by stop() (on Ctrl-C by the harness: main.ts). */
 export class DemoEnvironment {
   assets: Assets | undefined;
   cp: ControlPlane | undefined;
+  realNode: RealNodeCluster | undefined;
   nodes: FakeNodes | undefined;
   webhook: RunningWebhook | undefined;
   operator: RunningService | undefined;
@@ -21,21 +46,38 @@ export class DemoEnvironment {
   manifestsDir = '';
   #stopping: Promise<void> | undefined;
 
+  constructor(readonly mode: DemoMode) {}
+
   get controlPlane(): ControlPlane {
     if (!this.cp) throw new Error('the control plane is not running');
     return this.cp;
   }
 
+  /** The fake nodes this mode adds. */
+  get fakeNodeNames(): string[] {
+    return this.mode === 'real-node' ? NODES.filter((n) => n !== REAL_NODE) : [...NODES];
+  }
+
   async startControlPlane(log: (message: string) => void): Promise<ControlPlane> {
     this.assets = await resolveAssets();
-    this.cp = await startControlPlane({ assets: this.assets, log });
+    if (this.mode === 'real-node') {
+      this.realNode = await startRealNodeCluster({
+        nodeName: REAL_NODE,
+        images: imageArchives(),
+        controlPlane: { assets: this.assets },
+        log,
+      });
+      this.cp = this.realNode.cp;
+    } else {
+      this.cp = await startControlPlane({ assets: this.assets, log });
+    }
     this.manifestsDir = join(this.cp.dir, 'manifests');
     mkdirSync(this.manifestsDir, { recursive: true });
     return this.cp;
   }
 
   async startNodes(): Promise<FakeNodes> {
-    this.nodes = await startFakeNodes(this.controlPlane.kc, NODES, {
+    this.nodes = await startFakeNodes(this.controlPlane.kc, this.fakeNodeNames, {
       onError: (message) => process.stderr.write(`fake nodes: ${message}\n`),
     });
     return this.nodes;
@@ -66,6 +108,100 @@ export class DemoEnvironment {
     return this.operator;
   }
 
+  /** The helm arguments of the real-node install: the chart's defaults, plus what DEMO.md lists. */
+  chartInstallArgs(): string[] {
+    return [
+      'install',
+      RELEASE,
+      join(repoRoot(), 'deploy', 'kubeplus-isolation'),
+      '--namespace',
+      RELEASE_NAMESPACE,
+      '--create-namespace',
+      // The instance Kind the operator may read and finalize (the chart grants no wildcard).
+      '--set',
+      'operator.instanceGroups[0].group=cloudark.io',
+      '--set',
+      'operator.instanceGroups[0].resources[0]=agents',
+      // Every admission in the webhook's log, for step 6.
+      '--set',
+      'webhook.logLevel=debug',
+      // The system Pods on the one node that runs Pods (node-b and node-c are fake).
+      '--set',
+      `webhook.nodeSelector.kubernetes\\.io/hostname=${REAL_NODE}`,
+      '--set',
+      `operator.nodeSelector.kubernetes\\.io/hostname=${REAL_NODE}`,
+      '--wait',
+      '--timeout',
+      '180s',
+    ];
+  }
+
+  /** `helm <args>` against the cluster; never rejects on a non-zero exit. */
+  async helm(args: readonly string[]): Promise<KubectlResult> {
+    if (!this.assets) throw new Error('no helm yet');
+    const display = ['helm', ...args.map((a) => (a.startsWith('/') ? a.replace(`${repoRoot()}/`, '') : a))].join(' ');
+    try {
+      const { stdout, stderr } = await run(
+        this.assets.helm,
+        ['--kubeconfig', this.controlPlane.kubeconfigPath, ...args],
+        {
+          cwd: repoRoot(),
+          maxBuffer: 16 << 20,
+        },
+      );
+      return { code: 0, stdout, stderr, display };
+    } catch (error) {
+      const e = error as Error & { code?: number; stdout?: string; stderr?: string };
+      return {
+        code: typeof e.code === 'number' ? e.code : 1,
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? e.message,
+        display,
+      };
+    }
+  }
+
+  /** The webhook's metrics: the process's, or every webhook Pod's (through the API server's Pod proxy), concatenated. */
+  async webhookMetrics(): Promise<MetricSample[]> {
+    if (this.mode === 'fake-nodes') {
+      if (!this.webhook) throw new Error('the webhook is not running');
+      return scrapeMetrics(this.webhook.metricsUrl);
+    }
+    const samples: MetricSample[] = [];
+    for (const pod of await this.webhookPods()) {
+      const res = await this.kubectl([
+        'get',
+        '--raw',
+        `/api/v1/namespaces/${RELEASE_NAMESPACE}/pods/${pod}:8080/proxy/metrics`,
+      ]);
+      if (res.code !== 0) throw new Error(`scraping ${pod}: ${res.stderr}`);
+      samples.push(...parsePrometheusText(res.stdout));
+    }
+    return samples;
+  }
+
+  /** Where the webhook's log is, as a command a user would run. */
+  webhookLogCommand(): string {
+    return this.mode === 'fake-nodes'
+      ? `cat ${this.webhook?.logPath ?? ''}`
+      : `kubectl logs -n ${RELEASE_NAMESPACE} -l ${WEBHOOK_POD_SELECTOR} --tail=-1`;
+  }
+
+  /** The webhook's log: the process's file, or every webhook Pod's container log. */
+  async webhookLog(): Promise<string> {
+    if (this.mode === 'fake-nodes') return readFileSync(this.webhook?.logPath ?? '', 'utf8');
+    const res = await this.kubectl(['logs', '-n', RELEASE_NAMESPACE, '-l', WEBHOOK_POD_SELECTOR, '--tail=-1']);
+    if (res.code !== 0) throw new Error(`kubectl logs: ${res.stderr}`);
+    return res.stdout;
+  }
+
+  async webhookPods(): Promise<string[]> {
+    const pods = await this.controlPlane.kc
+      .makeApiClient(CoreV1Api)
+      .listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: WEBHOOK_POD_SELECTOR });
+    return pods.items.map((p) => p.metadata?.name ?? '');
+  }
+
   kubectl(args: readonly string[], stdin?: string): Promise<KubectlResult> {
     if (!this.assets) throw new Error('no kubectl yet');
     return kubectl(
@@ -81,12 +217,18 @@ export class DemoEnvironment {
     return path;
   }
 
+  /** Tails of every log (components, services, and the real node's), for a failure. */
+  logReport(lines = 20): string {
+    return this.realNode ? this.realNode.logReport(lines) : (this.cp?.logReport(lines) ?? '');
+  }
+
   /** Graceful: services first (they would only log errors once the API server is gone), then nodes, then the control plane. */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       await Promise.allSettled([this.operator?.stop(), this.webhook?.stop()]);
       await this.nodes?.stop({ deleteNodes: false }).catch(() => {});
-      await this.cp?.stop();
+      if (this.realNode) await this.realNode.stop();
+      else await this.cp?.stop();
     })();
     return this.#stopping;
   }

@@ -7,25 +7,33 @@
  *   node e2e/dist/demo/main.js [--keep]      (KEEP=1 is the same as --keep)
  */
 import { dirname } from 'node:path';
+import { realNodePreflight } from '../harness/node/preflight.js';
+import type { DemoMode } from './environment.js';
 import { bold, dim, Report, red } from './report.js';
 import { Scenario } from './scenario.js';
 
-const USAGE = `usage: make demo [ARGS=--keep] [KEEP=1]
-       node e2e/dist/demo/main.js [--keep]
+const USAGE = `usage: make demo [ARGS="--keep --fake-nodes"] [KEEP=1]
+       node e2e/dist/demo/main.js [--keep] [--fake-nodes]
 
-Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on 127.0.0.1 (temp dir),
-fake nodes node-a, node-b, node-c, the node-isolation webhook and the operator, then walks the
-demo steps of both design documents (node isolation; sandbox isolation), printing each kubectl
-command, what was expected, what was seen and a ✔/✘ mark. Exit status 0 only if every step passed.
+Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler (temp dir) and, where the
+machine can run one (root, overlayfs, cgroups), a real node node-a (kubelet, containerd, runc) with
+fake nodes node-b and node-c, and installs the Helm chart with helm: the webhook and the operator
+run as Pods on node-a. Elsewhere (or with --fake-nodes) all three nodes are fake and the webhook
+and the operator run as processes. Then it walks the demo steps of both design documents (node
+isolation; sandbox isolation), printing each kubectl command, what was expected, what was seen
+and a ✔/✘ mark. Exit status 0 only if every step passed.
 
-  --keep   leave the cluster running afterwards (prints the KUBECONFIG to use); Ctrl-C stops it
-  --help   this text
+  --keep        leave the cluster running afterwards (prints the KUBECONFIG to use); Ctrl-C stops it
+  --fake-nodes  fake nodes and service processes even where a real node could run
+  --help        this text
 `;
 
-function parseArgs(argv: readonly string[]): { keep: boolean } | undefined {
+function parseArgs(argv: readonly string[]): { keep: boolean; fakeNodes: boolean } | undefined {
   let keep = process.env.KEEP === '1' || process.env.KEEP === 'true';
+  let fakeNodes = false;
   for (const arg of argv) {
     if (arg === '--keep') keep = true;
+    else if (arg === '--fake-nodes') fakeNodes = true;
     else if (arg === '--help' || arg === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -34,7 +42,18 @@ function parseArgs(argv: readonly string[]): { keep: boolean } | undefined {
       return undefined;
     }
   }
-  return { keep };
+  return { keep, fakeNodes };
+}
+
+/** A real node where the machine allows one (saying why not, otherwise), unless --fake-nodes. */
+function chooseMode(fakeNodes: boolean): DemoMode {
+  if (fakeNodes) return 'fake-nodes';
+  const missing = realNodePreflight();
+  if (missing.length === 0) return 'real-node';
+  process.stdout.write(
+    `${dim(`This machine cannot run a real node (missing: ${missing.join('; ')}); the demo uses fake nodes and runs the services as processes.`)}\n`,
+  );
+  return 'fake-nodes';
 }
 
 async function main(): Promise<number> {
@@ -42,7 +61,7 @@ async function main(): Promise<number> {
   if (!args) return 2;
   const began = performance.now();
   const report = new Report();
-  const scenario = new Scenario(report);
+  const scenario = new Scenario(report, chooseMode(args.fakeNodes));
   const env = scenario.env;
 
   // Ctrl-C: the harness's own handler (harness/process.ts), which runs next, kills every process
@@ -72,7 +91,7 @@ async function main(): Promise<number> {
       process.stdout.write(
         `\n${dim('log tails of every component and service (full logs in')} ${env.cp.state.logDir}${dim('):')}\n`,
       );
-      process.stdout.write(`${env.cp.logReport(20)}\n`);
+      process.stdout.write(`${env.logReport(20)}\n`);
     }
     if (args.keep && env.cp) {
       const cp = env.cp;

@@ -12,7 +12,11 @@ export const TEAM_A_NAMESPACE = 'team-a';
 export const TEAM_B_INSTANCE = 'team-b-agent-instance';
 export const TEAM_B_NAMESPACE = 'team-b';
 export const UNRELATED_NAMESPACE = 'unrelated';
-export const IMAGE = 'registry.k8s.io/pause:3.10';
+/**
+ * The tenant's container image: the pause image the real node's containerd holds (imported, never
+ * pulled: nothing here can reach a registry). On fake nodes it is only a name.
+ */
+export const IMAGE = 'kubeplus-isolation.local/pause:1';
 
 export const NODE_ISOLATION = {
   nodeSelector: { pool: POOL },

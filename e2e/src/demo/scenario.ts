@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -9,14 +8,15 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { installSandboxCrds } from '../harness/crds.js';
-import { scrapeApiServerMetrics, scrapeMetrics, sumMetric } from '../harness/metrics.js';
+import { scrapeApiServerMetrics, sumMetric } from '../harness/metrics.js';
 import { isApiStatus } from '../harness/node-api.js';
 import { waitFor } from '../harness/wait.js';
-import { DemoEnvironment, NODES } from './environment.js';
+import { DemoEnvironment, type DemoMode, NODES, REAL_NODE, RELEASE, RELEASE_NAMESPACE } from './environment.js';
 import type { KubectlResult } from './kubectl.js';
 import {
   AGENT_CRD,
   AGENT_DEPLOYMENT,
+  IMAGE,
   NODE_ISOLATION,
   PLATFORM_NAMESPACE,
   POOL,
@@ -72,10 +72,19 @@ const json = (value: unknown): string => JSON.stringify(value) ?? 'undefined';
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class Scenario {
-  readonly env = new DemoEnvironment();
+  readonly env: DemoEnvironment;
   #kc: KubeConfig | undefined;
 
-  constructor(readonly report: Report) {}
+  constructor(
+    readonly report: Report,
+    mode: DemoMode,
+  ) {
+    this.env = new DemoEnvironment(mode);
+  }
+
+  get realNode(): boolean {
+    return this.env.mode === 'real-node';
+  }
 
   get kc(): KubeConfig {
     this.#kc ??= this.env.controlPlane.kc;
@@ -201,15 +210,67 @@ export class Scenario {
   }
 
   async webhookCounts(): Promise<{ webhook: number; apiServer: number }> {
-    const webhook = this.env.webhook;
-    if (!webhook) throw new Error('the webhook is not running');
-    const [mine, apiServer] = await Promise.all([scrapeMetrics(webhook.metricsUrl), scrapeApiServerMetrics(this.kc)]);
+    const [mine, apiServer] = await Promise.all([this.env.webhookMetrics(), scrapeApiServerMetrics(this.kc)]);
     return {
       webhook: sumMetric(mine, 'kubeplus_webhook_admissions_total'),
       apiServer: sumMetric(apiServer, 'apiserver_admission_webhook_admission_duration_seconds_count', {
         name: WEBHOOK_ENTRY_NAME,
       }),
     };
+  }
+
+  /** Fake-node mode: the webhook and the operator as processes. */
+  private startServices(): Promise<StepResult> {
+    const r = this.report;
+    return r.step(
+      'S4',
+      'Start the node-isolation webhook (registered from the chart’s webhook-entry.json) and the operator',
+      'setup',
+      async () => {
+        const webhook = await this.env.startWebhook();
+        const operator = await this.env.startOperator();
+        r.note(`webhook ${webhook.url} (metrics ${webhook.metricsUrl}, log ${webhook.logPath})`);
+        r.note(`operator ${this.env.operatorUrl} (log ${operator.logPath})`);
+        const res = await this.sh(['get', 'mutatingwebhookconfigurations']);
+        this.check(
+          'webhook registered',
+          'kubeplus-node-isolation',
+          res.stdout.trim(),
+          /kubeplus-node-isolation/.test(res.stdout),
+        );
+      },
+    );
+  }
+
+  /** Real-node mode: `helm install` of the chart; its webhook and operator run as Pods on node-a. */
+  private installChart(): Promise<StepResult> {
+    const r = this.report;
+    return r.step(
+      'S4',
+      `Install the Helm chart (helm install): webhook and operator Pods on ${REAL_NODE}`,
+      'setup',
+      async () => {
+        const args = this.env.chartInstallArgs();
+        const res = await this.env.helm(args);
+        r.command(res.display, [res.stdout, res.stderr].filter((x) => x.trim() !== '').join('\n'), 12);
+        this.check('helm install succeeded (--wait: every Pod Ready)', 'exit 0', `exit ${res.code}`, res.code === 0);
+        const pods = await this.sh(['get', 'pods', '-n', RELEASE_NAMESPACE, '-o', 'wide']);
+        const running = pods.stdout.split('\n').filter((l) => /\s1\/1\s+Running\s/.test(l) && l.includes(REAL_NODE));
+        this.check(
+          'two webhook and two operator Pods Running and Ready on the real node',
+          `4 × 1/1 Running on ${REAL_NODE}`,
+          `${running.length} × 1/1 Running on ${REAL_NODE}`,
+          running.length === 4,
+        );
+        const mwc = await this.sh(['get', 'mutatingwebhookconfigurations']);
+        this.check(
+          'the chart’s webhook registered (its Service, its CA)',
+          `${RELEASE}-webhook`,
+          mwc.stdout.trim(),
+          mwc.stdout.includes(`${RELEASE}-webhook`),
+        );
+      },
+    );
   }
 
   // ---- the steps --------------------------------------------------------------------------
@@ -220,7 +281,9 @@ export class Scenario {
       () =>
         r.step(
           'S1',
-          'Start a control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler',
+          this.realNode
+            ? `Start a control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and join the real node ${REAL_NODE} (kubelet, containerd, runc, CNI, kube-proxy; the images of \`make images\` imported)`
+            : 'Start a control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler',
           'setup',
           async () => {
             const cp = await this.env.startControlPlane((m) => r.note(m));
@@ -237,7 +300,9 @@ export class Scenario {
       () =>
         r.step(
           'S2',
-          `Add nodes ${NODES.join(', ')} (fake kubelets: Ready, heartbeating; Pods are bound, never run)`,
+          this.realNode
+            ? `Add nodes ${this.env.fakeNodeNames.join(', ')} (fake kubelets: Ready, heartbeating; Pods are bound, never run) beside the real ${REAL_NODE}`
+            : `Add nodes ${NODES.join(', ')} (fake kubelets: Ready, heartbeating; Pods are bound, never run)`,
           'setup',
           async () => {
             await this.env.startNodes();
@@ -278,25 +343,7 @@ export class Scenario {
             );
           },
         ),
-      () =>
-        r.step(
-          'S4',
-          'Start the node-isolation webhook (registered from the chart’s webhook-entry.json) and the operator',
-          'setup',
-          async () => {
-            const webhook = await this.env.startWebhook();
-            const operator = await this.env.startOperator();
-            r.note(`webhook ${webhook.url} (metrics ${webhook.metricsUrl}, log ${webhook.logPath})`);
-            r.note(`operator ${this.env.operatorUrl} (log ${operator.logPath})`);
-            const res = await this.sh(['get', 'mutatingwebhookconfigurations']);
-            this.check(
-              'webhook registered',
-              'kubeplus-node-isolation',
-              res.stdout.trim(),
-              /kubeplus-node-isolation/.test(res.stdout),
-            );
-          },
-        ),
+      () => (this.realNode ? this.installChart() : this.startServices()),
     ];
     for (const step of steps) {
       const result = await step();
@@ -434,7 +481,9 @@ export class Scenario {
 
     await r.step(
       '5',
-      `A Deployment without nodeSelector/tolerations: its Pods get the mandate and land only on node-a`,
+      this.realNode
+        ? 'A Deployment without nodeSelector/tolerations: its Pods get the mandate and run only on node-a'
+        : 'A Deployment without nodeSelector/tolerations: its Pods get the mandate and land only on node-a',
       'seed 1 step 4, seed 2 step 3',
       async () => {
         await this.apply('agent-runtime-deployment.yaml', AGENT_DEPLOYMENT);
@@ -504,13 +553,28 @@ export class Scenario {
             seen.map((s) => s.node).join(', '),
             seen.every((s) => s.node === 'node-a'),
           );
+          if (this.realNode) {
+            await this.eventually(
+              'every Pod Running on the real node (containerd, runc)',
+              'Running ×3',
+              async () => {
+                const list = await this.core.listNamespacedPod({
+                  namespace: TEAM_A_NAMESPACE,
+                  labelSelector: 'app=agent-runtime',
+                });
+                return list.items.length === 3 && list.items.every((p) => p.status?.phase === 'Running')
+                  ? list.items
+                  : undefined;
+              },
+              (items: V1Pod[]) => items.map((p) => `${p.metadata?.name} ${p.status?.phase}`).join(', '),
+              90_000,
+            );
+          }
         }
       },
     );
 
     await r.step('6', 'A Pod in a namespace without the label never reaches the webhook', 'seed 1 step 5', async () => {
-      const webhook = this.env.webhook;
-      if (!webhook) throw new Error('the webhook is not running');
       await this.sh(['create', 'namespace', UNRELATED_NAMESPACE]);
       await waitFor(
         `ServiceAccount ${UNRELATED_NAMESPACE}/default`,
@@ -518,17 +582,12 @@ export class Scenario {
         { timeoutMs: 30_000 },
       );
       const before = await this.webhookCounts();
-      await this.sh([
-        'run',
-        'hello',
-        '-n',
-        UNRELATED_NAMESPACE,
-        '--image=registry.k8s.io/pause:3.10',
-        '--restart=Never',
-      ]);
+      await this.sh(['run', 'hello', '-n', UNRELATED_NAMESPACE, `--image=${IMAGE}`, '--restart=Never']);
       const after = await this.webhookCounts();
       r.command(
-        `curl -s ${webhook.metricsUrl} | grep -E '^kubeplus_webhook_admissions_total'   # summed over result`,
+        this.realNode
+          ? `kubectl get --raw /api/v1/namespaces/${RELEASE_NAMESPACE}/pods/<each webhook Pod>:8080/proxy/metrics | grep -E '^kubeplus_webhook_admissions_total'   # summed over result and Pods`
+          : `curl -s ${this.env.webhook?.metricsUrl ?? ''} | grep -E '^kubeplus_webhook_admissions_total'   # summed over result`,
         `before: ${before.webhook}   after: ${after.webhook}`,
       );
       r.command(
@@ -547,10 +606,10 @@ export class Scenario {
         `${before.apiServer} → ${after.apiServer}`,
         after.apiServer === before.apiServer,
       );
-      const log = readFileSync(webhook.logPath, 'utf8');
+      const log = await this.env.webhookLog();
       const count = (ns: string): number => log.split('\n').filter((l) => l.includes(`"namespace":"${ns}"`)).length;
       r.command(
-        `grep -c '"namespace":"${UNRELATED_NAMESPACE}"' ${webhook.logPath}; grep -c '"namespace":"${TEAM_A_NAMESPACE}"' ${webhook.logPath}   # the webhook logs every request it gets (--log-level=debug)`,
+        `${this.env.webhookLogCommand()} | grep -c '"namespace":"${UNRELATED_NAMESPACE}"'; … | grep -c '"namespace":"${TEAM_A_NAMESPACE}"'   # the webhook logs every request it gets (log level debug)`,
         `${count(UNRELATED_NAMESPACE)}\n${count(TEAM_A_NAMESPACE)}`,
       );
       this.check(
