@@ -36,6 +36,7 @@ import {
 import { DEFAULT_PLATFORM_NAMESPACE } from './desired/instance.js';
 import { type InstanceKindSelection, parseInstanceKinds } from './instance-kinds/registry.js';
 import { JITTER_FACTOR } from './runtime/leader-election.js';
+import { UNINSTALL_MODES, type UninstallMode } from './uninstall/plan.js';
 
 export interface Config {
   kubeconfig: string | undefined;
@@ -61,6 +62,10 @@ export interface Config {
   auditIntervalMs: number;
   /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
   nodeIsolationEngine: NodeIsolationEngine;
+  /** Set: run the uninstall cleanup once (uninstall/) and exit, instead of reconciling. */
+  uninstall: UninstallMode | undefined;
+  /** With uninstall: the operator Deployment to scale to zero first (in the leader-election namespace). */
+  uninstallStopDeployment: string | undefined;
 }
 
 /**
@@ -341,6 +346,26 @@ export const FLAGS: readonly Flag[] = [
     help: `Admission engine that applies node isolation to Pods: ${NODE_ISOLATION_ENGINES.join(', ')}. The namespace label and resolved annotation are always written; admission-policy and both also write a NodeIsolation object (isolation.kubeplus.io/v1alpha1, named node-isolation) into each isolated namespace, the parameter of the chart's MutatingAdmissionPolicy, and delete it when isolation is removed. Use both while switching engines.`,
     parse: oneOf(NODE_ISOLATION_ENGINES),
   },
+  {
+    key: 'uninstall',
+    name: 'uninstall',
+    env: 'UNINSTALL',
+    placeholder: '<mode>',
+    default: undefined,
+    defaultHelp: 'none (reconcile)',
+    help: `Instead of reconciling, clean up for an uninstall and exit (the chart's pre-delete hook): ${UNINSTALL_MODES.join(' or ')}. Both remove the operator's finalizer from every instance, so instances delete normally once the operator is gone; all also deletes every object the operator generated (RuntimeClasses, admission policies and bindings, NodeIsolation parameters) and removes its keys from Namespaces (which stay). Exit status 0 when done, 1 on a failure (run it again).`,
+    parse: oneOf(UNINSTALL_MODES),
+  },
+  {
+    key: 'uninstallStopDeployment',
+    name: 'uninstall-stop-deployment',
+    env: 'UNINSTALL_STOP_DEPLOYMENT',
+    placeholder: '<name>',
+    default: undefined,
+    defaultHelp: 'none',
+    help: "With --uninstall: first scale this Deployment (the operator's, in --leader-election-namespace) to zero and wait until its Pods are gone, so no running operator puts back what the cleanup removes.",
+    parse: dnsSubdomain('Deployment name'),
+  },
 ];
 
 export function usage(): string {
@@ -381,6 +406,9 @@ function checkCombination(v: Values): string | undefined {
     }
   } else if (v.shutdownTimeoutMs <= v.drainTimeoutMs) {
     return `--shutdown-timeout (${d(v.shutdownTimeoutMs)}) must be greater than --drain-timeout (${d(v.drainTimeoutMs)})`;
+  }
+  if (v.uninstallStopDeployment !== undefined && v.uninstall === undefined) {
+    return '--uninstall-stop-deployment is only meaningful with --uninstall';
   }
   for (const level of RUNTIME_LEVELS) {
     const handler = v.levelHandlers[level];

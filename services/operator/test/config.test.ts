@@ -237,6 +237,28 @@ describe('parseConfig', () => {
   });
 });
 
+describe('--uninstall', () => {
+  it('parses the mode and the Deployment to stop', () => {
+    const result = parseConfig(['--uninstall=finalizers', '--uninstall-stop-deployment=kpi-operator'], sources());
+    expect(result).toMatchObject({
+      kind: 'config',
+      config: { uninstall: 'finalizers', uninstallStopDeployment: 'kpi-operator' },
+    });
+    expect(parseConfig([], sources())).toMatchObject({ kind: 'config', config: { uninstall: undefined } });
+  });
+
+  it('refuses an unknown mode, and a Deployment to stop without --uninstall', () => {
+    expect(parseConfig(['--uninstall=everything'], sources())).toMatchObject({
+      kind: 'error',
+      message: expect.stringContaining('must be one of all, finalizers'),
+    });
+    expect(parseConfig(['--uninstall-stop-deployment=kpi-operator'], sources())).toEqual({
+      kind: 'error',
+      message: '--uninstall-stop-deployment is only meaningful with --uninstall',
+    });
+  });
+});
+
 describe('usage', () => {
   it('documents every flag with its environment variable and default', () => {
     const text = usage();
@@ -262,6 +284,8 @@ describe('usage', () => {
         'retry-period',
         'runtime-handler-levels',
         'shutdown-timeout',
+        'uninstall',
+        'uninstall-stop-deployment',
       ].sort(),
     );
     for (const f of FLAGS) {

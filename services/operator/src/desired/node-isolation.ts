@@ -250,6 +250,21 @@ export function planNamespaceCleanup(instance: InstanceIdentity, ns: NamespaceMe
 }
 
 /**
+ * What uninstalling kubeplus-isolation does to a Namespace the operator isolated or created: the
+ * keys that make it isolated or tie it to an instance go (isolation label and resolved
+ * annotation, ownership markers, `created-for`, so no later instance of the same name takes it
+ * for its own), and the Namespace itself stays: its workloads are the tenant's. On a Namespace
+ * the operator created, `app.kubernetes.io/managed-by: kubeplus-isolation` stays as a record of
+ * where it came from (the tamper guard's operator confinement never lets the operator change
+ * that label). Undefined when nothing to remove is on it.
+ */
+export function uninstallPatch(ns: NamespaceMeta): NamespaceMergePatch | undefined {
+  const keys = merge(isolationKeys(null), ownershipRemoval());
+  keys.annotations[NAMESPACE_CREATED_FOR_ANNOTATION] = null;
+  return minimalPatch(ns, keys);
+}
+
+/**
  * The NodeIsolation parameter the admission-policy engine reads in the tenant namespace (one
  * MutatingAdmissionPolicy, its binding's paramRef taking `node-isolation` from the Pod's own
  * namespace): present, with the canonical spec, exactly while the namespace is node-isolated for

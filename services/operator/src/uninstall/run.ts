@@ -1,0 +1,228 @@
+/**
+ * `--uninstall`: the I/O shell around plan.ts, run by the chart's pre-delete hook as the
+ * operator's own ServiceAccount (so its RBAC and the tamper guard's exemption apply).
+ *
+ * 1. Stop the operator: scale its Deployment (`--uninstall-stop-deployment`, in the
+ *    leader-election namespace) to zero and wait until none of its Pods is left, so no leader
+ *    puts back what the next steps remove.
+ * 2. Read the inventory fresh from the API server: instances of every watched Kind (the same
+ *    selection as the running operator), the generated objects of every served kind, Namespaces.
+ * 3. Make the plan's writes. A write refused with 409 (the object changed since it was read) or
+ *    gone (404) is not an error: the inventory is read again and planned again, up to 5 rounds.
+ *
+ * Every action is logged; the summary goes to stdout (`kubectl logs job/…`). Any other failure
+ * throws: the Job fails, `helm uninstall` reports the failed hook, and running it again retries.
+ */
+import { httpStatusOf, type Logger } from '@kubeplus-isolation/service';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kubeplus-isolation/spec';
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import { splitApiVersion } from '../desired/instance.js';
+import { namespaceMetaOf } from '../desired/node-isolation.js';
+import {
+  type ManagedObject,
+  type ManagedType,
+  NODE_ISOLATION_PARAMS_TYPE,
+  RUNTIME_CLASS_API_VERSION,
+  VALIDATING_POLICY_API_VERSION,
+} from '../desired/objects.js';
+import { selectInstanceKind } from '../instance-kinds/registry.js';
+import { KubeClusterPort } from '../kube/cluster-port.js';
+import { discoverPolicyApis } from '../kube/discovery.js';
+import { isConflict } from '../runtime/errors.js';
+import {
+  describeAction,
+  type InstanceFinalizers,
+  planUninstall,
+  type UninstallAction,
+  type UninstallInventory,
+  type UninstallMode,
+} from './plan.js';
+
+const ROUNDS = 5;
+const PAGE = 500;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export interface UninstallOptions {
+  mode: UninstallMode;
+  /** The operator Deployment to scale to zero first (in config.leaderElectionNamespace); undefined: none. */
+  stopDeployment: string | undefined;
+  /** How long the operator's Pods may take to go (default 120 s). */
+  stopTimeoutMs?: number;
+}
+
+export interface UninstallSummary {
+  actions: number;
+  byType: Record<UninstallAction['type'], number>;
+  rounds: number;
+}
+
+async function paged<T>(
+  list: (token: string | undefined) => Promise<{ items: T[]; metadata?: { _continue?: string } }>,
+) {
+  const out: T[] = [];
+  let token: string | undefined;
+  do {
+    const page = await list(token);
+    out.push(...page.items);
+    token = page.metadata?._continue || undefined;
+  } while (token !== undefined);
+  return out;
+}
+
+async function stopOperator(kc: KubeConfig, namespace: string, name: string, timeoutMs: number, log: Logger) {
+  const apps = kc.makeApiClient(AppsV1Api);
+  let deployment: Awaited<ReturnType<AppsV1Api['readNamespacedDeployment']>>;
+  try {
+    deployment = await apps.readNamespacedDeployment({ name, namespace });
+  } catch (err) {
+    if (httpStatusOf(err) === 404) {
+      log.info('operator Deployment not found; nothing to stop', { namespace, deployment: name });
+      return;
+    }
+    throw err;
+  }
+  if (deployment.spec?.replicas !== 0) {
+    await apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas: 0 } } }, mergePatch);
+    log.info('scaled the operator Deployment to 0', { namespace, deployment: name });
+  }
+  const selector = Object.entries(deployment.spec?.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  if (selector === '') throw new Error(`Deployment ${namespace}/${name} has no matchLabels selector`);
+  const core = kc.makeApiClient(CoreV1Api);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: selector });
+    if (pods.items.length === 0) break;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the operator's Pods did not stop within ${timeoutMs / 1000} s: ${pods.items.map((p) => p.metadata?.name).join(', ')}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  log.info('the operator is stopped', { namespace, deployment: name });
+}
+
+async function readInventory(kc: KubeConfig, config: Config, port: KubeClusterPort): Promise<UninstallInventory> {
+  const crds = await paged((token) =>
+    kc.makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition({ limit: PAGE, _continue: token }),
+  );
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const instances: InstanceFinalizers[] = [];
+  for (const crd of crds) {
+    const selected = selectInstanceKind(crd, config.instanceKinds);
+    if (selected === undefined) continue;
+    const { group, version, resource: plural } = selected.gvr;
+    const items = await paged(
+      async (token) =>
+        (await custom.listClusterCustomObject({ group, version, plural, limit: PAGE, _continue: token })) as {
+          items: KubernetesObject[];
+          metadata?: { _continue?: string };
+        },
+    );
+    for (const item of items) {
+      const meta = item.metadata ?? {};
+      instances.push({
+        key: { group, version, kind: selected.kind, plural, namespace: meta.namespace ?? '', name: meta.name ?? '' },
+        finalizers: meta.finalizers ?? [],
+        resourceVersion: meta.resourceVersion ?? '',
+      });
+    }
+  }
+
+  const apis = await discoverPolicyApis(kc);
+  const types: ManagedType[] = [{ apiVersion: RUNTIME_CLASS_API_VERSION, kind: 'RuntimeClass' }];
+  // The NodeIsolation CRD exists only with the admission-policy engine (and then the operator may
+  // list its objects); asking for it otherwise would be a 403, not a 404.
+  const params = splitApiVersion(NODE_ISOLATION_PARAMS_TYPE.apiVersion);
+  if ((await port.resolveKind(params.group, NODE_ISOLATION_PARAMS_TYPE.kind)) !== undefined) {
+    types.push(NODE_ISOLATION_PARAMS_TYPE);
+  }
+  if (apis.validating) {
+    types.push(
+      { apiVersion: VALIDATING_POLICY_API_VERSION, kind: 'ValidatingAdmissionPolicy' },
+      { apiVersion: VALIDATING_POLICY_API_VERSION, kind: 'ValidatingAdmissionPolicyBinding' },
+    );
+  }
+  if (apis.mutatingVersion !== undefined) {
+    types.push(
+      { apiVersion: apis.mutatingVersion, kind: 'MutatingAdmissionPolicy' },
+      { apiVersion: apis.mutatingVersion, kind: 'MutatingAdmissionPolicyBinding' },
+    );
+  }
+  const objects: ManagedObject[] = [];
+  for (const type of types) {
+    objects.push(...(await port.listObjects(type, `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)));
+  }
+
+  const namespaces = (
+    await paged((token) => kc.makeApiClient(CoreV1Api).listNamespace({ limit: PAGE, _continue: token }))
+  ).map((ns) => namespaceMetaOf(ns.metadata?.name ?? '', ns));
+  return { instances, objects, namespaces };
+}
+
+async function apply(port: KubeClusterPort, action: UninstallAction): Promise<void> {
+  switch (action.type) {
+    case 'deleteObject':
+      return port.deleteObject(action.ref, action.uid === undefined ? {} : { uid: action.uid });
+    case 'patchNamespace':
+      return port.patchNamespace(action.name, action.patch, action.resourceVersion);
+    case 'removeFinalizer':
+      return port.setInstanceFinalizers(action.key, action.finalizers, action.resourceVersion);
+  }
+}
+
+/** Runs the uninstall cleanup; resolves with what was done, rejects on a failure to retry. */
+export async function runUninstall(
+  kc: KubeConfig,
+  config: Config,
+  options: UninstallOptions,
+  log: Logger,
+): Promise<UninstallSummary> {
+  if (options.stopDeployment !== undefined) {
+    await stopOperator(
+      kc,
+      config.leaderElectionNamespace,
+      options.stopDeployment,
+      options.stopTimeoutMs ?? 120_000,
+      log,
+    );
+  }
+  const port = new KubeClusterPort(kc);
+  const summary: UninstallSummary = {
+    actions: 0,
+    byType: { deleteObject: 0, patchNamespace: 0, removeFinalizer: 0 },
+    rounds: 0,
+  };
+  for (let round = 1; round <= ROUNDS; round++) {
+    summary.rounds = round;
+    const actions = planUninstall(await readInventory(kc, config, port), options.mode);
+    if (actions.length === 0) return summary;
+    let retry = false;
+    for (const action of actions) {
+      try {
+        await apply(port, action);
+        summary.actions++;
+        summary.byType[action.type]++;
+        log.info(describeAction(action), { mode: options.mode, round });
+      } catch (err) {
+        if (!isConflict(err) && httpStatusOf(err) !== 404) throw err;
+        log.info(`changed meantime, read again: ${describeAction(action)}`, { round });
+        retry = true;
+      }
+    }
+    if (!retry) return summary;
+  }
+  throw new Error(`objects kept changing: still not done after ${ROUNDS} rounds`);
+}

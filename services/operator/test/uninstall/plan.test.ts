@@ -1,0 +1,149 @@
+import { describe, expect, it } from '@jest/globals';
+import type { NamespaceMeta } from '../../src/desired/node-isolation.js';
+import type { ManagedObject } from '../../src/desired/objects.js';
+import { describeAction, planUninstall, type UninstallInventory } from '../../src/uninstall/plan.js';
+
+const FINALIZER = 'isolation.kubeplus.io/cleanup';
+const key = (name: string) => ({
+  group: 'cloudark.io',
+  version: 'v1',
+  kind: 'Agent',
+  plural: 'agents',
+  namespace: 'kubeplus',
+  name,
+});
+
+const managed = (kind: ManagedObject['kind'], name: string, namespace?: string): ManagedObject => ({
+  apiVersion: kind === 'RuntimeClass' ? 'node.k8s.io/v1' : 'admissionregistration.k8s.io/v1',
+  kind,
+  metadata: {
+    name,
+    ...(namespace === undefined ? {} : { namespace }),
+    uid: `uid-${name}`,
+    labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation', 'kubeplus.io/owner-uid': 'u1' },
+  },
+});
+
+/** A namespace the operator created for instance team-a. */
+const created: NamespaceMeta = {
+  name: 'team-a',
+  resourceVersion: '7',
+  labels: {
+    'app.kubernetes.io/managed-by': 'kubeplus-isolation',
+    'kubeplus.io/node-isolation-enabled': 'true',
+    'kubeplus.io/owner-name': 'team-a',
+    'kubeplus.io/owner-namespace': 'kubeplus',
+    'kubeplus.io/owner-uid': 'u1',
+    team: 'a',
+  },
+  annotations: {
+    'kubeplus.io/node-isolation-resolved': '{"nodeSelector":{"pool":"a"}}',
+    'kubeplus.io/owner': 'cloudark.io/Agent/kubeplus/team-a',
+    'kubeplus.io/created-for': 'cloudark.io/Agent/kubeplus/team-a',
+    note: 'kept',
+  },
+};
+/** A namespace someone else (Helm) manages, isolated by an instance. */
+const isolated: NamespaceMeta = {
+  name: 'team-b',
+  resourceVersion: '9',
+  labels: {
+    'app.kubernetes.io/managed-by': 'Helm',
+    'kubeplus.io/node-isolation-enabled': 'true',
+    'kubeplus.io/owner-uid': 'u2',
+  },
+  annotations: { 'kubeplus.io/node-isolation-resolved': '{}', 'kubeplus.io/owner': 'cloudark.io/Agent/team-b/b' },
+};
+const plain: NamespaceMeta = {
+  name: 'default',
+  resourceVersion: '1',
+  labels: { 'kubernetes.io/metadata.name': 'default' },
+};
+
+const inventory: UninstallInventory = {
+  instances: [
+    { key: key('team-a'), finalizers: ['other.io/keep', FINALIZER], resourceVersion: '11' },
+    { key: key('untouched'), finalizers: ['other.io/keep'], resourceVersion: '12' },
+  ],
+  objects: [
+    managed('RuntimeClass', 'kubeplus-sandbox-team-a'),
+    managed('ValidatingAdmissionPolicy', 'kubeplus-sandbox-team-a-enforce'),
+    { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'runc', uid: 'uid-runc' } },
+  ],
+  namespaces: [created, isolated, plain],
+};
+
+describe('planUninstall', () => {
+  it('all: deletes the generated objects, strips our keys from namespaces, then removes our finalizer only', () => {
+    const actions = planUninstall(inventory, 'all');
+    expect(actions.map((a) => a.type)).toEqual([
+      'deleteObject',
+      'deleteObject',
+      'patchNamespace',
+      'patchNamespace',
+      'removeFinalizer',
+    ]);
+    expect(actions[0]).toEqual({
+      type: 'deleteObject',
+      ref: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: 'kubeplus-sandbox-team-a' },
+      uid: 'uid-kubeplus-sandbox-team-a',
+    });
+    expect(actions[2]).toEqual({
+      type: 'patchNamespace',
+      name: 'team-a',
+      resourceVersion: '7',
+      patch: {
+        metadata: {
+          // managed-by stays: a record of where the namespace came from (see uninstallPatch).
+          labels: {
+            'kubeplus.io/node-isolation-enabled': null,
+            'kubeplus.io/owner-name': null,
+            'kubeplus.io/owner-namespace': null,
+            'kubeplus.io/owner-uid': null,
+          },
+          annotations: {
+            'kubeplus.io/node-isolation-resolved': null,
+            'kubeplus.io/owner': null,
+            'kubeplus.io/created-for': null,
+          },
+        },
+      },
+    });
+    // Nobody's managed-by is touched (Helm's here).
+    expect(actions[3]).toMatchObject({ type: 'patchNamespace', name: 'team-b' });
+    expect((actions[3] as { patch: { metadata: { labels: object } } }).patch.metadata.labels).not.toHaveProperty(
+      'app.kubernetes.io/managed-by',
+    );
+    expect(actions[4]).toEqual({
+      type: 'removeFinalizer',
+      key: key('team-a'),
+      finalizers: ['other.io/keep'],
+      resourceVersion: '11',
+    });
+  });
+
+  it('finalizers: keeps every generated object and namespace key on purpose', () => {
+    expect(planUninstall(inventory, 'finalizers')).toEqual([
+      { type: 'removeFinalizer', key: key('team-a'), finalizers: ['other.io/keep'], resourceVersion: '11' },
+    ]);
+  });
+
+  it('is done once nothing of ours is left', () => {
+    const clean: UninstallInventory = {
+      instances: [{ key: key('x'), finalizers: [], resourceVersion: '1' }],
+      objects: [{ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'runc' } }],
+      namespaces: [plain],
+    };
+    expect(planUninstall(clean, 'all')).toEqual([]);
+  });
+
+  it('describes each action in one line', () => {
+    expect(planUninstall(inventory, 'all').map(describeAction)).toEqual([
+      'delete RuntimeClass kubeplus-sandbox-team-a',
+      'delete ValidatingAdmissionPolicy kubeplus-sandbox-team-a-enforce',
+      "remove kubeplus-isolation's keys from Namespace team-a",
+      "remove kubeplus-isolation's keys from Namespace team-b",
+      'remove finalizer isolation.kubeplus.io/cleanup from Agent kubeplus/team-a',
+    ]);
+  });
+});
