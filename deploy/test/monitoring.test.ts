@@ -118,7 +118,10 @@ describe('monitoring', () => {
     const kinds = (await render()).map((o) => o.kind);
     expect(kinds).not.toContain('ServiceMonitor');
     expect(kinds).not.toContain('PrometheusRule');
-    expect(kinds).not.toContain('ConfigMap');
+    // The only ConfigMap by default is the helm test's script (a test hook), never a dashboard.
+    expect(
+      (await render()).filter((o) => o.kind === 'ConfigMap').map((o) => o.metadata.annotations?.['helm.sh/hook']),
+    ).toEqual(['test']);
   });
 
   test('ServiceMonitors select the metrics Service port the container serves', async () => {
@@ -221,7 +224,7 @@ describe('monitoring', () => {
         labels: { grafana_dashboard: '0', team: 'platform' },
       },
     });
-    const cm = one(objects, 'ConfigMap');
+    const cm = one(objects, 'ConfigMap', 'kpi-kubeplus-isolation-dashboard');
     expect(cm.metadata.namespace).toBe('monitoring');
     expect(cm.metadata.labels).toEqual(expect.objectContaining({ grafana_dashboard: '1', team: 'platform' }));
     const json = JSON.parse((cm.data as Record<string, string>)['kubeplus-isolation.json'] as string) as {

@@ -160,10 +160,14 @@ describe('RBAC', () => {
     const serviceAccounts = new Set(
       objects.filter((o) => o.kind === 'ServiceAccount').map((o) => `${o.metadata.namespace}/${o.metadata.name}`),
     );
-    expect(serviceAccounts).toEqual(new Set([`${NAMESPACE}/${RELEASE}-webhook`, `${NAMESPACE}/${RELEASE}-operator`]));
+    const helmTest = `${RELEASE}-kubeplus-isolation-helm-test`;
+    expect(serviceAccounts).toEqual(
+      new Set([`${NAMESPACE}/${RELEASE}-webhook`, `${NAMESPACE}/${RELEASE}-operator`, `${NAMESPACE}/${helmTest}`]),
+    );
     const roleNames = new Set(roles(objects).map((r) => `${r.kind}/${r.metadata.name}`));
     const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
-    expect(bindings.length).toBe(4);
+    // 4 for the services, the uninstall hook's (to the operator) and the helm test's.
+    expect(bindings.length).toBe(6);
     for (const binding of bindings) {
       const ref = binding.roleRef as { kind: string; name: string };
       expect(roleNames).toContain(`${ref.kind}/${ref.name}`);
@@ -172,8 +176,14 @@ describe('RBAC', () => {
       const subject = subjects[0] as { kind: string; name: string; namespace: string };
       expect(subject.kind).toBe('ServiceAccount');
       expect(serviceAccounts).toContain(`${subject.namespace}/${subject.name}`);
-      // The webhook's role goes to the webhook, the operator's roles to the operator.
-      expect(subject.name.endsWith(ref.name.includes('webhook') ? 'webhook' : 'operator')).toBe(true);
+      // The webhook's role goes to the webhook, the helm test's to the test, the operator's (the
+      // uninstall hook's included: it runs as the operator) to the operator.
+      const owner = ref.name.includes('webhook')
+        ? 'webhook'
+        : ref.name.endsWith('helm-test')
+          ? 'helm-test'
+          : 'operator';
+      expect(subject.name.endsWith(owner)).toBe(true);
     }
   });
 
@@ -183,5 +193,33 @@ describe('RBAC', () => {
     const withoutWebhook = await render({ webhook: { enabled: false } });
     expect(roles(withoutWebhook).some((r) => r.metadata.name.includes('webhook'))).toBe(false);
     expect(withoutWebhook.some((o) => o.kind === 'MutatingWebhookConfiguration')).toBe(false);
+  });
+
+  test('the hooks get only what they do: uninstall scales the operator’s own Deployment, helm test creates Pods in its namespace', async () => {
+    const objects = await render({ operator: { instanceGroups: INSTANCE_GROUPS } });
+    const uninstall = one(objects, 'Role', `${RELEASE}-operator-uninstall`);
+    expect(uninstall.metadata.annotations?.['helm.sh/hook']).toBe('pre-delete');
+    expect(rulesOf(uninstall)).toEqual([
+      { apiGroups: ['apps'], resources: ['deployments'], resourceNames: [`${RELEASE}-operator`], verbs: ['get'] },
+      {
+        apiGroups: ['apps'],
+        resources: ['deployments/scale'],
+        resourceNames: [`${RELEASE}-operator`],
+        verbs: ['patch'],
+      },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
+    ]);
+    const helmTest = one(objects, 'Role', `${RELEASE}-kubeplus-isolation-helm-test`);
+    expect(helmTest.metadata.annotations?.['helm.sh/hook']).toBe('test');
+    expect(helmTest.metadata.namespace).toBe(`${RELEASE}-kubeplus-isolation-helm-test`);
+    expect(rulesOf(helmTest)).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['create'] }]);
+  });
+
+  test('uninstall.cleanup=false and tests.enabled=false leave the hooks out', async () => {
+    const objects = await render({
+      operator: { instanceGroups: INSTANCE_GROUPS, uninstall: { cleanup: false } },
+      tests: { enabled: false },
+    });
+    expect(objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'] !== undefined)).toEqual([]);
   });
 });

@@ -185,7 +185,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
 
   afterAll(async () => {
     await webhook?.stop();
-    if (installed) await helm('uninstall', release, '--wait', '--timeout', '120s');
+    if (installed) await helm('uninstall', release, '--no-hooks', '--wait', '--timeout', '120s');
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     for (const call of [
       () => rbac.deleteClusterRoleBinding({ name: tenantUser }),
@@ -825,7 +825,9 @@ describe('the umbrella Helm chart on a real control plane', () => {
   test('helm uninstall leaves nothing of the release behind, and the guard is gone', async () => {
     await webhook?.stop();
     webhook = undefined;
-    await helm('uninstall', release, '--wait', '--timeout', '120s');
+    // --no-hooks: nothing runs Pods on this control plane (the services are processes here), so the
+    // pre-delete hook's Job could never run; chart-lifecycle.test.ts runs it on a real node.
+    await helm('uninstall', release, '--no-hooks', '--wait', '--timeout', '120s');
     installed = false;
     const selector = `app.kubernetes.io/instance=${release}`;
     const adm = admin.makeApiClient(AdmissionregistrationV1Api);

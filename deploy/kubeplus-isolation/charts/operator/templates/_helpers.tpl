@@ -50,6 +50,21 @@ app.kubernetes.io/part-of: kubeplus-isolation
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{/*
+Labels of the uninstall hook's objects: component uninstall, and on purpose NOT the operator's
+selector labels, so the hook's Pod is never taken for an operator Pod (the Deployment's
+selector, its PDB, its Service, the hook's own wait for the operator's Pods to be gone).
+*/}}
+{{- define "operator.uninstallLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "operator.name" . }}-uninstall
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: uninstall
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: kubeplus-isolation
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
 {{/* Image --------------------------------------------------------------------------------- */}}
 
 {{- define "operator.image" -}}
