@@ -1,0 +1,501 @@
+/**
+ * Day 2 of the chart on the real node, as an SRE and a platform team live it (issue: the chart's
+ * life on a real cluster). One real node and one release, in order:
+ *
+ * - the chart of the previous version (PREVIOUS_CHART_REF, read from git) is installed, then
+ *   upgraded to this one while Pod CREATEs go on: every Pod admitted meanwhile carries the mandate;
+ * - `helm upgrade --set webhook.replicas=3` changes the webhook Deployment only: the operator's
+ *   Pods are the same Pods;
+ * - a rolling upgrade of the webhook (a config change) under continuous Pod CREATEs: every Pod
+ *   admitted during the roll carries the mandate (maxUnavailable 0, readiness that means synced,
+ *   a shutdown that keeps serving until the endpoint is gone);
+ * - deleting the leader operator Pod: the other replica takes the Lease and isolates a new
+ *   instance within the lease duration plus a few seconds; no duplicate or orphan objects;
+ * - deleting every webhook Pod at once while Pods are created: they are admitted unpatched (fail
+ *   open, as designed), the operator's audit reports each (Warning Event on the instance, the
+ *   kubeplus_operator_unisolated_pods gauge), and once the webhook is back new Pods are patched;
+ * - `helm test` passes: its Pod's dry-run Pod in a throw-away isolated namespace carries the mandate;
+ * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated and its
+ *   finalizers; afterwards instances delete at once and no generated object remains; installed
+ *   again with uninstall.keepGeneratedObjects=true, a hook that fails (its RBAC broken) fails
+ *   `helm uninstall` visibly (its Job's log says why) and succeeds once fixed and run again; the
+ *   generated objects stay and the finalizers go.
+ *
+ * Pod CREATEs under load are server-side dry runs (admission runs in full, nothing is stored),
+ * except during the outage, where the audit needs stored Pods.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  imageArchives,
+  parsePrometheusText,
+  type RealNodeCluster,
+  repoRoot,
+  startRealNodeCluster,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  NodeV1Api,
+  RbacAuthorizationV1Api,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION, SANDBOX_ISOLATION } from './support/operator.js';
+import { kubectl } from './support/real-node.js';
+
+const run = promisify(execFile);
+/** The chart as released before this one: main when the real-node work began. */
+const PREVIOUS_CHART_REF = 'be69b26';
+const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
+const RELEASE = 'kpi';
+const RELEASE_NS = 'kubeplus-system';
+const PLATFORM_NS = 'kubeplus';
+const POOL = 'team-a-pool';
+const MANDATE = {
+  nodeSelector: { pool: POOL },
+  tolerations: [{ key: 'dedicated', operator: 'Equal', value: POOL, effect: 'NoSchedule' }],
+};
+/** The operator's leader-election lease duration (the chart's default). */
+const LEASE_DURATION_S = 15;
+const VALUES = [
+  '--set',
+  'operator.instanceGroups[0].group=cloudark.io',
+  '--set',
+  'operator.instanceGroups[0].resources[0]=agents',
+  // The fail-open audit every 5 s instead of 5 min, so the outage test sees its report soon.
+  '--set',
+  'operator.extraArgs[0]=--audit-interval=5s',
+];
+
+const carriesMandate = (pod: V1Pod): boolean =>
+  pod.spec?.nodeSelector?.pool === POOL &&
+  (pod.spec?.tolerations ?? []).filter((t) => t.key === 'dedicated' && t.value === POOL).length === 1;
+
+/**
+ * A Pod for the tenant namespace. `parked`: a nodeSelector no node matches besides whatever the
+ * webhook merges, so stored Pods stay Pending instead of running by the dozen on a 2-core node.
+ */
+const podBody = (name: string, parked = false): V1Pod => ({
+  metadata: { name },
+  spec: {
+    containers: [{ name: 'main', image: 'kubeplus-isolation.local/pause:1', imagePullPolicy: 'Never' }],
+    terminationGracePeriodSeconds: 0,
+    ...(parked ? { nodeSelector: { 'kubeplus-isolation.e2e/parked': 'true' } } : {}),
+  },
+});
+
+describe('the chart over its life on a real node', () => {
+  let cluster: RealNodeCluster;
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+  let previousChartDir: string;
+  const tenant = 'team-a';
+
+  const helm = async (...args: string[]): Promise<string> => {
+    try {
+      const { stdout } = await run(
+        join(cluster.cp.state.assetsDir, 'helm'),
+        ['--kubeconfig', cluster.cp.kubeconfigPath, '--namespace', RELEASE_NS, ...args],
+        { maxBuffer: 8 << 20 },
+      );
+      return stdout;
+    } catch (error) {
+      const e = error as Error & { stderr?: string };
+      throw new Error(`helm ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}\n${cluster.logReport(15)}`);
+    }
+  };
+
+  /**
+   * Server-side dry-run Pod CREATEs in the tenant namespace, one after another, until `done()`:
+   * the admission chain runs in full for each. Returns how many were admitted and those without
+   * the mandate.
+   */
+  const admitWhile = async (done: () => boolean): Promise<{ admitted: number; unpatched: string[] }> => {
+    let admitted = 0;
+    const unpatched: string[] = [];
+    for (let i = 0; !done(); i++) {
+      const pod = await core.createNamespacedPod({ namespace: tenant, body: podBody(`load-${i}`), dryRun: 'All' });
+      admitted++;
+      if (!carriesMandate(pod)) unpatched.push(`load-${i}`);
+    }
+    return { admitted, unpatched };
+  };
+
+  const podsOf = async (component: 'webhook' | 'operator'): Promise<V1Pod[]> =>
+    (await core.listNamespacedPod({ namespace: RELEASE_NS, labelSelector: `app.kubernetes.io/name=${component}` }))
+      .items;
+
+  const leaseHolder = async (): Promise<string> =>
+    (
+      await cluster.cp.kc
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ name: `${RELEASE}-operator`, namespace: RELEASE_NS })
+    ).spec?.holderIdentity ?? '';
+
+  beforeAll(async () => {
+    previousChartDir = mkdtempSync(join(tmpdir(), 'kpi-previous-chart-'));
+    const { stdout } = await run(
+      'git',
+      ['-C', repoRoot(), 'archive', '--format=tar', PREVIOUS_CHART_REF, 'deploy/kubeplus-isolation'],
+      {
+        encoding: 'buffer',
+        maxBuffer: 64 << 20,
+      },
+    );
+    await new Promise<void>((resolve, reject) => {
+      const tar = execFile('tar', ['-x', '-C', previousChartDir], (error) => (error ? reject(error) : resolve()));
+      tar.stdin?.end(stdout);
+    });
+    cluster = await startRealNodeCluster({
+      images: imageArchives(),
+      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
+    });
+    core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    apps = cluster.cp.kc.makeApiClient(AppsV1Api);
+    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
+    await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
+    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
+    await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
+    await ensureAgentCrd(cluster.cp.kc);
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    if (previousChartDir) rmSync(previousChartDir, { recursive: true, force: true });
+  });
+
+  test(`the previous chart (${PREVIOUS_CHART_REF}) upgrades to this one without an admission gap`, async () => {
+    await helm(
+      'install',
+      RELEASE,
+      join(previousChartDir, 'deploy', 'kubeplus-isolation'),
+      ...VALUES,
+      '--wait',
+      '--timeout',
+      '180s',
+    );
+    await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
+    await waitFor(
+      `namespace ${tenant} isolated`,
+      async () =>
+        (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
+          'true' || undefined,
+      { timeoutMs: 60_000 },
+    );
+    await waitFor(
+      'ServiceAccount default in the tenant namespace',
+      () => core.readNamespacedServiceAccount({ name: 'default', namespace: tenant }),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    let upgraded = false;
+    const upgrade = helm('upgrade', RELEASE, CHART, ...VALUES, '--wait', '--timeout', '180s').finally(() => {
+      upgraded = true;
+    });
+    const load = await admitWhile(() => upgraded);
+    await upgrade;
+    process.stderr.write(
+      `[lifecycle] chart upgrade: ${load.admitted} Pods admitted during it, ${load.unpatched.length} without the mandate\n`,
+    );
+    expect(load.admitted).toBeGreaterThan(0);
+    expect(load.unpatched).toEqual([]);
+    expect(await helm('history', RELEASE, '--max', '1')).toMatch(/deployed\s+kubeplus-isolation-/);
+  });
+
+  test('helm upgrade --set webhook.replicas=3 scales the webhook only; the operator Pods are not restarted', async () => {
+    const operatorBefore = (await podsOf('operator')).map((p) => p.metadata?.uid).sort();
+    const operatorGeneration = (
+      await apps.readNamespacedDeployment({ name: `${RELEASE}-operator`, namespace: RELEASE_NS })
+    ).metadata?.generation;
+    await helm(
+      'upgrade',
+      RELEASE,
+      CHART,
+      '--reuse-values',
+      '--set',
+      'webhook.replicas=3',
+      '--wait',
+      '--timeout',
+      '180s',
+    );
+    const webhook = await apps.readNamespacedDeployment({ name: `${RELEASE}-webhook`, namespace: RELEASE_NS });
+    expect(webhook.status?.readyReplicas).toBe(3);
+    const operator = await apps.readNamespacedDeployment({ name: `${RELEASE}-operator`, namespace: RELEASE_NS });
+    expect(operator.metadata?.generation).toBe(operatorGeneration);
+    expect((await podsOf('operator')).map((p) => p.metadata?.uid).sort()).toEqual(operatorBefore);
+    process.stderr.write(`[lifecycle] ${await kubectl(cluster, 'get', 'deploy', '-n', RELEASE_NS)}\n`);
+  });
+
+  test('a rolling upgrade of the webhook under continuous Pod CREATEs admits every Pod with the mandate', async () => {
+    const before = (await podsOf('webhook')).map((p) => p.metadata?.name).sort();
+    let rolled = false;
+    const roll = helm(
+      'upgrade',
+      RELEASE,
+      CHART,
+      '--reuse-values',
+      '--set',
+      'webhook.logLevel=debug',
+      '--wait',
+      '--timeout',
+      '180s',
+    ).finally(() => {
+      rolled = true;
+    });
+    const load = await admitWhile(() => rolled);
+    await roll;
+    // --wait returns once the new ReplicaSet is available; the old Pods may still be draining.
+    const after = await waitFor(
+      'only new webhook Pods left',
+      async () => {
+        const pods = (await podsOf('webhook')).filter((p) => !p.metadata?.deletionTimestamp);
+        return pods.length === 3 && pods.every((p) => !before.includes(p.metadata?.name)) ? pods : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    process.stderr.write(
+      `[lifecycle] webhook roll: ${load.admitted} Pods admitted during it, ${load.unpatched.length} without the mandate\n`,
+    );
+    expect(after).toHaveLength(3);
+    expect(load.admitted).toBeGreaterThan(0);
+    expect(load.unpatched).toEqual([]);
+  });
+
+  test('deleting the leader operator Pod: the other replica takes the Lease and isolates a new instance in time', async () => {
+    const holder = await leaseHolder();
+    const leader = (await podsOf('operator')).find((p) => holder.startsWith(p.metadata?.name ?? '\0'));
+    expect(leader).toBeDefined();
+    const started = performance.now();
+    await core.deleteNamespacedPod({ name: leader?.metadata?.name ?? '', namespace: RELEASE_NS });
+    const instance = 'team-c';
+    await createAgent(cluster.cp.kc, PLATFORM_NS, instance, {
+      [NODE_ISOLATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+    });
+    await waitFor(
+      `namespace ${instance} isolated by the new leader`,
+      async () =>
+        (await core.readNamespace({ name: instance }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
+          'true' || undefined,
+      { timeoutMs: (LEASE_DURATION_S + 30) * 1000 },
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const newHolder = await leaseHolder();
+    process.stderr.write(
+      `[lifecycle] failover: new instance isolated ${seconds.toFixed(1)} s after the leader Pod was deleted (lease ${LEASE_DURATION_S} s)\n`,
+    );
+    expect(newHolder).not.toBe(holder);
+    expect(newHolder.startsWith(leader?.metadata?.name ?? '\0')).toBe(false);
+    expect(seconds).toBeLessThan(LEASE_DURATION_S + 5);
+    const classes = (await cluster.cp.kc.makeApiClient(NodeV1Api).listRuntimeClass()).items.filter((rc) =>
+      rc.metadata?.name?.startsWith('kubeplus-sandbox-'),
+    );
+    expect(classes.map((rc) => rc.metadata?.name).sort()).toEqual([`kubeplus-sandbox-${instance}`]);
+  });
+
+  test('every webhook Pod deleted at once: Pods are admitted unpatched and audited; once back, Pods are patched', async () => {
+    const webhookPods = (await podsOf('webhook')).map((p) => p.metadata?.name ?? '');
+    await Promise.all(
+      webhookPods.map((name) => core.deleteNamespacedPod({ name, namespace: RELEASE_NS, gracePeriodSeconds: 0 })),
+    );
+    const created: V1Pod[] = [];
+    let back = false;
+    // Until the webhook is back and the last three Pods were patched (the recovery itself may
+    // still admit one unpatched while replicas come up).
+    const lastThreePatched = (): boolean => created.length >= 3 && created.slice(-3).every(carriesMandate);
+    for (let i = 0; created.length < 200 && !(back && lastThreePatched()); i++) {
+      created.push(await core.createNamespacedPod({ namespace: tenant, body: podBody(`outage-${i}`, true) }));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (!back) {
+        back =
+          (await apps.readNamespacedDeployment({ name: `${RELEASE}-webhook`, namespace: RELEASE_NS })).status
+            ?.readyReplicas === 3;
+      }
+    }
+    const unpatched = created.filter((p) => !carriesMandate(p)).map((p) => p.metadata?.name ?? '');
+    const patchedAfter = created.slice(created.findLastIndex((p) => !carriesMandate(p)) + 1);
+    process.stderr.write(
+      `[lifecycle] outage: ${created.length} Pods created, ${unpatched.length} admitted unpatched, then ${patchedAfter.length} patched\n`,
+    );
+    expect(unpatched.length).toBeGreaterThan(0);
+    expect(patchedAfter.length).toBeGreaterThanOrEqual(3);
+    expect(patchedAfter.every(carriesMandate)).toBe(true);
+
+    // The audit (every 5 s here) reports them: the leader's gauge and a Warning on the instance.
+    const gauge = async (): Promise<number> => {
+      let total = 0;
+      for (const pod of await podsOf('operator')) {
+        const text = await kubectl(
+          cluster,
+          'get',
+          '--raw',
+          `/api/v1/namespaces/${RELEASE_NS}/pods/${pod.metadata?.name}:8080/proxy/metrics`,
+        ).catch(() => '');
+        total += sumMetric(parsePrometheusText(text), 'kubeplus_operator_unisolated_pods');
+      }
+      return total;
+    };
+    await waitFor(
+      'the audit to count every unpatched Pod',
+      async (observe) => {
+        const n = await gauge();
+        observe(n);
+        return n === unpatched.length || undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const event = await waitFor(
+      `a PodsNotIsolated Event on the instance counting ${unpatched.length} Pods`,
+      async () =>
+        (
+          await core.listNamespacedEvent({ namespace: PLATFORM_NS, fieldSelector: 'reason=PodsNotIsolated' })
+        ).items.find((e) => e.involvedObject.name === tenant && e.message?.startsWith(`${unpatched.length} Pod`)),
+      { timeoutMs: 60_000 },
+    );
+    expect(event.type).toBe('Warning');
+    process.stderr.write(
+      `[lifecycle] ${await kubectl(cluster, 'get', 'events', '-n', PLATFORM_NS, '--field-selector', 'reason=PodsNotIsolated')}\n`,
+    );
+  });
+
+  test('helm test passes: the test Pod sees a dry-run Pod admitted with the mandate, and cleans up', async () => {
+    // No --logs: a passing test's Pod is deleted at once (hook-succeeded); a failing one stays.
+    const out = await helm('test', RELEASE, '--timeout', '180s').catch(async (error: Error) => {
+      const log = await kubectl(cluster, 'logs', '-n', RELEASE_NS, 'kpi-kubeplus-isolation-helm-test').catch(String);
+      throw new Error(`${error.message}\nthe test Pod's log:\n${log}`);
+    });
+    process.stderr.write(`[lifecycle] ${out}\n`);
+    expect(out).toMatch(/Phase:\s+Succeeded/);
+    expect(out).toMatch(/TEST SUITE:\s+kpi-kubeplus-isolation-helm-test/);
+    // hook-succeeded: the throw-away namespace is deleted (the namespace controller finalizes it).
+    await waitFor(
+      'the helm test namespace to go',
+      async () => {
+        const ns = await core.readNamespace({ name: 'kpi-kubeplus-isolation-helm-test' }).catch(() => undefined);
+        return ns === undefined || ns.metadata?.deletionTimestamp !== undefined || undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+  });
+
+  const generated = async (): Promise<string[]> => {
+    const selector = 'app.kubernetes.io/managed-by=kubeplus-isolation';
+    const rcs = (await cluster.cp.kc.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: selector })).items;
+    const vaps = JSON.parse(
+      await kubectl(
+        cluster,
+        'get',
+        'validatingadmissionpolicies,validatingadmissionpolicybindings',
+        '-l',
+        selector,
+        '-o',
+        'json',
+      ),
+    ) as { items: { kind: string; metadata: { name: string } }[] };
+    return [
+      ...rcs.map((rc) => `RuntimeClass/${rc.metadata?.name}`),
+      ...vaps.items.map((o) => `${o.kind}/${o.metadata.name}`),
+    ].sort();
+  };
+  const agentFinalizers = async (name: string): Promise<string[]> =>
+    (
+      JSON.parse(await kubectl(cluster, 'get', 'agent', name, '-n', PLATFORM_NS, '-o', 'json')) as {
+        metadata: { finalizers?: string[] };
+      }
+    ).metadata.finalizers ?? [];
+
+  test('helm uninstall: the pre-delete hook removes what the operator generated and its finalizers', async () => {
+    expect(await generated()).toEqual(expect.arrayContaining(['RuntimeClass/kubeplus-sandbox-team-c']));
+    expect(await agentFinalizers('team-a')).toContain('isolation.kubeplus.io/cleanup');
+    const out = await helm('uninstall', RELEASE, '--wait', '--timeout', '180s').catch(async (error: Error) => {
+      const log = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`).catch(String);
+      throw new Error(`${error.message}\nthe hook Job's log:\n${log}`);
+    });
+    process.stderr.write(`[lifecycle] ${out}\n`);
+    expect(await generated()).toEqual([]);
+    for (const ns of [tenant, 'team-c']) {
+      const n = await core.readNamespace({ name: ns });
+      expect({ ns, labels: n.metadata?.labels?.[ENABLED_LABEL], deleting: n.metadata?.deletionTimestamp }).toEqual({
+        ns,
+        labels: undefined,
+        deleting: undefined,
+      });
+      expect(Object.keys(n.metadata?.annotations ?? {}).filter((k) => k.startsWith('kubeplus.io/'))).toEqual([]);
+    }
+    expect(await agentFinalizers('team-a')).toEqual([]);
+    expect(await agentFinalizers('team-c')).toEqual([]);
+    // With no operator left, deleting an instance completes at once.
+    await kubectl(cluster, 'delete', 'agent', 'team-c', '-n', PLATFORM_NS, '--timeout=20s');
+    // Nothing of the release or its hooks is left in its namespace (Pods go with their owners).
+    await waitFor(
+      `nothing left in ${RELEASE_NS}`,
+      async (observe) => {
+        const left = (
+          await kubectl(cluster, 'get', 'jobs,pods,roles,deployments', '-n', RELEASE_NS, '-o', 'name')
+        ).trim();
+        observe(left);
+        return left === '' || undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+  });
+
+  test('a failing hook is visible and retryable; keepGeneratedObjects=true keeps the generated objects and removes the finalizers', async () => {
+    await helm(
+      'install',
+      RELEASE,
+      CHART,
+      ...VALUES,
+      '--set',
+      'operator.uninstall.keepGeneratedObjects=true',
+      '--set',
+      'operator.uninstall.backoffLimit=0',
+      '--wait',
+      '--timeout',
+      '180s',
+    );
+    await createAgent(cluster.cp.kc, PLATFORM_NS, 'team-d', {
+      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+    });
+    await waitFor(
+      "the operator to generate team-d's RuntimeClass and set its finalizer",
+      async () =>
+        ((await generated()).includes('RuntimeClass/kubeplus-sandbox-team-d') &&
+          (await agentFinalizers('team-d')).includes('isolation.kubeplus.io/cleanup')) ||
+        undefined,
+      { timeoutMs: 60_000 },
+    );
+    const before = await generated();
+
+    // Break the hook: without its instance RBAC the operator's account cannot list Agents.
+    const rbac = cluster.cp.kc.makeApiClient(RbacAuthorizationV1Api);
+    const binding = await rbac.readClusterRoleBinding({ name: `${RELEASE}-operator-instances` });
+    await rbac.deleteClusterRoleBinding({ name: `${RELEASE}-operator-instances` });
+    const failed = await helm('uninstall', RELEASE, '--wait', '--timeout', '120s').then(
+      () => 'succeeded',
+      (error: Error) => error.message,
+    );
+    expect(failed).toContain(`job ${RELEASE}-operator-uninstall failed: BackoffLimitExceeded`);
+    const jobLog = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`);
+    process.stderr.write(`[lifecycle] the failed hook's log:\n${jobLog}\n`);
+    expect(jobLog).toMatch(/forbidden/i);
+    expect(await agentFinalizers('team-d')).toContain('isolation.kubeplus.io/cleanup');
+
+    // Fix the cause and run it again.
+    await rbac.createClusterRoleBinding({
+      body: { ...binding, metadata: { name: binding.metadata?.name, labels: binding.metadata?.labels } },
+    });
+    await helm('uninstall', RELEASE, '--wait', '--timeout', '180s');
+    expect(await generated()).toEqual(before);
+    expect(await agentFinalizers('team-d')).toEqual([]);
+    await kubectl(cluster, 'delete', 'agent', 'team-d', '-n', PLATFORM_NS, '--timeout=20s');
+  });
+});
