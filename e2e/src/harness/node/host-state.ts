@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cgroupHierarchies } from './cgroups.js';
-import { KUBELET_SYSCTLS, sysctlRecordPath } from './host-sysctls.js';
+import { KUBELET_SYSCTLS, sysctlHolders, sysctlRecordPath } from './host-sysctls.js';
 
 /**
  * What a real node could leave behind on the host, read from the host's namespaces: the test that
@@ -50,10 +50,25 @@ function lines(command: string, args: string[]): string[] {
     .sort();
 }
 
-/** Reads the host's state (`nft`: path of an nft binary to list the host's tables with, if any). */
-export function hostState(nft?: string): HostState {
+/** The run whose traces to keep in a snapshot: its slot and its run directory. */
+export interface OwnRun {
+  slot: number;
+  dir: string;
+}
+
+/**
+ * Reads the host's state (`nft`: path of an nft binary to list the host's tables with, if any).
+ * Other real-node runs may coexist: their traces (their veth and its routes, their cgroup root,
+ * their run directory, and the kubelet sysctls while they hold them) are left out, so a snapshot
+ * shows this run's traces (`own`; none when undefined) and the host's own state only.
+ */
+export function hostState(nft?: string, own?: OwnRun): HostState {
+  const foreignSlot = (slot: string): boolean => own === undefined || Number(slot) !== own.slot;
+  const foreignLink = (name: string): boolean => /^kpin\d+$/.test(name) && foreignSlot(name.slice(4));
+  const othersHoldSysctls = sysctlHolders().some((pid) => pid !== process.pid);
   const sysctls: Record<string, string> = {};
   for (const key of HOST_SYSCTLS) {
+    if (othersHoldSysctls && (KUBELET_SYSCTLS as readonly string[]).includes(key)) continue;
     if (existsSync(`/proc/sys/${key}`)) sysctls[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim();
   }
   const mountPoints = readFileSync('/proc/self/mountinfo', 'utf8')
@@ -64,14 +79,24 @@ export function hostState(nft?: string): HostState {
   const cgroups = cgroupHierarchies().flatMap((h) =>
     readdirSync(h, { withFileTypes: true })
       .filter((e) => e.isDirectory())
+      .filter((e) => {
+        const m = /^kubeplus-isolation-node-(\d+)$/.exec(e.name);
+        return m?.[1] === undefined || !foreignSlot(m[1]);
+      })
       .map((e) => join(h, e.name)),
   );
+  const viaForeignLink = (route: string): boolean => {
+    const dev = /\bdev (\S+)/.exec(route)?.[1];
+    return dev !== undefined && foreignLink(dev);
+  };
   return {
-    links: lines('ip', ['-o', 'link', 'show']).map((l) => l.split(':')[1]?.trim().split('@')[0] ?? l),
+    links: lines('ip', ['-o', 'link', 'show'])
+      .map((l) => l.split(':')[1]?.trim().split('@')[0] ?? l)
+      .filter((l) => !foreignLink(l)),
     routes: [
       ...lines('ip', ['-4', 'route', 'show', 'table', 'all']),
       ...lines('ip', ['-6', 'route', 'show', 'table', 'all']),
-    ],
+    ].filter((r) => !viaForeignLink(r)),
     rules: lines('ip', ['rule', 'show']),
     sysctls,
     mountPoints,
@@ -79,9 +104,26 @@ export function hostState(nft?: string): HostState {
     cgroups: cgroups.sort(),
     nftTables: nft ? execFileSync(nft, ['list', 'tables'], { encoding: 'utf8' }) : '',
     tmpEntries: [
-      ...readdirSync(tmpdir()).filter((e) => e.startsWith('kubeplus-node-')),
-      ...(existsSync(sysctlRecordPath()) ? [sysctlRecordPath()] : []),
-      ...(existsSync(`${sysctlRecordPath()}.lock`) ? [`${sysctlRecordPath()}.lock`] : []),
+      ...readdirSync(tmpdir()).filter(
+        (e) => e.startsWith('kubeplus-node-') && own !== undefined && join(tmpdir(), e) === own.dir,
+      ),
+      ...(existsSync(sysctlRecordPath()) && !othersHoldSysctls ? [sysctlRecordPath()] : []),
     ].sort(),
   };
+}
+
+/**
+ * Two snapshots made comparable: the kubelet sysctls count only when neither was taken while
+ * another run held them (that run writes them back when it is the last one out, not this run).
+ */
+export function comparableHostStates(before: HostState, after: HostState): [HostState, HostState] {
+  const shared = (KUBELET_SYSCTLS as readonly string[]).filter((k) => !(k in before.sysctls) || !(k in after.sysctls));
+  if (shared.length === 0) return [before, after];
+  const strip = (s: HostState): HostState => ({
+    ...s,
+    sysctls: Object.fromEntries(
+      Object.entries(s.sysctls).filter(([k]) => !(KUBELET_SYSCTLS as readonly string[]).includes(k)),
+    ),
+  });
+  return [strip(before), strip(after)];
 }

@@ -83,6 +83,15 @@ function load(): Record_ | undefined {
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record_) : undefined;
 }
 
+/** The live processes holding the kubelet sysctls (from the shared record; none without one). */
+export function sysctlHolders(): number[] {
+  try {
+    return (load()?.holders ?? []).filter(alive);
+  } catch {
+    return [];
+  }
+}
+
 /** Registers `pid` (this run) as holding the kubelet sysctls; the first holder records their values. */
 export function holdKubeletSysctls(pid = process.pid): void {
   withLock(() => {
