@@ -248,9 +248,16 @@ export function validationVariables(min: RuntimeLevel, allowed: readonly string[
     { name: 'runtimeClassName', expression: celOptionalString('object', RUNTIME_CLASS_PATH) },
     {
       // On UPDATE an unchanged runtime class is never judged again: tightening the minimum
-      // is not retroactive for Sandboxes that already exist.
+      // is not retroactive for Sandboxes that already exist (their controller keeps writing
+      // status and annotations). Unless the UPDATE gives the object a new owner: adopting it
+      // (a SandboxClaim taking a warm-pool Sandbox, a warm pool taking an orphan) hands it to
+      // someone new, so it is judged like a new object, and a Sandbox left weaker than the
+      // minimum by a tightening is never handed out again. Dropping an owner (orphaning) is not.
       name: 'unchanged',
-      expression: `request.operation == 'UPDATE' && (${celOptionalString('oldObject', RUNTIME_CLASS_PATH)}) == variables.runtimeClassName`,
+      expression:
+        `request.operation == 'UPDATE' && (${celOptionalString('oldObject', RUNTIME_CLASS_PATH)}) == variables.runtimeClassName && ` +
+        `(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []).all(r, ` +
+        `(has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []).exists(o, o.uid == r.uid))`,
     },
   ];
   if (min !== 'runc') vars.push({ name: 'allowedRuntimeClasses', expression: celStringList(allowed) });

@@ -87,6 +87,38 @@ describe('the validating policy for minimum kata, evaluated', () => {
     expect(validate(vap, update(undefined, undefined))).toEqual([]);
   });
 
+  it('judges an adoption (an UPDATE adding an owner) like a new object; dropping an owner is not judged', () => {
+    const owned = (rc: string, ...uids: string[]): Record<string, unknown> => {
+      const obj = sandbox(rc);
+      (obj.metadata as Record<string, unknown>).ownerReferences = uids.map((uid) => ({
+        apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+        kind: uid.startsWith('claim') ? 'SandboxClaim' : 'SandboxWarmPool',
+        name: uid,
+        uid,
+      }));
+      return obj;
+    };
+    // A weak warm-pool Sandbox taken by a claim after the minimum was raised: refused.
+    const adopt = {
+      operation: 'UPDATE' as const,
+      object: owned('runc', 'claim-1'),
+      oldObject: owned('runc', 'pool-1'),
+    };
+    expect(validate(vap, adopt)).toHaveLength(1);
+    expect(validate(vap, { ...adopt, oldObject: sandbox('runc') })).toHaveLength(1);
+    // The same adoption of a compliant Sandbox: admitted.
+    expect(
+      validate(vap, { operation: 'UPDATE', object: owned(OWN, 'claim-1'), oldObject: owned(OWN, 'pool-1') }),
+    ).toEqual([]);
+    // The owner's controller updating its weak Sandbox, or the garbage collector orphaning it: not judged.
+    expect(
+      validate(vap, { operation: 'UPDATE', object: owned('runc', 'pool-1'), oldObject: owned('runc', 'pool-1') }),
+    ).toEqual([]);
+    expect(validate(vap, { operation: 'UPDATE', object: sandbox('runc'), oldObject: owned('runc', 'pool-1') })).toEqual(
+      [],
+    );
+  });
+
   it('judges a changed runtime class on UPDATE', () => {
     expect(validate(vap, update(OWN, 'runc'))).toHaveLength(1);
     expect(validate(vap, update('runc', undefined))).toHaveLength(1);
