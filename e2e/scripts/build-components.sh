@@ -7,8 +7,9 @@
 #   node (argument `node`):   kubelet, kube-proxy, containerd, containerd-shim-runc-v2, ctr,
 #                             runc (cgo + libseccomp), the CNI plugins bridge, host-local,
 #                             loopback and portmap, nft (Debian packages, unpacked locally),
-#                             crane, and pause-image.tar (a static pause binary as an image
-#                             archive): what the harness's real node runs (e2e/README.md)
+#                             crane, pause-image.tar (a static pause binary as an image
+#                             archive), agent-sandbox-controller and its image archive: what
+#                             the harness's real node runs (e2e/README.md)
 #
 # Usage:
 #   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # the control plane
@@ -36,7 +37,7 @@ die() { printf 'build-components: error: %s\n' "$*" >&2; exit 1; }
 
 CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
 NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap nft crane
-  pause-image.tar)
+  pause-image.tar agent-sandbox-controller agent-sandbox-controller-image.tar)
 BINARIES=("${CONTROL_PLANE[@]}")
 # Arguments restrict the work to the binaries named (e.g. `helm` for the chart tests); `node` names
 # the node's set.
@@ -95,6 +96,7 @@ helm_version=$(gomod_version "$components/helm/go.mod" helm.sh/helm/v3)
 containerd_version=$(gomod_version "$components/containerd/go.mod" github.com/containerd/containerd/v2)
 runc_version=$(gomod_version "$components/runc/go.mod" github.com/opencontainers/runc)
 cni_version=$(gomod_version "$components/cni/go.mod" github.com/containernetworking/plugins)
+agent_sandbox_version=$(gomod_version "$components/agent-sandbox/go.mod" sigs.k8s.io/agent-sandbox)
 crane_module=$(cd "$script_dir/../../deploy/image/crane" && pwd -P)
 crane_version=$(gomod_version "$crane_module/go.mod" github.com/google/go-containerregistry)
 
@@ -122,6 +124,7 @@ crane_dir=$cache/crane-$crane_version
 # versions of what they hold (the Debian release's nftables; the pause program below).
 nft_dir=$cache/nft-debian12
 pause_dir=$cache/pause-1
+agent_sandbox_dir=$cache/agent-sandbox-$agent_sandbox_version
 bin_dir=$cache/bin-$k8s_version
 
 # name|module dir|package|output dir  (module dir "-": assembled by a function below)
@@ -145,6 +148,8 @@ targets=(
   "crane|crane|github.com/google/go-containerregistry/cmd/crane|$crane_dir"
   "nft|-|nft|$nft_dir"
   "pause-image.tar|-|pause|$pause_dir"
+  "agent-sandbox-controller|agent-sandbox|sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller|$agent_sandbox_dir"
+  "agent-sandbox-controller-image.tar|-|agent_sandbox_image|$agent_sandbox_dir"
 )
 
 present() { [[ -f "$1" && ( -x "$1" || $1 == *.tar ) ]]; }
@@ -240,6 +245,9 @@ ldflags_for() { # <module dir>
     cni)
       x+=("-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version")
       ;;
+    agent-sandbox)
+      x+=("-X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=$agent_sandbox_version")
+      ;;
   esac
   printf '%s' "-s -w${x[*]:+ ${x[*]}}"
 }
@@ -275,6 +283,40 @@ assemble_nft() { # <tmp file> <out dir>
   "$1" --version >/dev/null || die "the unpacked nft does not run: $("$1" --version 2>&1)"
 }
 
+# An image archive from one layer, with crane. `crane mutate` (entrypoint, user) works against a
+# registry: one is served on loopback for this build only.
+crane_image() { # <work dir> <layer.tar> <name> <entrypoint> <user> <out.tar>
+  "$crane_dir/crane" registry serve --address 127.0.0.1:0 >"$1/registry.log" 2>&1 &
+  local registry=$! port=
+  for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$1/registry.log")
+    [[ -n $port ]] && break
+    sleep 0.1
+  done
+  [[ -n $port ]] || { kill "$registry"; die "crane registry did not start: $(cat "$1/registry.log")"; }
+  local ref=127.0.0.1:$port/image:1
+  "$crane_dir/crane" append --oci-empty-base -f "$2" -t "$ref" >/dev/null &&
+    "$crane_dir/crane" mutate "$ref" --entrypoint "$4" --user "$5" --set-platform linux/amd64 -t "$3" -o "$6" >/dev/null ||
+    { kill "$registry"; die "crane ($3) failed"; }
+  kill "$registry"
+  wait "$registry" 2>/dev/null || true
+}
+
+# The upstream Agent Sandbox controller as an image (its manifests name a ko:// placeholder the
+# deployment replaces): the static binary, and a /tmp it may write its webhook certificates to.
+assemble_agent_sandbox_image() { # <tmp file> <out dir>
+  local work
+  work=$(mktemp -d "${TMPDIR:-/tmp}/kpi-asc-XXXXXX")
+  mkdir -p "$work/root/tmp"
+  chmod 1777 "$work/root/tmp"
+  install -m 0755 "$2/agent-sandbox-controller" "$work/root/agent-sandbox-controller"
+  tar --mtime=@0 --numeric-owner --owner=0 --group=0 -C "$work/root" -cf "$work/layer.tar" agent-sandbox-controller tmp
+  crane_image "$work" "$work/layer.tar" "kubeplus-isolation.local/agent-sandbox-controller:$agent_sandbox_version" \
+    /agent-sandbox-controller 65532:65532 "$work/img.tar"
+  mv "$work/img.tar" "$1"
+  rm -rf "$work"
+}
+
 # The Pod sandbox ("pause") image: a static C program that sleeps until SIGINT/SIGTERM and reaps
 # orphans, as upstream's pause does; one layer, made an image archive with crane.
 assemble_pause() { # <tmp file> <out dir>
@@ -302,22 +344,7 @@ C
   gcc -static -Os -o "$work/root/pause" "$work/pause.c" || die "compiling pause failed (gcc with a static libc)"
   strip "$work/root/pause"
   tar --mtime=@0 --numeric-owner --owner=0 --group=0 -C "$work/root" -cf "$work/layer.tar" pause
-  # `crane mutate` (the entrypoint) works against a registry: one on loopback, for this build only.
-  "$crane_dir/crane" registry serve --address 127.0.0.1:0 >"$work/registry.log" 2>&1 &
-  local registry=$! port=
-  for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$work/registry.log")
-    [[ -n $port ]] && break
-    sleep 0.1
-  done
-  [[ -n $port ]] || { kill "$registry"; die "crane registry did not start: $(cat "$work/registry.log")"; }
-  local ref=127.0.0.1:$port/pause:1
-  "$crane_dir/crane" append --oci-empty-base -f "$work/layer.tar" -t "$ref" >/dev/null &&
-    "$crane_dir/crane" mutate "$ref" --entrypoint /pause --user 65535:65535 --set-platform linux/amd64 \
-      -t kubeplus-isolation.local/pause:1 -o "$work/img.tar" >/dev/null ||
-    { kill "$registry"; die "crane (pause image) failed"; }
-  kill "$registry"
-  wait "$registry" 2>/dev/null || true
+  crane_image "$work" "$work/layer.tar" kubeplus-isolation.local/pause:1 /pause 65535:65535 "$work/img.tar"
   mv "$work/img.tar" "$1"
   rm -rf "$work"
 }
@@ -361,6 +388,9 @@ for t in "${targets[@]}"; do
     genv=(CGO_ENABLED=0) tags=()
     case $mod in
       containerd) tags=(-tags no_btrfs) ;;
+      # The module proxy serves it at exact versions only and the checksum database has no entry:
+      # go.sum pins its hash (-mod=readonly turns a mismatch into an error).
+      agent-sandbox) genv+=(GONOSUMDB=sigs.k8s.io/agent-sandbox) ;;
       runc)
         libseccomp_sysroot
         genv=(CGO_ENABLED=1 "PKG_CONFIG_PATH=$seccomp_root/usr/lib/x86_64-linux-gnu/pkgconfig"

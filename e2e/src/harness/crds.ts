@@ -10,12 +10,17 @@ import { isApiStatus } from './node-api.js';
 import { sandboxCrdsDir } from './repo.js';
 import { waitFor } from './wait.js';
 
+export interface InstallOptions {
+  timeoutMs?: number;
+}
+
 /**
- * Loads every CustomResourceDefinition from the *.yaml files in `dir` and removes their conversion
- * webhook (strategy None), as envtest does: the Agent Sandbox controller that would serve it is
- * not running, and the versions share the fields this project reads.
+ * Loads every CustomResourceDefinition from the *.yaml files in `dir` and, unless `keepConversion`
+ * (the Agent Sandbox controller runs: agent-sandbox.ts), removes their conversion webhook
+ * (strategy None), as envtest does: nothing would serve it, and the versions share the fields
+ * this project reads.
  */
-export function loadCrds(dir: string): V1CustomResourceDefinition[] {
+export function loadCrds(dir: string, opts: { keepConversion?: boolean } = {}): V1CustomResourceDefinition[] {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
     .sort();
@@ -25,7 +30,7 @@ export function loadCrds(dir: string): V1CustomResourceDefinition[] {
     ),
   );
   if (crds.length === 0) throw new Error(`no CustomResourceDefinition in ${dir}`);
-  for (const crd of crds) crd.spec.conversion = { strategy: 'None' };
+  if (!opts.keepConversion) for (const crd of crds) crd.spec.conversion = { strategy: 'None' };
   return crds;
 }
 

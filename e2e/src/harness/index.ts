@@ -1,4 +1,12 @@
 export {
+  AGENT_SANDBOX_DEPLOYMENT,
+  AGENT_SANDBOX_NAMESPACE,
+  agentSandboxImage,
+  agentSandboxManifests,
+  agentSandboxVersion,
+  installAgentSandbox,
+} from './agent-sandbox.js';
+export {
   type ApiProxy,
   type ApiProxyOptions,
   type Hold,

@@ -21,6 +21,26 @@ export async function kubectl(cluster: RealNodeCluster, ...args: string[]): Prom
   }
 }
 
+/** kubectl with `input` on stdin (e.g. `apply -f -`); resolves with its exit code and output, never rejects. */
+export function kubectlWithInput(
+  cluster: RealNodeCluster,
+  input: string,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      join(cluster.cp.state.assetsDir, 'kubectl'),
+      ['--kubeconfig', cluster.cp.kubeconfigPath, ...args],
+      { maxBuffer: 8 << 20 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+    child.stdin?.end(input);
+  });
+}
+
 /**
  * A Pod that runs one Node.js script on the real node and exits (restricted Pod Security: non-root,
  * read-only root, no capabilities, RuntimeDefault seccomp), never pulling (the image is imported).

@@ -38,6 +38,7 @@ export const NODE_BINARIES = [
   'portmap',
   'nft',
   'pause-image.tar',
+  'agent-sandbox-controller-image.tar',
 ] as const;
 
 /** The node's binaries directory: KUBEPLUS_ISOLATION_ASSETS if it holds them all, else the build script's. */
@@ -210,7 +211,9 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
       },
       { timeoutMs: 30_000, intervalMs: 100 },
     );
-    for (const archive of [join(binDir, 'pause-image.tar'), ...(opts.images ?? [])]) {
+    // The pause image (the CRI sandbox image) and the Agent Sandbox controller's, always; then the caller's.
+    const archives = [join(binDir, 'pause-image.tar'), join(binDir, 'agent-sandbox-controller-image.tar')];
+    for (const archive of [...archives, ...(opts.images ?? [])]) {
       const began = performance.now();
       ctr(['-n', 'k8s.io', 'images', 'import', archive]);
       log(`imported ${archive} into the node's containerd (${((performance.now() - began) / 1000).toFixed(1)} s)`);

@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  type V1Deployment,
+} from '@kubernetes/client-node';
+import { type InstallOptions, installCrds, loadCrds } from './crds.js';
+import { isApiStatus } from './node-api.js';
+import { sandboxCrdsDir } from './repo.js';
+import { waitFor } from './wait.js';
+
+/** Where upstream's manifests put the controller. */
+export const AGENT_SANDBOX_NAMESPACE = 'agent-sandbox-system';
+export const AGENT_SANDBOX_DEPLOYMENT = 'agent-sandbox-controller';
+
+/** The controller image `build-components.sh node` assembles (agent-sandbox-controller-image.tar). */
+export function agentSandboxImage(version: string): string {
+  return `kubeplus-isolation.local/agent-sandbox-controller:${version}`;
+}
+
+/** The pinned module's version, from its directory name in the Go module cache (`…/agent-sandbox@v0.5.0`). */
+export function agentSandboxVersion(moduleDir: string): string {
+  const match = /@(v[^/]+)$/.exec(moduleDir);
+  if (!match?.[1]) throw new Error(`cannot read the agent-sandbox version from ${moduleDir}`);
+  return match[1];
+}
+
+/**
+ * Upstream's manifests (k8s/ of the pinned module: the controller, its RBAC, the extensions' RBAC),
+ * as the project deploys them: the Deployment's `ko://` image placeholder (upstream's deployment
+ * scripts replace it) becomes the locally built image, never pulled, with `--extensions` so
+ * SandboxTemplate, SandboxClaim and SandboxWarmPool work, and a restricted security context. Pure.
+ */
+export function agentSandboxManifests(moduleDir: string, image: string): KubernetesObject[] {
+  const read = (file: string): KubernetesObject[] =>
+    (loadAllYaml(readFileSync(join(moduleDir, 'k8s', file), 'utf8')) as (KubernetesObject | null)[]).filter(
+      (doc): doc is KubernetesObject => doc !== null && typeof doc === 'object' && 'kind' in doc,
+    );
+  const docs = [
+    ...read('controller.yaml'),
+    ...read('rbac.generated.yaml'),
+    ...read('extensions.yaml'),
+    ...read('extensions-rbac.generated.yaml'),
+  ];
+  const deployments = docs.filter((d) => d.kind === 'Deployment') as V1Deployment[];
+  if (deployments.length !== 1) throw new Error(`expected one Deployment in ${moduleDir}/k8s/controller.yaml`);
+  const container = deployments[0]?.spec?.template.spec?.containers[0];
+  if (!container?.image?.startsWith('ko://')) {
+    throw new Error(`the controller's image is not upstream's ko:// placeholder: ${container?.image}`);
+  }
+  container.image = image;
+  container.imagePullPolicy = 'Never';
+  container.args = [...(container.args ?? []), '--extensions'];
+  container.securityContext = {
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+    runAsNonRoot: true,
+    runAsUser: 65532,
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+  return docs;
+}
+
+async function createAll(kc: KubeConfig, docs: readonly KubernetesObject[]): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  for (const doc of docs) {
+    try {
+      await api.create(doc);
+    } catch (error) {
+      if (!isApiStatus(error, 409)) throw error;
+    }
+  }
+}
+
+/**
+ * Runs the upstream Agent Sandbox controller on a cluster with a real node (the image imported by
+ * startRealNodeCluster): its CRDs from the pinned module UNMODIFIED, conversion webhook included
+ * (the controller puts its CA into them at start and serves /convert behind its Service, which an
+ * API server with aggregator routing calls at the Pod's IP), its RBAC and Deployment as
+ * agentSandboxManifests() adapts them. Resolves once the controller is available and every CRD
+ * carries its caBundle.
+ */
+export async function installAgentSandbox(kc: KubeConfig, opts: InstallOptions = {}): Promise<{ crds: string[] }> {
+  const crdsDir = sandboxCrdsDir();
+  const moduleDir = dirname(dirname(crdsDir));
+  const image = agentSandboxImage(agentSandboxVersion(moduleDir));
+  await createAll(kc, agentSandboxManifests(moduleDir, image));
+  const crds = await installCrds(kc, loadCrds(crdsDir, { keepConversion: true }));
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  const apps = kc.makeApiClient(AppsV1Api);
+  await waitFor(
+    `the Agent Sandbox controller Deployment to be available`,
+    async (observe) => {
+      const d = await apps.readNamespacedDeployment({
+        name: AGENT_SANDBOX_DEPLOYMENT,
+        namespace: AGENT_SANDBOX_NAMESPACE,
+      });
+      observe(d.status);
+      return (d.status?.availableReplicas ?? 0) >= 1 || undefined;
+    },
+    { timeoutMs },
+  );
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  await waitFor(
+    'the controller to put its CA into every CRD’s conversion webhook',
+    async (observe) => {
+      const missing: string[] = [];
+      for (const name of crds) {
+        const crd = await ext.readCustomResourceDefinition({ name });
+        if (!crd.spec.conversion?.webhook?.clientConfig?.caBundle) missing.push(name);
+      }
+      observe(missing);
+      return missing.length === 0 || undefined;
+    },
+    { timeoutMs },
+  );
+  return { crds };
+}

@@ -1,0 +1,447 @@
+/**
+ * The upstream Agent Sandbox controller (sigs.k8s.io/agent-sandbox v0.5.0, built from its Go
+ * module, its manifests and CRDs read from the module, conversion webhook served by the
+ * controller) on the real node, next to the chart's webhook and operator:
+ *
+ * - seed 2 step 5 for real: a Sandbox referencing kubeplus-sandbox-<instance> (handler runc here)
+ *   is admitted, the controller creates its Pod, the webhook merges the tenant's nodeSelector and
+ *   tolerations, the scheduler binds it to the pool node, it runs, the Sandbox reports Ready;
+ * - a Kata class cannot run on this machine: the Pod is bound to the pool with that runtime
+ *   class, the kubelet reports why it cannot start it, the Sandbox is not Ready (no handler is
+ *   ever mapped to runc to make it look started);
+ * - a Sandbox written at v1alpha1 is converted by the controller and judged like v1beta1;
+ * - the controller's own writes (status, annotations, a claim's adoption) pass the policies;
+ * - a SandboxClaim from a compliant SandboxTemplate yields a running Sandbox;
+ * - deleting the instance leaves its Sandboxes and their Pods running.
+ */
+
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  imageArchives,
+  installAgentSandbox,
+  type RealNodeCluster,
+  repoRoot,
+  startRealNodeCluster,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import {
+  createAgent,
+  deleteAgent,
+  ENABLED_LABEL,
+  ensureAgentCrd,
+  NODE_ISOLATION,
+  SANDBOX_ISOLATION,
+} from './support/operator.js';
+import { kubectl, kubectlWithInput } from './support/real-node.js';
+
+const run = promisify(execFile);
+const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
+const RELEASE_NS = 'kubeplus-system';
+const PLATFORM_NS = 'kubeplus';
+const POOL = 'sandbox-pool';
+const MANDATE = {
+  nodeSelector: { pool: POOL },
+  tolerations: [{ key: 'dedicated', operator: 'Equal', value: POOL, effect: 'NoSchedule' }],
+};
+const IMAGE = 'kubeplus-isolation.local/pause:1';
+
+interface SandboxStatus {
+  metadata: { name: string; uid: string; annotations?: Record<string, string> };
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[]; nodeName?: string };
+}
+
+const sandboxYaml = (name: string, namespace: string, runtimeClassName: string, version = 'v1beta1'): string => `
+apiVersion: agents.x-k8s.io/${version}
+kind: Sandbox
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  podTemplate:
+    spec:
+      runtimeClassName: ${runtimeClassName}
+      containers:
+      - {name: agent, image: ${IMAGE}, imagePullPolicy: Never}
+`;
+
+describe('Agent Sandbox for real, with both isolation layers', () => {
+  let cluster: RealNodeCluster;
+  let core: CoreV1Api;
+  let custom: CustomObjectsApi;
+
+  const sandbox = async (namespace: string, name: string): Promise<SandboxStatus | undefined> =>
+    (await custom
+      .getNamespacedCustomObject({ group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes', namespace, name })
+      .catch(() => undefined)) as SandboxStatus | undefined;
+  const ready = (sb: SandboxStatus | undefined): boolean =>
+    sb?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  const podOf = async (namespace: string, sandboxName: string): Promise<V1Pod | undefined> => {
+    const sb = await sandbox(namespace, sandboxName);
+    const name = sb?.metadata.annotations?.['agents.x-k8s.io/pod-name'];
+    return name ? core.readNamespacedPod({ namespace, name }).catch(() => undefined) : undefined;
+  };
+  const isolate = async (instance: string, minRuntimeClass: string): Promise<void> => {
+    await createAgent(cluster.cp.kc, PLATFORM_NS, instance, {
+      [NODE_ISOLATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass, enforce: true }),
+    });
+    await waitFor(
+      `namespace ${instance} isolated and its sandbox policy in force`,
+      async () => {
+        const ns = await core.readNamespace({ name: instance }).catch(() => undefined);
+        if (ns?.metadata?.labels?.[ENABLED_LABEL] !== 'true') return undefined;
+        // In force: a runc Sandbox is refused (checked with a server-side dry run).
+        const res = await kubectlWithInput(
+          cluster,
+          sandboxYaml('probe', instance, 'runc'),
+          'apply',
+          '--dry-run=server',
+          '-f',
+          '-',
+        );
+        return (minRuntimeClass === 'runc' ? true : res.code !== 0) || undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+  };
+
+  beforeAll(async () => {
+    cluster = await startRealNodeCluster({
+      images: imageArchives(),
+      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
+    });
+    core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    custom = cluster.cp.kc.makeApiClient(CustomObjectsApi);
+    const { crds } = await installAgentSandbox(cluster.cp.kc);
+    process.stderr.write(`[agent-sandbox] controller running; CRDs with its conversion webhook: ${crds.join(', ')}\n`);
+    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
+    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
+    await ensureAgentCrd(cluster.cp.kc);
+    // The platform's plain runtime, as most clusters have one.
+    await kubectlWithInput(
+      cluster,
+      'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: runc}\nhandler: runc\n',
+      'apply',
+      '-f',
+      '-',
+    );
+    await run(
+      join(cluster.cp.state.assetsDir, 'helm'),
+      [
+        '--kubeconfig',
+        cluster.cp.kubeconfigPath,
+        'install',
+        'kpi',
+        CHART,
+        '--namespace',
+        RELEASE_NS,
+        '--set',
+        'operator.instanceGroups[0].group=cloudark.io',
+        '--set',
+        'operator.instanceGroups[0].resources[0]=agents',
+        '--wait',
+        '--timeout',
+        '180s',
+      ],
+      { maxBuffer: 8 << 20 },
+    );
+    // The tenant pool: the real node, labeled and tainted after the system Pods are placed.
+    await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
+    await kubectl(cluster, 'taint', 'node', cluster.nodeName, `dedicated=${POOL}:NoSchedule`);
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  test('seed 2 step 5 for real: a Sandbox with the instance class becomes a Pod placed by node isolation, Running, and the Sandbox Ready', async () => {
+    await isolate('team-r', 'runc');
+    const res = await kubectlWithInput(
+      cluster,
+      sandboxYaml('coder', 'team-r', 'kubeplus-sandbox-team-r'),
+      'apply',
+      '-f',
+      '-',
+    );
+    expect(res).toMatchObject({ code: 0 });
+    const sb = await waitFor(
+      'the Sandbox to report Ready',
+      async () => {
+        const s = await sandbox('team-r', 'coder');
+        return ready(s) ? s : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+    const pod = await podOf('team-r', 'coder');
+    expect(pod?.status?.phase).toBe('Running');
+    expect(pod?.spec?.runtimeClassName).toBe('kubeplus-sandbox-team-r');
+    expect(pod?.spec?.nodeSelector).toEqual(MANDATE.nodeSelector);
+    expect(pod?.spec?.tolerations).toEqual(expect.arrayContaining(MANDATE.tolerations));
+    expect(pod?.spec?.nodeName).toBe(cluster.nodeName);
+    expect(sb.status?.nodeName).toBe(cluster.nodeName);
+    process.stderr.write(
+      `[agent-sandbox] ${await kubectl(cluster, 'get', 'sandbox,pods', '-n', 'team-r', '-o', 'wide')}\n`,
+    );
+  });
+
+  test('a Kata class cannot run here: the Pod is bound to the pool with it, the kubelet says why, the Sandbox is not Ready', async () => {
+    await isolate('team-k', 'kata');
+    expect(
+      await kubectlWithInput(cluster, sandboxYaml('secure', 'team-k', 'kubeplus-sandbox-team-k'), 'apply', '-f', '-'),
+    ).toMatchObject({
+      code: 0,
+    });
+    const pod = await waitFor(
+      'the controller to create the Pod and the scheduler to bind it',
+      async () => {
+        const p = await podOf('team-k', 'secure');
+        return p?.spec?.nodeName ? p : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(pod.spec?.runtimeClassName).toBe('kubeplus-sandbox-team-k');
+    expect(pod.spec?.nodeSelector).toEqual(MANDATE.nodeSelector);
+    const event = await waitFor(
+      'the kubelet to report the missing kata handler',
+      async () => {
+        const events = await core.listNamespacedEvent({
+          namespace: 'team-k',
+          fieldSelector: `involvedObject.name=${pod.metadata?.name}`,
+        });
+        return events.items.find((e) => e.reason === 'FailedCreatePodSandBox' && /kata/.test(e.message ?? ''));
+      },
+      { timeoutMs: 60_000 },
+    );
+    process.stderr.write(`[agent-sandbox] kata on this node: ${event.reason}: ${event.message}\n`);
+    expect(ready(await sandbox('team-k', 'secure'))).toBe(false);
+    expect((await core.readNamespacedPod({ namespace: 'team-k', name: pod.metadata?.name ?? '' })).status?.phase).toBe(
+      'Pending',
+    );
+  });
+
+  test('a Sandbox written at v1alpha1 is converted by the controller and judged the same', async () => {
+    const denied = await kubectlWithInput(
+      cluster,
+      sandboxYaml('old-weak', 'team-k', 'runc', 'v1alpha1'),
+      'apply',
+      '-f',
+      '-',
+    );
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain('requires sandbox runtime kata or stronger');
+    const admitted = await kubectlWithInput(
+      cluster,
+      sandboxYaml('old-own', 'team-r', 'kubeplus-sandbox-team-r', 'v1alpha1'),
+      'apply',
+      '-f',
+      '-',
+    );
+    expect(admitted.code).toBe(0);
+    // Stored at v1beta1 (the storage version), readable at v1alpha1: both through the controller's /convert.
+    const stored = await waitFor(
+      'the converted Sandbox to run',
+      async () => {
+        const s = await sandbox('team-r', 'old-own');
+        return ready(s) ? s : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(stored.metadata.annotations?.['api.agents.x-k8s.io/v1alpha1-sandbox-state']).toBeDefined();
+    const asAlpha = JSON.parse(
+      await kubectl(cluster, 'get', 'sandboxes.v1alpha1.agents.x-k8s.io', 'old-own', '-n', 'team-r', '-o', 'json'),
+    ) as {
+      apiVersion: string;
+    };
+    expect(asAlpha.apiVersion).toBe('agents.x-k8s.io/v1alpha1');
+  });
+
+  /** `tolerate`: the template itself tolerates the pool's taint (a namespace without node isolation). */
+  const poolYaml = (namespace: string, runtimeClassName: string, tolerate = false): string => `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata: {name: tpl, namespace: ${namespace}}
+spec:
+  podTemplate:
+    spec:
+      runtimeClassName: ${runtimeClassName}${tolerate ? `\n      tolerations: [{key: dedicated, operator: Equal, value: ${POOL}, effect: NoSchedule}]` : ''}
+      containers:
+      - {name: agent, image: ${IMAGE}, imagePullPolicy: Never}
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata: {name: pool, namespace: ${namespace}}
+spec:
+  replicas: 1
+  sandboxTemplateRef: {name: tpl}
+`;
+  const claimYaml = (namespace: string, name: string): string => `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxClaim
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  warmPoolRef: {name: pool}
+`;
+  type Owned = SandboxStatus & { metadata: { ownerReferences?: { kind: string; name: string }[] } };
+  const sandboxesOf = async (namespace: string): Promise<Owned[]> =>
+    (
+      (await custom.listNamespacedCustomObject({
+        group: 'agents.x-k8s.io',
+        version: 'v1beta1',
+        plural: 'sandboxes',
+        namespace,
+      })) as { items: Owned[] }
+    ).items;
+  const ownedBy = (kind: string, name: string) => (s: Owned) =>
+    s.metadata.ownerReferences?.some((o) => o.kind === kind && o.name === name) === true;
+
+  test("a SandboxClaim from a compliant template's warm pool runs: the controller's writes, adoption included, pass the policies", async () => {
+    // The controller UPDATEd the enforced namespace's Sandbox (pod-name annotation, status).
+    expect((await sandbox('team-k', 'secure'))?.metadata.annotations?.['agents.x-k8s.io/pod-name']).toBe('secure');
+    expect(
+      await kubectlWithInput(cluster, poolYaml('team-r', 'kubeplus-sandbox-team-r'), 'apply', '-f', '-'),
+    ).toMatchObject({
+      code: 0,
+    });
+    await waitFor(
+      'the warm pool to hold a Ready Sandbox',
+      async () => (await sandboxesOf('team-r')).find((s) => ownedBy('SandboxWarmPool', 'pool')(s) && ready(s)),
+      {
+        timeoutMs: 90_000,
+      },
+    );
+    expect(await kubectlWithInput(cluster, claimYaml('team-r', 'claim-1'), 'apply', '-f', '-')).toMatchObject({
+      code: 0,
+    });
+    // Adoption: the controller UPDATEs the warm Sandbox to belong to the claim.
+    const claimed = await waitFor(
+      'the claim to adopt a Ready Sandbox',
+      async () => (await sandboxesOf('team-r')).find((s) => ownedBy('SandboxClaim', 'claim-1')(s) && ready(s)),
+      {
+        timeoutMs: 90_000,
+      },
+    );
+    const pod = await podOf('team-r', claimed.metadata.name);
+    expect(pod?.spec?.runtimeClassName).toBe('kubeplus-sandbox-team-r');
+    expect(pod?.spec?.nodeSelector).toEqual(MANDATE.nodeSelector);
+    expect(pod?.status?.phase).toBe('Running');
+    process.stderr.write(
+      `[agent-sandbox] ${await kubectl(cluster, 'get', 'sandboxclaims,sandboxwarmpools,sandboxes,pods', '-n', 'team-r')}\n`,
+    );
+  });
+
+  test('a weak template and warm pool from before the instance: no new weak Sandbox, and no weak warm Sandbox adopted by a claim', async () => {
+    // Before any isolation: a runc template and its warm pool, whose Sandbox runs.
+    await kubectl(cluster, 'create', 'namespace', 'team-w');
+    expect(await kubectlWithInput(cluster, poolYaml('team-w', 'runc', true), 'apply', '-f', '-')).toMatchObject({
+      code: 0,
+    });
+    const warm = await waitFor(
+      'the weak warm Sandbox to be Ready',
+      async () => (await sandboxesOf('team-w')).find((s) => ownedBy('SandboxWarmPool', 'pool')(s) && ready(s)),
+      {
+        timeoutMs: 90_000,
+      },
+    );
+    // Now the namespace's instance asks for kata, enforced.
+    await createAgent(cluster.cp.kc, 'team-w', 'agent-w', {
+      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+    });
+    await waitFor(
+      'the enforce policy in force in team-w',
+      async () =>
+        (
+          await kubectlWithInput(
+            cluster,
+            sandboxYaml('probe', 'team-w', 'runc'),
+            'apply',
+            '--dry-run=server',
+            '-f',
+            '-',
+          )
+        ).code !== 0 || undefined,
+      { timeoutMs: 60_000 },
+    );
+    // The existing weak Sandbox is left alone (the seed's non-retroactive rule) ...
+    expect((await sandbox('team-w', warm.metadata.name))?.metadata.uid).toBe(warm.metadata.uid);
+    // ... but a claim may not take it: adopting is judged like a new Sandbox.
+    expect(await kubectlWithInput(cluster, claimYaml('team-w', 'claim-w'), 'apply', '-f', '-')).toMatchObject({
+      code: 0,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    const all = await sandboxesOf('team-w');
+    expect(all.filter(ownedBy('SandboxClaim', 'claim-w'))).toEqual([]);
+    // And the warm pool cannot replace it with another weak one: the controller's CREATE is refused.
+    await kubectl(cluster, 'delete', 'sandbox', warm.metadata.name, '-n', 'team-w', '--wait=true');
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(await sandboxesOf('team-w')).toEqual([]);
+    const log = await kubectl(
+      cluster,
+      'logs',
+      '-n',
+      'agent-sandbox-system',
+      'deploy/agent-sandbox-controller',
+      '--tail=400',
+    );
+    const refused = (controller: string): string[] =>
+      log
+        .split('\n')
+        .filter(
+          (l) => l.includes(`"controller":"${controller}"`) && l.includes('requires sandbox runtime kata or stronger'),
+        );
+    // The claim tried to adopt the weak warm Sandbox (an UPDATE adding itself as owner): refused.
+    expect(refused('sandboxclaim').length).toBeGreaterThan(0);
+    // The warm pool tried to create a new weak one: refused.
+    expect(refused('sandboxwarmpool').length).toBeGreaterThan(0);
+    const summary = [...refused('sandboxclaim').slice(-1), ...refused('sandboxwarmpool').slice(-1)]
+      .map((l) => JSON.parse(l) as { msg: string; error?: string })
+      .map((l) => `${l.msg}: ${l.error}`);
+    process.stderr.write(`[agent-sandbox] the controller, refused in team-w:\n${summary.join('\n')}\n`);
+  });
+
+  test('deleting the instance leaves its Sandboxes and their Pods running', async () => {
+    // An instance inside an existing tenant namespace (deleting it never deletes the namespace).
+    await kubectl(cluster, 'create', 'namespace', 'team-e');
+    await createAgent(cluster.cp.kc, 'team-e', 'agent-e', {
+      [NODE_ISOLATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'runc', enforce: true }),
+    });
+    await waitFor(
+      'the RuntimeClass kubeplus-sandbox-agent-e',
+      async () =>
+        (await kubectl(cluster, 'get', 'runtimeclass', 'kubeplus-sandbox-agent-e').catch(() => '')) || undefined,
+      { timeoutMs: 60_000 },
+    );
+    expect(
+      await kubectlWithInput(cluster, sandboxYaml('keeps', 'team-e', 'kubeplus-sandbox-agent-e'), 'apply', '-f', '-'),
+    ).toMatchObject({
+      code: 0,
+    });
+    const before = await waitFor(
+      'the Sandbox to be Ready',
+      async () => {
+        const sb = await sandbox('team-e', 'keeps');
+        return ready(sb) ? sb : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+    const podBefore = await podOf('team-e', 'keeps');
+    await deleteAgent(cluster.cp.kc, 'team-e', 'agent-e');
+    await waitFor(
+      "the instance's RuntimeClass to go",
+      async () =>
+        (await kubectl(cluster, 'get', 'runtimeclass', 'kubeplus-sandbox-agent-e').then(
+          () => false,
+          () => true,
+        )) || undefined,
+      { timeoutMs: 60_000 },
+    );
+    const after = await sandbox('team-e', 'keeps');
+    expect(after?.metadata.uid).toBe(before.metadata.uid);
+    expect(ready(after)).toBe(true);
+    const podAfter = await podOf('team-e', 'keeps');
+    expect(podAfter?.metadata?.uid).toBe(podBefore?.metadata?.uid);
+    expect(podAfter?.status?.phase).toBe('Running');
+  });
+});
