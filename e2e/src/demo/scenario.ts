@@ -7,6 +7,7 @@ import {
   type V1Namespace,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { installAgentSandbox } from '../harness/agent-sandbox.js';
 import { installSandboxCrds } from '../harness/crds.js';
 import { scrapeApiServerMetrics, sumMetric } from '../harness/metrics.js';
 import { isApiStatus } from '../harness/node-api.js';
@@ -319,13 +320,25 @@ export class Scenario {
       () =>
         r.step(
           'S3',
-          'Install the Agent Sandbox CRDs, the Agent Kind (registered-by: kubeplus), a plain "runc" RuntimeClass',
+          this.realNode
+            ? 'Install Agent Sandbox (the upstream controller and its CRDs), the Agent Kind (registered-by: kubeplus), a plain "runc" RuntimeClass'
+            : 'Install the Agent Sandbox CRDs, the Agent Kind (registered-by: kubeplus), a plain "runc" RuntimeClass',
           'setup',
           async () => {
-            const crds = await installSandboxCrds(this.kc);
-            r.note(
-              `Agent Sandbox CRDs installed unmodified except their conversion webhook (no Agent Sandbox controller runs here): ${crds.join(', ')}`,
-            );
+            if (this.realNode) {
+              // On node-a: node-b and node-c are fake and run nothing.
+              const { crds } = await installAgentSandbox(this.kc, {
+                nodeSelector: { 'kubernetes.io/hostname': REAL_NODE },
+              });
+              r.note(
+                `the upstream Agent Sandbox controller (v0.5.0, --extensions) runs as a Pod on ${REAL_NODE}; its CRDs are installed unmodified, the conversion webhook served by it: ${crds.join(', ')}`,
+              );
+            } else {
+              const crds = await installSandboxCrds(this.kc);
+              r.note(
+                `Agent Sandbox CRDs installed unmodified except their conversion webhook (no Agent Sandbox controller runs here): ${crds.join(', ')}`,
+              );
+            }
             const agent = await this.apply('agent-crd.yaml', AGENT_CRD);
             const established = await this.sh([
               'wait',
@@ -702,8 +715,61 @@ export class Scenario {
           `exit ${res.code}; ${json(stored.map((s) => [s.metadata.name, s.spec.podTemplate.spec.runtimeClassName]))}`,
           res.code === 0 && stored.length === 1 && stored[0]?.spec.podTemplate.spec.runtimeClassName === rc,
         );
+        if (!this.realNode) {
+          r.note(
+            'It does not "start" here: no Agent Sandbox controller runs (nothing turns the Sandbox into a Pod) and the fake nodes run no containers, let alone Kata VMs. Admission is what this demo proves.',
+          );
+          return;
+        }
+        // The upstream controller turns it into a Pod; node isolation places it on the pool.
+        const pod = await this.eventually(
+          'the Agent Sandbox controller creates its Pod and the scheduler binds it',
+          `a Pod with runtimeClassName ${rc}, the team's nodeSelector, bound to node-a`,
+          async () => {
+            const p = await this.core
+              .readNamespacedPod({ namespace: TEAM_A_NAMESPACE, name: 'code-interpreter' })
+              .catch(() => undefined);
+            return p?.spec?.nodeName ? p : undefined;
+          },
+          (p: V1Pod) =>
+            `${p.metadata?.name}: runtimeClassName ${p.spec?.runtimeClassName}, nodeSelector ${json(p.spec?.nodeSelector)}, node ${p.spec?.nodeName}`,
+          60_000,
+        );
+        await this.sh(['get', 'pods', '-n', TEAM_A_NAMESPACE, 'code-interpreter', '-o', 'wide']);
+        if (pod) {
+          this.check(
+            'placed by node isolation, governed by sandbox isolation',
+            `runtimeClassName ${rc}, nodeSelector ${json(NODE_ISOLATION.nodeSelector)}, node-a`,
+            `runtimeClassName ${pod.spec?.runtimeClassName}, nodeSelector ${json(pod.spec?.nodeSelector)}, ${pod.spec?.nodeName}`,
+            pod.spec?.runtimeClassName === rc &&
+              canonical(pod.spec?.nodeSelector) === canonical(NODE_ISOLATION.nodeSelector) &&
+              pod.spec?.nodeName === REAL_NODE,
+          );
+        }
+        await this.eventually(
+          'the kubelet reports why it cannot start it: this node has no Kata runtime',
+          'Event FailedCreatePodSandBox naming the kata handler',
+          async () =>
+            (
+              await this.core.listNamespacedEvent({
+                namespace: TEAM_A_NAMESPACE,
+                fieldSelector: 'involvedObject.name=code-interpreter,reason=FailedCreatePodSandBox',
+              })
+            ).items.find((e) => /kata/.test(e.message ?? '')),
+          (e) => `${e.reason}: ${e.message}`,
+          60_000,
+        );
+        await this.sh([
+          'get',
+          'sandbox',
+          '-n',
+          TEAM_A_NAMESPACE,
+          'code-interpreter',
+          '-o',
+          'jsonpath={.status.conditions}',
+        ]);
         r.note(
-          'It does not "start" here: no Agent Sandbox controller runs (nothing turns the Sandbox into a Pod) and the fake nodes run no containers, let alone Kata VMs. Admission is what this demo proves.',
+          'The Sandbox is admitted, turned into a Pod by the upstream controller and placed on the tenant pool; it cannot start on this machine, which has no Kata runtime (containerd has only runc, and no kata handler is ever mapped to runc to make it look started). `make test-e2e` runs a runc-class Sandbox for real (e2e/test/agent-sandbox.test.ts).',
         );
       },
     );

@@ -36,7 +36,11 @@ export function agentSandboxVersion(moduleDir: string): string {
  * scripts replace it) becomes the locally built image, never pulled, with `--extensions` so
  * SandboxTemplate, SandboxClaim and SandboxWarmPool work, and a restricted security context. Pure.
  */
-export function agentSandboxManifests(moduleDir: string, image: string): KubernetesObject[] {
+export function agentSandboxManifests(
+  moduleDir: string,
+  image: string,
+  nodeSelector?: Record<string, string>,
+): KubernetesObject[] {
   const read = (file: string): KubernetesObject[] =>
     (loadAllYaml(readFileSync(join(moduleDir, 'k8s', file), 'utf8')) as (KubernetesObject | null)[]).filter(
       (doc): doc is KubernetesObject => doc !== null && typeof doc === 'object' && 'kind' in doc,
@@ -53,6 +57,8 @@ export function agentSandboxManifests(moduleDir: string, image: string): Kuberne
   if (!container?.image?.startsWith('ko://')) {
     throw new Error(`the controller's image is not upstream's ko:// placeholder: ${container?.image}`);
   }
+  const podSpec = deployments[0]?.spec?.template.spec;
+  if (nodeSelector !== undefined && podSpec) podSpec.nodeSelector = { ...podSpec.nodeSelector, ...nodeSelector };
   container.image = image;
   container.imagePullPolicy = 'Never';
   container.args = [...(container.args ?? []), '--extensions'];
@@ -85,11 +91,17 @@ async function createAll(kc: KubeConfig, docs: readonly KubernetesObject[]): Pro
  * agentSandboxManifests() adapts them. Resolves once the controller is available and every CRD
  * carries its caBundle.
  */
-export async function installAgentSandbox(kc: KubeConfig, opts: InstallOptions = {}): Promise<{ crds: string[] }> {
+export async function installAgentSandbox(
+  kc: KubeConfig,
+  opts: InstallOptions & {
+    /** Where the controller's Pod may run (e.g. the real node, beside fake ones that run nothing). */
+    nodeSelector?: Record<string, string>;
+  } = {},
+): Promise<{ crds: string[] }> {
   const crdsDir = sandboxCrdsDir();
   const moduleDir = dirname(dirname(crdsDir));
   const image = agentSandboxImage(agentSandboxVersion(moduleDir));
-  await createAll(kc, agentSandboxManifests(moduleDir, image));
+  await createAll(kc, agentSandboxManifests(moduleDir, image, opts.nodeSelector));
   const crds = await installCrds(kc, loadCrds(crdsDir, { keepConversion: true }));
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const apps = kc.makeApiClient(AppsV1Api);
