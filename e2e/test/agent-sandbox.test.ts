@@ -15,15 +15,11 @@
  * - deleting the instance leaves its Sandboxes and their Pods running.
  */
 
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   imageArchives,
   installAgentSandbox,
   type RealNodeCluster,
-  repoRoot,
   startRealNodeCluster,
   waitFor,
 } from '@kubeplus-isolation/e2e';
@@ -36,17 +32,10 @@ import {
   NODE_ISOLATION,
   SANDBOX_ISOLATION,
 } from './support/operator.js';
-import { kubectl, kubectlWithInput } from './support/real-node.js';
+import { installChart, kubectl, kubectlWithInput, PLATFORM_NS, poolMandate, RELEASE_NS } from './support/real-node.js';
 
-const run = promisify(execFile);
-const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
-const RELEASE_NS = 'kubeplus-system';
-const PLATFORM_NS = 'kubeplus';
 const POOL = 'sandbox-pool';
-const MANDATE = {
-  nodeSelector: { pool: POOL },
-  tolerations: [{ key: 'dedicated', operator: 'Equal', value: POOL, effect: 'NoSchedule' }],
-};
+const MANDATE = poolMandate(POOL);
 const IMAGE = 'kubeplus-isolation.local/pause:1';
 
 interface SandboxStatus {
@@ -127,26 +116,7 @@ describe('Agent Sandbox for real, with both isolation layers', () => {
       '-f',
       '-',
     );
-    await run(
-      join(cluster.cp.state.assetsDir, 'helm'),
-      [
-        '--kubeconfig',
-        cluster.cp.kubeconfigPath,
-        'install',
-        'kpi',
-        CHART,
-        '--namespace',
-        RELEASE_NS,
-        '--set',
-        'operator.instanceGroups[0].group=cloudark.io',
-        '--set',
-        'operator.instanceGroups[0].resources[0]=agents',
-        '--wait',
-        '--timeout',
-        '180s',
-      ],
-      { maxBuffer: 8 << 20 },
-    );
+    await installChart(cluster, 'kpi');
     // The tenant pool: the real node, labeled and tainted after the system Pods are placed.
     await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
     await kubectl(cluster, 'taint', 'node', cluster.nodeName, `dedicated=${POOL}:NoSchedule`);

@@ -12,51 +12,27 @@
  *   Running on the pool node (labeled and tainted for the tenant, as seed 1 step 4 shows).
  */
 
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   imageArchives,
   parsePrometheusText,
   type RealNodeCluster,
-  repoRoot,
   startRealNodeCluster,
   sumMetric,
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
-import { kubectl, probeImage } from './support/real-node.js';
+import { installChart, kubectl, PLATFORM_NS, poolMandate, probeImage, RELEASE_NS } from './support/real-node.js';
 
-const run = promisify(execFile);
-const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
 const RELEASE = 'kpi';
-const RELEASE_NS = 'kubeplus-system';
-const PLATFORM_NS = 'kubeplus';
 const INSTANCE = 'team-a';
 const POOL = 'team-a-pool';
-const MANDATE = {
-  nodeSelector: { pool: POOL },
-  tolerations: [{ key: 'dedicated', operator: 'Equal', value: POOL, effect: 'NoSchedule' }],
-};
+const MANDATE = poolMandate(POOL);
 
 describe('the chart on a real node', () => {
   let cluster: RealNodeCluster;
-
-  const helm = async (...args: string[]): Promise<string> => {
-    try {
-      const { stdout } = await run(
-        join(cluster.cp.state.assetsDir, 'helm'),
-        ['--kubeconfig', cluster.cp.kubeconfigPath, ...args],
-        { maxBuffer: 8 << 20 },
-      );
-      return stdout;
-    } catch (error) {
-      const e = error as Error & { stderr?: string };
-      throw new Error(`helm ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}\n${cluster.logReport(15)}`);
-    }
-  };
 
   beforeAll(async () => {
     cluster = await startRealNodeCluster({
@@ -68,20 +44,7 @@ describe('the chart on a real node', () => {
     await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
     await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
     await ensureAgentCrd(cluster.cp.kc);
-    await helm(
-      'install',
-      RELEASE,
-      CHART,
-      '--namespace',
-      RELEASE_NS,
-      '--set',
-      'operator.instanceGroups[0].group=cloudark.io',
-      '--set',
-      'operator.instanceGroups[0].resources[0]=agents',
-      '--wait',
-      '--timeout',
-      '180s',
-    );
+    await installChart(cluster, RELEASE);
   });
 
   afterAll(async () => {

@@ -1,10 +1,63 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { FatalWaitError, projectImage, type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
+import { FatalWaitError, projectImage, type RealNodeCluster, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 
 const run = promisify(execFile);
+
+/** The chart, as a user installs it. */
+export const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
+/** Where the real-node suites install it, and KubePlus's platform namespace. */
+export const RELEASE_NS = 'kubeplus-system';
+export const PLATFORM_NS = 'kubeplus';
+/** The chart values every real-node suite needs: the instance Kind the operator may act on. */
+export const INSTANCE_GROUP_VALUES = [
+  '--set',
+  'operator.instanceGroups[0].group=cloudark.io',
+  '--set',
+  'operator.instanceGroups[0].resources[0]=agents',
+] as const;
+
+/** A tenant's node-isolation mandate for a pool: its label and the toleration of its taint. */
+export function poolMandate(pool: string) {
+  return {
+    nodeSelector: { pool },
+    tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
+  };
+}
+
+/** helm against the cluster; a failure carries helm's stderr and the tails of every log. */
+export async function helm(cluster: RealNodeCluster, ...args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run(
+      join(cluster.cp.state.assetsDir, 'helm'),
+      ['--kubeconfig', cluster.cp.kubeconfigPath, ...args],
+      { maxBuffer: 8 << 20 },
+    );
+    return stdout;
+  } catch (error) {
+    const e = error as Error & { stderr?: string };
+    throw new Error(`helm ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}\n${cluster.logReport(15)}`);
+  }
+}
+
+/** `helm install` of the chart into RELEASE_NS with INSTANCE_GROUP_VALUES (+ `extra`), waiting until every Pod is Ready. */
+export function installChart(cluster: RealNodeCluster, release: string, ...extra: string[]): Promise<string> {
+  return helm(
+    cluster,
+    'install',
+    release,
+    CHART,
+    '--namespace',
+    RELEASE_NS,
+    ...INSTANCE_GROUP_VALUES,
+    ...extra,
+    '--wait',
+    '--timeout',
+    '180s',
+  );
+}
 
 /** The webhook image (it carries node): the probe Pods run scripts with it. */
 export const probeImage = (): string => projectImage('webhook');
