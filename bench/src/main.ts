@@ -260,10 +260,15 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       await registerReferenceWebhook(cp, referenceUrl);
       const nsE = await createTestNamespace(cp.kc, 'bench-policy', { labels: { [POLICY_LABEL]: 'true' } });
       await installPolicyEngine(cp, api, nsE, mandate);
+      const nsF = await createTestNamespace(cp.kc, 'bench-trivial-policy', {
+        labels: { [TRIVIAL_POLICY_LABEL]: 'true' },
+      });
+      await installTrivialPolicy(cp, pool);
       await waitForPlacement(api, nsA, undefined);
       await waitForPlacement(api, nsB, pool);
       await waitForPlacement(api, nsD, pool);
       await waitForPlacement(api, nsE, pool);
+      await waitForPlacement(api, nsF, pool);
       results.podCreate = await runPodCreateBench(
         api,
         {
@@ -271,7 +276,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           serialCreates: cfg.podSerial,
           parallelCreates: cfg.podParallel,
           concurrency: cfg.podConcurrency,
-          namespaces: { a: nsA, b: nsB, c: nsC, d: nsD, e: nsE },
+          namespaces: { a: nsA, b: nsB, c: nsC, d: nsD, e: nsE, f: nsF },
           webhookNames: { c: loadWebhookEntry().name, d: REFERENCE_WEBHOOK_NAME },
           webhookCalls: () => webhookCallTotals(cp),
         },
@@ -444,6 +449,49 @@ async function installPolicyEngine(
     },
     { timeoutMs: 30_000, intervalMs: 200 },
   );
+}
+
+const TRIVIAL_POLICY_LABEL = 'bench.kubeplus.io/trivial-policy';
+
+/**
+ * Setup f: the least a MutatingAdmissionPolicy can be for the same placement: no parameter, no
+ * variable, one constant JSON patch adding the pool's nodeSelector and toleration, reinvocation
+ * Never. What any policy costs in this API server, whatever its CEL: the floor of setup e.
+ */
+async function installTrivialPolicy(cp: ControlPlane, pool: string): Promise<void> {
+  const client = KubernetesObjectApi.makeApiClient(cp.kc);
+  const name = 'kubeplus-bench-trivial';
+  const value = JSON.stringify({ pool });
+  const toleration = JSON.stringify([{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }]);
+  await client.create({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingAdmissionPolicy',
+    metadata: { name },
+    spec: {
+      matchConstraints: {
+        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+      },
+      failurePolicy: 'Ignore',
+      reinvocationPolicy: 'Never',
+      mutations: [
+        {
+          patchType: 'JSONPatch',
+          jsonPatch: {
+            expression: `[JSONPatch{op: "add", path: "/spec/nodeSelector", value: ${value}}, JSONPatch{op: "add", path: "/spec/tolerations", value: ${toleration}}]`,
+          },
+        },
+      ],
+    },
+  } as KubernetesObject);
+  await client.create({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingAdmissionPolicyBinding',
+    metadata: { name },
+    spec: {
+      policyName: name,
+      matchResources: { namespaceSelector: { matchLabels: { [TRIVIAL_POLICY_LABEL]: 'true' } } },
+    },
+  } as KubernetesObject);
 }
 
 /** The chart's webhook entry, pointed at the reference webhook and at namespaces labeled for it. */

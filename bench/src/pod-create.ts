@@ -9,8 +9,10 @@
  *   d  namespace labeled for the reference webhook (reference-webhook.ts: the least a Node.js
  *      webhook can do for the same patch), registered the same way: what any webhook costs;
  *   e  namespace governed by the chart's node-isolation MutatingAdmissionPolicy (the
- *      admission-policy engine) with its NodeIsolation parameter: the same patch in CEL, in process.
- * Rounds interleave a–e (rotating the order) at each concurrency, so drift and the other
+ *      admission-policy engine) with its NodeIsolation parameter: the same patch in CEL, in process;
+ *   f  namespace governed by the least MutatingAdmissionPolicy there is: no parameter, no variable,
+ *      one constant JSON patch (reinvocation Never): what any such policy costs, the floor of e.
+ * Rounds interleave a–f (rotating the order) at each concurrency, so drift and the other
  * engineers' load hit all alike. Pods name a scheduler that does not exist, so no scheduling work
  * competes with the measurement; they stay Pending until the control plane stops (deleting them
  * would cost as long as creating them, and in the background it would disturb what follows).
@@ -18,8 +20,8 @@
 import { type ApiResponse, forEachConcurrent, type RawApi } from './kube.js';
 import { cdfPoints, type Percentiles, percentiles, type Summary, summarize } from './stats.js';
 
-export type Setup = 'a' | 'b' | 'c' | 'd' | 'e';
-export const SETUPS: readonly Setup[] = ['a', 'b', 'c', 'd', 'e'];
+export type Setup = 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+export const SETUPS: readonly Setup[] = ['a', 'b', 'c', 'd', 'e', 'f'];
 
 /** Sum (seconds) and count of the API server's calls to each webhook, by webhook name. */
 export type WebhookCallTotals = Record<string, { sum: number; count: number }>;
@@ -70,6 +72,11 @@ export interface RatioStats {
   ebP99: Summary;
   eaP50: Summary;
   eaP99: Summary;
+  /** The least MutatingAdmissionPolicy against the plugins, and the policy engine against it (absent before setup f). */
+  fbP50?: Summary;
+  fbP99?: Summary;
+  efP50?: Summary;
+  efP99?: Summary;
   /** c − a in ms. */
   addedP50Ms: Summary;
   addedP99Ms: Summary;
@@ -190,7 +197,7 @@ export async function runPodCreateBench(
   }
   const ratios: RatioStats[] = concurrencies.map((c) => {
     const r = (s: Setup): Percentiles[] => perRound.get(key(s, c)) ?? [];
-    const [a, b, cc, d, e] = [r('a'), r('b'), r('c'), r('d'), r('e')];
+    const [a, b, cc, d, e, f] = [r('a'), r('b'), r('c'), r('d'), r('e'), r('f')];
     const each = (f: (i: number) => number): Summary => summarize(a.map((_, i) => f(i)));
     const at = (list: Percentiles[], i: number): Percentiles => list[i] as Percentiles;
     return {
@@ -209,6 +216,10 @@ export async function runPodCreateBench(
       ebP99: each((i) => at(e, i).p99 / at(b, i).p99),
       eaP50: each((i) => at(e, i).p50 / at(a, i).p50),
       eaP99: each((i) => at(e, i).p99 / at(a, i).p99),
+      fbP50: each((i) => at(f, i).p50 / at(b, i).p50),
+      fbP99: each((i) => at(f, i).p99 / at(b, i).p99),
+      efP50: each((i) => at(e, i).p50 / at(f, i).p50),
+      efP99: each((i) => at(e, i).p99 / at(f, i).p99),
       addedP50Ms: each((i) => at(cc, i).p50 - at(a, i).p50),
       addedP99Ms: each((i) => at(cc, i).p99 - at(a, i).p99),
     };

@@ -261,7 +261,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
   if (pc) {
     p(
       "One control plane (the e2e harness's real etcd + kube-apiserver + controller-manager + scheduler, started with " +
-        '`--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction`), five namespaces:',
+        '`--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction`), six namespaces:',
     );
     p();
     p(
@@ -284,14 +284,19 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
         'one MutatingAdmissionPolicy, its binding selecting a bench-only label so that the webhook is not called too) with the ' +
         "namespace's `NodeIsolation` parameter: the same patch, in CEL, inside the API server.",
     );
+    p(
+      '- **f** — governed by the least MutatingAdmissionPolicy there is (`installTrivialPolicy` in `bench/src/main.ts`): no ' +
+        'parameter, no variable, one constant JSON patch adding the same nodeSelector and toleration, reinvocation Never. ' +
+        'What any policy costs in this API server, whatever its CEL: the floor of e.',
+    );
     p();
     p(
       'Before measuring, a dry-run Pod in each namespace proves the setup: no selector in a, the mandated selector and ' +
-        'toleration in b, c, d and e. Clients are raw keep-alive HTTPS (`node:https`, admin client certificate), each timing its ' +
+        'toleration in b, c, d, e and f. Clients are raw keep-alive HTTPS (`node:https`, admin client certificate), each timing its ' +
         'POST to the 201. Pods name a scheduler that does not exist, so they stay Pending and cost the scheduler nothing; ' +
         'they are not deleted (that takes as long as creating them, and in the background it would disturb what follows). ' +
         `Each round runs, at 1 client (${cfg.podSerial} creates) and then at ${cfg.podConcurrency} clients (${cfg.podParallel} creates), ` +
-        `a, b, c, d and e one after the other, the order rotating every round; a discarded warm-up round first, then ${cfg.rounds} rounds. ` +
+        `a, b, c, d, e and f one after the other, the order rotating every round; a discarded warm-up round first, then ${cfg.rounds} rounds. ` +
         'The webhook is not pinned here (the API server needs both cores).',
     );
     p();
@@ -338,6 +343,19 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       p(`| ${x.concurrency} | ${spread(x.ebP50)} | ${spread(x.ebP99)} | ${spread(x.eaP50)} | ${spread(x.eaP99)} |`);
     }
     p();
+    if (pc.ratios.some((x) => x.fbP50 !== undefined)) {
+      p(
+        'Where the cost of e comes from: the least policy (f) against the plugins, and the policy engine against the least policy:',
+      );
+      p();
+      p('| clients | f/b p50 | f/b p99 | e/f p50 | e/f p99 |');
+      p('| ---: | ---: | ---: | ---: | ---: |');
+      for (const x of pc.ratios) {
+        if (x.fbP50 === undefined || x.fbP99 === undefined || x.efP50 === undefined || x.efP99 === undefined) continue;
+        p(`| ${x.concurrency} | ${spread(x.fbP50)} | ${spread(x.fbP99)} | ${spread(x.efP50)} | ${spread(x.efP99)} |`);
+      }
+      p();
+    }
     if (pc.errors.length > 0) {
       p(`Failed creates (first ${pc.errors.length}):`);
       p();
