@@ -16,7 +16,7 @@ export const KUBELET_SYSCTLS = [
   'kernel/keys/root_maxbytes',
 ] as const;
 
-interface Record_ {
+interface SysctlRecord {
   originals: Record<string, string>;
   holders: number[];
 }
@@ -78,9 +78,9 @@ function writeSysctls(values: Record<string, string>): void {
   }
 }
 
-function load(): Record_ | undefined {
+function load(): SysctlRecord | undefined {
   const path = sysctlRecordPath();
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record_) : undefined;
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as SysctlRecord) : undefined;
 }
 
 /** The live processes holding the kubelet sysctls (from the shared record; none without one). */

@@ -219,8 +219,3 @@ function killNamespace(holder: ManagedProcess, mountNs: string): void {
     // already gone
   }
 }
-
-/** Writes `text` to a file inside the node namespace's view (for paths under an overlay). */
-export function writeInNamespace(ns: NodeNamespace, path: string, text: string): void {
-  ns.exec('sh', ['-c', `mkdir -p "$(dirname "$1")" && cat > "$1"`, 'sh', path], text);
-}
