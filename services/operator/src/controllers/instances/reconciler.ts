@@ -413,6 +413,12 @@ export class InstanceReconciler {
         );
         return { ownsNamespace, plan, requeueAfterMs: this.conflictRequeueMs };
       case 'patch':
+        // The admission-policy engine's parameter goes in first: once the label is on, the
+        // policy's binding selects the namespace, and a Pod admitted before its parameter exists
+        // would go unpatched. (sync() writes it again afterwards: no change, no write.)
+        if (this.nodeIsolationParams && plan.change === 'apply') {
+          await this.syncNodeIsolationParams(instance, tenant, plan);
+        }
         await this.port.patchNamespace(tenant.name, plan.patch, namespace?.resourceVersion);
         if (plan.change === 'apply') {
           this.event(instance, 'Normal', EventReason.NodeIsolationApplied, `namespace ${tenant.name} is node-isolated`);

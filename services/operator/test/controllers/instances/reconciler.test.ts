@@ -683,6 +683,16 @@ describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolation
     expect(cluster.writeCount()).toBe(writes);
   });
 
+  it('is written before the label goes on an existing namespace (no window in which the policy selects it without its parameter)', async () => {
+    const key = teamA({ [NODE]: NODE_SPEC });
+    await withParams().reconcile(key);
+    const order = cluster.writes.map((w) => `${w.op} ${w.target}`);
+    const param = order.findIndex((w) => w.includes('NodeIsolation'));
+    const label = order.findIndex((w) => w.startsWith('patchNamespace'));
+    expect({ param: param >= 0, label: label >= 0 }).toEqual({ param: true, label: true });
+    expect(param).toBeLessThan(label);
+  });
+
   it('follows a changed mandate, stays while the annotation is invalid, and goes with the annotation', async () => {
     const key = teamA({ [NODE]: NODE_SPEC });
     await withParams().reconcile(key);
