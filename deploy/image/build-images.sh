@@ -62,16 +62,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 # ---- crane ----------------------------------------------------------------------------------
-crane_version=$(awk '$1 == "github.com/google/go-containerregistry" { print $2; exit }' "$repo/deploy/image/crane/go.mod")
-[[ -n $crane_version ]] || die "deploy/image/crane/go.mod pins no github.com/google/go-containerregistry"
-crane=$cache/crane-$crane_version/crane
-if [[ ! -x $crane ]]; then
-  log "building crane $crane_version (once per machine)"
-  mkdir -p "$(dirname "$crane")"
-  (cd "$repo/deploy/image/crane" && GOWORK=off CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags=-s \
-    -o "$crane.tmp.$$" github.com/google/go-containerregistry/cmd/crane) >&2
-  mv -f "$crane.tmp.$$" "$crane"
-fi
+# Built (once per machine, pinned, cached) by the same script as every other component; an
+# assets directory without crane must not stop an image build, so it is ignored here.
+crane_dir=$(env -u KUBEPLUS_ISOLATION_ASSETS KUBEPLUS_ISOLATION_CACHE="$cache" "$repo/e2e/scripts/build-components.sh" crane | tail -1) ||
+  die "building crane (e2e/scripts/build-components.sh crane) failed"
+crane=$crane_dir/crane
 
 # ---- the Dockerfile's final stage -----------------------------------------------------------
 # Values of the final stage's instructions (after the last FROM), continuation lines joined.

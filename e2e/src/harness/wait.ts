@@ -65,3 +65,8 @@ export async function waitFor<T>(
     await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())));
   }
 }
+
+/** Blocks the thread for `ms` (for synchronous cleanup paths, e.g. an interrupt handler). */
+export function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { FatalWaitError, projectImage, type RealNodeCluster, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { type KubectlResult, kubectl as runKubectl } from '../../src/demo/kubectl.js';
 
 const run = promisify(execFile);
 
@@ -75,23 +76,9 @@ export async function kubectl(cluster: RealNodeCluster, ...args: string[]): Prom
 }
 
 /** kubectl with `input` on stdin (e.g. `apply -f -`); resolves with its exit code and output, never rejects. */
-export function kubectlWithInput(
-  cluster: RealNodeCluster,
-  input: string,
-  ...args: string[]
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      join(cluster.cp.state.assetsDir, 'kubectl'),
-      ['--kubeconfig', cluster.cp.kubeconfigPath, ...args],
-      { maxBuffer: 8 << 20 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-      },
-    );
-    child.stdin?.end(input);
-  });
+export function kubectlWithInput(cluster: RealNodeCluster, input: string, ...args: string[]): Promise<KubectlResult> {
+  const binary = join(cluster.cp.state.assetsDir, 'kubectl');
+  return runKubectl({ binary, kubeconfig: cluster.cp.kubeconfigPath, cwd: cluster.cp.dir }, args, input);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { sleepSync } from '../wait.js';
 
 /**
  * The node's cgroup root (kubelet's cgroupRoot, cgroupfs driver): one directory of the same name
@@ -77,10 +78,6 @@ export function processesInCgroupRoot(root: string): number[] {
   }
   return [...pids];
 }
-
-const sleepSync = (ms: number): void => {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-};
 
 /**
  * SIGKILLs every process left below `root` and removes the subtree in every hierarchy (children

@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { sleepSync } from '../wait.js';
 
 /**
  * The kernel settings kubelet rewrites at start (pkg/kubelet/cm setupKernelTunables) that no
@@ -25,10 +26,6 @@ interface SysctlRecord {
 export function sysctlRecordPath(): string {
   return '/tmp/kubeplus-isolation-node-sysctls.json';
 }
-
-const sleepSync = (ms: number): void => {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-};
 
 function withLock<T>(fn: () => T): T {
   const lock = `${sysctlRecordPath()}.lock`;

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ManagedProcess, startProcess } from '../process.js';
-import { waitFor } from '../wait.js';
+import { sleepSync, waitFor } from '../wait.js';
 import { cidrsOverlap, MAX_SLOTS, type NodeNetwork, nodeNetwork, slotSupernet } from './network.js';
 
 /**
@@ -193,10 +193,6 @@ export function processesInMountNamespace(mountNs: string): number[] {
   }
   return pids;
 }
-
-const sleepSync = (ms: number): void => {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-};
 
 function killNamespace(holder: ManagedProcess, mountNs: string): void {
   if (mountNs !== '') {
