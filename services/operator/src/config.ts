@@ -66,6 +66,11 @@ export interface Config {
   uninstall: UninstallMode | undefined;
   /** With uninstall: the operator Deployment to scale to zero first (in the leader-election namespace). */
   uninstallStopDeployment: string | undefined;
+  /** Issue and rotate the certificates of webhook configurations labelled for it (controllers/webhook-certificates). */
+  webhookCertificates: boolean;
+  webhookCaValidityMs: number;
+  webhookCertValidityMs: number;
+  webhookCertPropagationDelayMs: number;
 }
 
 /**
@@ -366,6 +371,42 @@ export const FLAGS: readonly Flag[] = [
     help: "With --uninstall: first scale this Deployment (the operator's, in --leader-election-namespace) to zero and wait until its Pods are gone, so no running operator puts back what the cleanup removes.",
     parse: dnsSubdomain('Deployment name'),
   },
+  {
+    key: 'webhookCertificates',
+    name: 'webhook-certificates',
+    env: 'WEBHOOK_CERTIFICATES',
+    placeholder: '<true|false>',
+    default: 'true',
+    help: "Issue and rotate (leader only) the CA and serving certificate of every MutatingWebhookConfiguration labelled isolation.kubeplus.io/certificates=operator: kept in the Secret its isolation.kubeplus.io/certificates-secret annotation names, for the hosts of its certificates-dns-names/-ip-addresses annotations, the CA written into its caBundle. The serving certificate is renewed at 2/3 of its lifetime; a new CA is trusted for --webhook-cert-propagation-delay before it signs, and a retired one stays trusted as long again after it stopped: no admission sees a certificate its caBundle does not trust. Writes only what RBAC grants (the chart: its own webhook's Secret and configuration).",
+    parse: boolean,
+  },
+  {
+    key: 'webhookCaValidityMs',
+    name: 'webhook-ca-validity',
+    env: 'WEBHOOK_CA_VALIDITY',
+    placeholder: '<duration>',
+    default: '43800h',
+    help: 'Lifetime of a webhook CA the operator issues (default 5 years); the next CA joins the caBundle at 2/3 of it. At least 2 × --webhook-cert-validity.',
+    parse: duration(60_000, 100 * 8_760 * 3_600_000),
+  },
+  {
+    key: 'webhookCertValidityMs',
+    name: 'webhook-cert-validity',
+    env: 'WEBHOOK_CERT_VALIDITY',
+    placeholder: '<duration>',
+    default: '2160h',
+    help: 'Lifetime of a webhook serving certificate (default 90 days; never beyond its CA); renewed at 2/3 of it. At least 4 × --webhook-cert-propagation-delay.',
+    parse: duration(30_000, 10 * 8_760 * 3_600_000),
+  },
+  {
+    key: 'webhookCertPropagationDelayMs',
+    name: 'webhook-cert-propagation-delay',
+    env: 'WEBHOOK_CERT_PROPAGATION_DELAY',
+    placeholder: '<duration>',
+    default: '2m',
+    help: 'How long a certificate change takes to reach every API server (the caBundle) and every webhook Pod (the kubelet refreshes a mounted Secret within its sync period, 1m by default, plus its cache TTL): a new CA signs only after being trusted this long, and a retired CA stays trusted this long after the serving certificate moved off it.',
+    parse: duration(1_000, 3_600_000),
+  },
 ];
 
 export function usage(): string {
@@ -406,6 +447,14 @@ function checkCombination(v: Values): string | undefined {
     }
   } else if (v.shutdownTimeoutMs <= v.drainTimeoutMs) {
     return `--shutdown-timeout (${d(v.shutdownTimeoutMs)}) must be greater than --drain-timeout (${d(v.drainTimeoutMs)})`;
+  }
+  if (v.webhookCertificates) {
+    if (v.webhookCertValidityMs < 4 * v.webhookCertPropagationDelayMs) {
+      return `--webhook-cert-validity (${d(v.webhookCertValidityMs)}) must be at least 4 × --webhook-cert-propagation-delay (${d(v.webhookCertPropagationDelayMs)}): a certificate is renewed with a third of its lifetime left, and every webhook Pod must load the new one before the old one expires`;
+    }
+    if (v.webhookCaValidityMs < 2 * v.webhookCertValidityMs) {
+      return `--webhook-ca-validity (${d(v.webhookCaValidityMs)}) must be at least 2 × --webhook-cert-validity (${d(v.webhookCertValidityMs)})`;
+    }
   }
   if (v.uninstallStopDeployment !== undefined && v.uninstall === undefined) {
     return '--uninstall-stop-deployment is only meaningful with --uninstall';

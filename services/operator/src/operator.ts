@@ -52,6 +52,14 @@ import { InstanceReconciler } from './controllers/instances/reconciler.js';
 import { OWNED_OBJECTS_CONTROLLER, ownedObjectsReconciler } from './controllers/owned-objects/controller.js';
 import { ownedObjectSource } from './controllers/owned-objects/key-sources.js';
 import type { OwnedType } from './controllers/owned-objects/keys.js';
+import {
+  createWebhookCertificatesController,
+  WEBHOOK_CERTIFICATES_CONTROLLER,
+} from './controllers/webhook-certificates/controller.js';
+import type {
+  WebhookCertificatesPort,
+  WebhookConfigurationLike,
+} from './controllers/webhook-certificates/reconciler.js';
 import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import { mixedPolicyNamespaces, type SandboxInstanceMeta } from './desired/sandbox-peers.js';
@@ -118,6 +126,11 @@ export interface OperatorDeps {
   pods?: PodLister;
   /** Required when `config.leaderElect`. */
   leaseLock: LeaseLock | undefined;
+  /** The labelled webhook configurations and the API calls; required when `config.webhookCertificates`. */
+  webhookCertificates?: {
+    configurations: InformerSource<WebhookConfigurationLike>;
+    port: WebhookCertificatesPort;
+  };
   clock?: Clock;
   /** Leader-election retry jitter source (tests make it deterministic). */
   random?: () => number;
@@ -213,11 +226,28 @@ export function createOperator(deps: OperatorDeps): Operator {
     ...owned.map((o) => o.informer),
     ...(isolatedNamespaces ? [isolatedNamespaces] : []),
   ];
-  const informers: SyncedInformer[] = [...mustSync, instances];
+  // Started with the others but never waited for: issuing certificates must not hold up leadership.
+  const webhookConfigurations =
+    config.webhookCertificates && deps.webhookCertificates !== undefined
+      ? new ResourceInformer<WebhookConfigurationLike>(deps.webhookCertificates.configurations, {
+          ...informerOptions,
+          name: 'mutatingwebhookconfigurations',
+        })
+      : undefined;
+  const informers: SyncedInformer[] = [
+    ...mustSync,
+    instances,
+    ...(webhookConfigurations ? [webhookConfigurations] : []),
+  ];
 
   // ---- metrics ----
   const metrics = createOperatorMetrics({
-    controllers: [INSTANCES_CONTROLLER, OWNED_OBJECTS_CONTROLLER, ...(auditing ? [AUDIT_CONTROLLER] : [])],
+    controllers: [
+      INSTANCES_CONTROLLER,
+      OWNED_OBJECTS_CONTROLLER,
+      ...(auditing ? [AUDIT_CONTROLLER] : []),
+      ...(webhookConfigurations ? [WEBHOOK_CERTIFICATES_CONTROLLER] : []),
+    ],
     resources: informers.map((i) => i.name),
     annotations: COUNTED_ANNOTATIONS,
   });
@@ -350,6 +380,22 @@ export function createOperator(deps: OperatorDeps): Operator {
       random: deps.random,
     });
     manager.addController(audit.controller);
+  }
+  if (webhookConfigurations !== undefined && deps.webhookCertificates !== undefined) {
+    manager.addController(
+      createWebhookCertificatesController({
+        configurations: webhookConfigurations,
+        port: deps.webhookCertificates.port,
+        policy: {
+          caValidityMs: config.webhookCaValidityMs,
+          certValidityMs: config.webhookCertValidityMs,
+          propagationDelayMs: config.webhookCertPropagationDelayMs,
+        },
+        registry: metrics.registry,
+        logger,
+        clock,
+      }),
+    );
   }
 
   return {

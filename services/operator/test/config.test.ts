@@ -51,7 +51,27 @@ describe('parseConfig', () => {
       shutdownTimeoutMs: 25_000,
       auditIntervalMs: 300_000,
       nodeIsolationEngine: 'webhook',
+      webhookCertificates: true,
+      webhookCaValidityMs: 43_800 * 3_600_000,
+      webhookCertValidityMs: 2_160 * 3_600_000,
+      webhookCertPropagationDelayMs: 120_000,
     });
+  });
+
+  it('refuses webhook certificate lifetimes that leave no room for a rotation', () => {
+    expect(parseConfig(['--webhook-cert-validity=5m', '--webhook-cert-propagation-delay=2m'], { env: {} })).toEqual({
+      kind: 'error',
+      message:
+        '--webhook-cert-validity (5m) must be at least 4 × --webhook-cert-propagation-delay (2m): a certificate is renewed with a third of its lifetime left, and every webhook Pod must load the new one before the old one expires',
+    });
+    expect(parseConfig(['--webhook-ca-validity=100h', '--webhook-cert-validity=60h'], { env: {} })).toEqual({
+      kind: 'error',
+      message: '--webhook-ca-validity (100h) must be at least 2 × --webhook-cert-validity (60h)',
+    });
+    // Not checked when the operator issues no certificates.
+    expect(parseConfig(['--webhook-certificates=false', '--webhook-cert-validity=5m'], { env: {} }).kind).toBe(
+      'config',
+    );
   });
 
   it('reads every flag, in both --flag value and --flag=value forms', () => {
@@ -286,6 +306,10 @@ describe('usage', () => {
         'shutdown-timeout',
         'uninstall',
         'uninstall-stop-deployment',
+        'webhook-ca-validity',
+        'webhook-cert-propagation-delay',
+        'webhook-cert-validity',
+        'webhook-certificates',
       ].sort(),
     );
     for (const f of FLAGS) {

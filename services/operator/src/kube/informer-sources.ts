@@ -4,6 +4,7 @@
  */
 
 import {
+  AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -13,6 +14,7 @@ import {
   makeInformer,
   NodeV1Api,
   type V1CustomResourceDefinition,
+  type V1MutatingWebhookConfiguration,
   type V1Namespace,
   type V1RuntimeClass,
 } from '@kubernetes/client-node';
@@ -43,6 +45,20 @@ export function crdSource(kc: KubeConfig, labelSelector?: string): InformerSourc
     kc,
     '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
     () => api.listCustomResourceDefinition({ labelSelector }),
+    labelSelector,
+  );
+}
+
+/** MutatingWebhookConfigurations matching `labelSelector` (the ones the operator issues certificates for). */
+export function webhookConfigurationSource(
+  kc: KubeConfig,
+  labelSelector: string,
+): InformerSource<V1MutatingWebhookConfiguration> {
+  const api = kc.makeApiClient(AdmissionregistrationV1Api);
+  return makeInformer(
+    kc,
+    '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
+    () => api.listMutatingWebhookConfiguration({ labelSelector }),
     labelSelector,
   );
 }

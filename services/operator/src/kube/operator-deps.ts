@@ -1,13 +1,15 @@
 /** Everything `createOperator` needs, on a real cluster (thin: client-node constructors only). Tests replace it with in-memory fakes (test/fake-world.ts). */
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
+import { CERTIFICATES_SELECTOR } from '../controllers/webhook-certificates/request.js';
 import type { OperatorDeps } from '../operator.js';
 import { KubeClusterPort } from './cluster-port.js';
 import { discoverPolicyApis } from './discovery.js';
 import { coreV1EventSink } from './event-sink.js';
-import { kubeInformerSources } from './informer-sources.js';
+import { kubeInformerSources, webhookConfigurationSource } from './informer-sources.js';
 import { KubeLeaseLock } from './lease-lock.js';
 import { kubePodLister } from './pod-lister.js';
+import { kubeWebhookCertificatesPort } from './webhook-certificates-port.js';
 
 /** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
 export async function kubeOperatorDeps(
@@ -24,6 +26,12 @@ export async function kubeOperatorDeps(
     clusterPort: (options) => new KubeClusterPort(kc, options),
     eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
     pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
+    webhookCertificates: config.webhookCertificates
+      ? {
+          configurations: webhookConfigurationSource(kc, CERTIFICATES_SELECTOR),
+          port: kubeWebhookCertificatesPort(kc),
+        }
+      : undefined,
     leaseLock: config.leaderElect
       ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
       : undefined,
