@@ -117,3 +117,17 @@ webhook, admission-policy (admissionPolicy) or both.
 {{- $engine := dig "nodeIsolation" "engine" "webhook" (.Values.global | default dict) -}}
 {{- ternary "admission-policy" $engine (eq $engine "admissionPolicy") -}}
 {{- end -}}
+
+{{/*
+A Go duration string (values.schema.json's goDuration: e.g. 2160h, 1h30m, 2m, 1.5s, 500ms) in
+whole milliseconds, for comparing durations at render time.
+*/}}
+{{- define "operator.durationMs" -}}
+{{- $ms := 0.0 -}}
+{{- $units := dict "h" 3600000.0 "m" 60000.0 "s" 1000.0 "ms" 1.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ms|h|m|s)" . -1 -}}
+{{- $unit := regexFind "(ms|h|m|s)$" . -}}
+{{- $ms = addf $ms (mulf (trimSuffix $unit . | float64) (index $units $unit)) -}}
+{{- end -}}
+{{- $ms | int64 -}}
+{{- end -}}
