@@ -68,3 +68,21 @@ webhook and operator subcharts read the same value.
 {{- define "kubeplus-isolation.nodeIsolationEngine" -}}
 {{- dig "nodeIsolation" "engine" "webhook" (.Values.global | default dict) -}}
 {{- end -}}
+
+{{/*
+The webhook subchart's view of its own values (Values, Release, Chart.Name), for calling its named
+templates ("webhook.fullname", "webhook.certsSecretName", "webhook.tlsMode") so that the names
+here can never disagree with the ones it renders.
+*/}}
+{{- define "kubeplus-isolation.webhookContext" -}}
+{{- dict "Values" .Values.webhook "Release" .Release "Chart" (dict "Name" "webhook") | toJson -}}
+{{- end -}}
+
+{{/*
+"true" when the webhook is installed, active (the engine is not admissionPolicy) and in
+tls.mode=operator (certManager.enabled false): then the operator must issue its certificate.
+*/}}
+{{- define "kubeplus-isolation.operatorIssuesWebhookCertificates" -}}
+{{- $ctx := include "kubeplus-isolation.webhookContext" . | fromJson -}}
+{{- and .Values.webhook.enabled (ne (include "kubeplus-isolation.nodeIsolationEngine" .) "admissionPolicy") (eq (include "webhook.tlsMode" $ctx) "operator") | toString -}}
+{{- end -}}

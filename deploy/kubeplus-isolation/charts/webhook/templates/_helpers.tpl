@@ -6,7 +6,7 @@
 
 {{/*
 Fully qualified name, also used for the cluster-scoped objects (ClusterRole, binding,
-MutatingWebhookConfiguration). 52 characters leave room for the "-tls"/"-ca" suffixes.
+MutatingWebhookConfiguration). 52 characters leave room for the "-tls"/"-ca"/"-certs" suffixes.
 */}}
 {{- define "webhook.fullname" -}}
 {{- if .Values.fullnameOverride -}}
@@ -25,8 +25,17 @@ MutatingWebhookConfiguration). 52 characters leave room for the "-tls"/"-ca" suf
 {{- default (include "webhook.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{/* The helm-mode (and cert-manager) Secret. */}}
 {{- define "webhook.tlsSecretName" -}}
 {{- printf "%s-tls" (include "webhook.fullname" .) -}}
+{{- end -}}
+
+{{/*
+The operator-mode Secret, which the operator's leader fills. Also named by the umbrella chart
+(with a constructed context of only Values, Release and Chart.Name) for the operator's RBAC.
+*/}}
+{{- define "webhook.certsSecretName" -}}
+{{- printf "%s-certs" (include "webhook.fullname" .) -}}
 {{- end -}}
 
 {{/* Labels ------------------------------------------------------------------------------ */}}
@@ -150,6 +159,50 @@ Memoised in .Values._tls so the Secret and the webhook configuration agree withi
 {{- $_ := set .Values "_tls" $out -}}
 {{- end -}}
 {{- toJson .Values._tls -}}
+{{- end -}}
+
+{{/*
+Who issues the CA and serving certificate: "certManager" (certManager.enabled, which takes
+precedence), else tls.mode: "operator" (default) or "helm". Reads only .Values, so the umbrella
+chart calls it with a constructed context.
+*/}}
+{{- define "webhook.tlsMode" -}}
+{{- if .Values.certManager.enabled -}}
+certManager
+{{- else -}}
+{{- .Values.tls.mode | default "operator" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The operator-mode TLS material as JSON {"data": {...}, "caBundle": "..."}; data values and
+caBundle are base64, as the API wants them. The single source of both the -certs Secret's data and
+the webhook configuration's caBundle, so the two agree within a render:
+  - the -certs Secret exists with a non-empty tls.crt (the operator wrote it): its live data,
+    every key unchanged, so `helm upgrade` never alters what the operator wrote (nor its caBundle);
+  - else the helm-mode Secret (-tls) exists with ca.crt, ca.key, tls.crt and tls.key (an upgrade
+    from tls.mode=helm): exactly those four keys. The operator takes over the same CA, so the
+    caBundle does not change and no admission fails during the upgrade;
+  - else (fresh install, `helm template`, `--dry-run=client`: lookup returns nothing) no data and
+    no caBundle: the operator fills both. A render without data lets `kubectl apply` of the same
+    render (GitOps) never touch what the operator wrote.
+*/}}
+{{- define "webhook.operatorTLS" -}}
+{{- $out := dict -}}
+{{- $certs := lookup "v1" "Secret" .Release.Namespace (include "webhook.certsSecretName" .) -}}
+{{- $certsData := dig "data" dict ($certs | default dict) -}}
+{{- $helmData := dig "data" dict ((lookup "v1" "Secret" .Release.Namespace (include "webhook.tlsSecretName" .)) | default dict) -}}
+{{- if index $certsData "tls.crt" -}}
+{{- $_ := set $out "data" $certsData -}}
+{{- else if and (index $helmData "ca.crt") (index $helmData "ca.key") (index $helmData "tls.crt") (index $helmData "tls.key") -}}
+{{- $_ := set $out "data" (pick $helmData "ca.crt" "ca.key" "tls.crt" "tls.key") -}}
+{{- end -}}
+{{- with $out.data -}}
+{{- with index . "ca.crt" -}}
+{{- $_ := set $out "caBundle" . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}
 
 {{/* Name of the cert-manager Certificate for the serving certificate. */}}
