@@ -1,10 +1,11 @@
 /**
  * Least privilege: every Role/ClusterRole the chart renders, checked rule by rule. No wildcard
- * anywhere, no Secrets, the webhook reads Namespaces and nothing else, the operator gets exactly
- * the verbs its code uses, and every binding points at the chart's own ServiceAccounts.
+ * anywhere, one Secret by name (the webhook certificate the operator issues) and no other, the
+ * webhook reads Namespaces and nothing else, the operator gets exactly the verbs its code uses,
+ * and every binding points at the chart's own ServiceAccounts.
  */
 import { describe, expect, jest, test } from '@jest/globals';
-import { type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
+import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
 
 jest.setTimeout(60_000);
 
@@ -46,14 +47,19 @@ function grants(role: K8sObject): Record<string, string[]> {
 
 const sorted = (...verbs: string[]): string[] => [...verbs].sort();
 
+/** The umbrella's RBAC for the operator-issued webhook certificate (webhook.tls.mode=operator). */
+const WEBHOOK_CERTIFICATES = `${RELEASE}-kubeplus-isolation-webhook-certificates`;
+const HELM_TLS = { webhook: { tls: { mode: 'helm' } } };
+
 describe('RBAC', () => {
-  test('no wildcard and no Secrets in any rule, with every feature enabled', async () => {
+  test('no wildcard in any rule, and no Secret but the webhook certificate by name, with every feature enabled', async () => {
     const objects = await render({
       operator: { instanceGroups: INSTANCE_GROUPS, instanceRoleAggregation: true },
       webhook: { autoscaling: { enabled: true }, serviceMonitor: { enabled: true } },
     });
     const all = roles(objects);
     expect(all.length).toBeGreaterThanOrEqual(4);
+    expect(all.flatMap(rulesOf).filter((r) => r.resources?.includes('secrets'))).toHaveLength(1);
     for (const role of all) {
       for (const rule of rulesOf(role)) {
         const fields = [rule.apiGroups, rule.resources, rule.verbs, rule.resourceNames, rule.nonResourceURLs];
@@ -61,7 +67,18 @@ describe('RBAC', () => {
           expect({ role: role.metadata.name, value }).not.toEqual({ role: role.metadata.name, value: '*' });
           expect(String(value)).not.toContain('*');
         }
-        expect(rule.resources ?? []).not.toContain('secrets');
+        if ((rule.resources ?? []).includes('secrets')) {
+          // Only the operator's Role on its webhook's certificate Secret, by name.
+          expect({ role: `${role.kind}/${role.metadata.name}`, rule }).toEqual({
+            role: `Role/${WEBHOOK_CERTIFICATES}`,
+            rule: {
+              apiGroups: [''],
+              resources: ['secrets'],
+              resourceNames: [`${RELEASE}-webhook-certs`],
+              verbs: ['get', 'update', 'patch'],
+            },
+          });
+        }
         expect(rule.nonResourceURLs).toBeUndefined();
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['escalate']));
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['bind']));
@@ -74,7 +91,12 @@ describe('RBAC', () => {
     const objects = await render();
     const role = one(objects, 'ClusterRole', `${RELEASE}-webhook`);
     expect(rulesOf(role)).toEqual([{ apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }]);
-    expect(objects.filter((o) => o.kind === 'Role' && o.metadata.name.includes('webhook'))).toEqual([]);
+    // Nothing else is bound to the webhook's ServiceAccount (the webhook-certificates RBAC is the operator's).
+    const boundToWebhook = objects
+      .filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
+      .filter((b) => (b.subjects as { name: string }[]).some((s) => s.name === `${RELEASE}-webhook`))
+      .map((b) => `${b.kind}/${b.metadata.name}`);
+    expect(boundToWebhook).toEqual([`ClusterRoleBinding/${RELEASE}-webhook`]);
   });
 
   test('the operator gets exactly the verbs its code uses', async () => {
@@ -118,6 +140,8 @@ describe('RBAC', () => {
       'core/events': sorted('create', 'patch'),
       // The fail-open audit lists an isolated namespace's Pods; nothing else on Pods.
       'core/pods': ['list'],
+      // webhookCertificates: finding the labelled configurations; writing is granted by name below.
+      'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
     });
     // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
@@ -135,6 +159,115 @@ describe('RBAC', () => {
       'coordination.k8s.io/leases': ['create'],
       [`coordination.k8s.io/leases[${RELEASE}-operator]`]: sorted('get', 'update'),
     });
+  });
+
+  test('webhook certificates: the operator may write its webhook’s Secret and configuration, by name, and nothing else', async () => {
+    const objects = await render();
+    const role = one(objects, 'Role', WEBHOOK_CERTIFICATES);
+    expect(role.metadata.namespace).toBe(NAMESPACE);
+    expect(rulesOf(role)).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [`${RELEASE}-webhook-certs`],
+        verbs: ['get', 'update', 'patch'],
+      },
+    ]);
+    const clusterRole = one(objects, 'ClusterRole', WEBHOOK_CERTIFICATES);
+    expect(rulesOf(clusterRole)).toEqual([
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations'],
+        resourceNames: [one(objects, 'MutatingWebhookConfiguration').metadata.name],
+        verbs: ['get', 'update', 'patch'],
+      },
+    ]);
+    const subject = [{ kind: 'ServiceAccount', name: `${RELEASE}-operator`, namespace: NAMESPACE }];
+    const roleBinding = one(objects, 'RoleBinding', WEBHOOK_CERTIFICATES);
+    expect(roleBinding.metadata.namespace).toBe(NAMESPACE);
+    expect(roleBinding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: WEBHOOK_CERTIFICATES,
+    });
+    expect(roleBinding.subjects).toEqual(subject);
+    const clusterRoleBinding = one(objects, 'ClusterRoleBinding', WEBHOOK_CERTIFICATES);
+    expect(clusterRoleBinding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: WEBHOOK_CERTIFICATES,
+    });
+    expect(clusterRoleBinding.subjects).toEqual(subject);
+  });
+
+  test('webhook certificates: the names come from the subcharts’ own naming, whatever the overrides', async () => {
+    const objects = await render(
+      { webhook: { fullnameOverride: 'nodeiso' }, operator: { serviceAccount: { name: 'kpi-op-sa' } } },
+      { release: 'team', namespace: 'isolation' },
+    );
+    const prefix = 'team-kubeplus-isolation-webhook-certificates';
+    const secret = one(objects, 'Secret');
+    expect(secret.metadata.name).toBe('nodeiso-certs');
+    expect(rulesOf(one(objects, 'Role', prefix))[0]?.resourceNames).toEqual([secret.metadata.name]);
+    expect(rulesOf(one(objects, 'ClusterRole', prefix))[0]?.resourceNames).toEqual([
+      one(objects, 'MutatingWebhookConfiguration').metadata.name,
+    ]);
+    const operatorPod = (
+      one(objects, 'Deployment', 'team-operator').spec as {
+        template: { spec: { serviceAccountName: string } };
+      }
+    ).template.spec;
+    for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
+      expect(one(objects, kind, prefix).subjects).toEqual([
+        { kind: 'ServiceAccount', name: operatorPod.serviceAccountName, namespace: 'isolation' },
+      ]);
+    }
+    expect(operatorPod.serviceAccountName).toBe('kpi-op-sa');
+  });
+
+  test('no certificate RBAC in helm or cert-manager mode, nor with the webhook disabled or inactive', async () => {
+    for (const values of [
+      HELM_TLS,
+      { webhook: { certManager: { enabled: true } } },
+      { webhook: { enabled: false } },
+      { global: { nodeIsolation: { engine: 'admissionPolicy' } } },
+    ]) {
+      const objects = await render(values);
+      expect({ values, rbac: objects.filter((o) => o.metadata.name === WEBHOOK_CERTIFICATES) }).toEqual({
+        values,
+        rbac: [],
+      });
+      // The operator's read-only rule stays while operator.webhookCertificates.enabled (the default).
+      expect(grants(one(objects, 'ClusterRole', `${RELEASE}-operator`))).toHaveProperty(
+        ['admissionregistration.k8s.io/mutatingwebhookconfigurations'],
+        sorted('list', 'watch'),
+      );
+    }
+    const off = await render({ ...HELM_TLS, operator: { webhookCertificates: { enabled: false } } });
+    expect(rulesOf(one(off, 'ClusterRole', `${RELEASE}-operator`)).flatMap((r) => r.resources ?? [])).not.toContain(
+      'mutatingwebhookconfigurations',
+    );
+  });
+
+  test('tls.mode=operator without the operator (or its webhook certificates) is refused: nobody would issue the certificate', async () => {
+    expect(await renderError({ operator: { enabled: false } })).toContain(
+      "webhook.tls.mode=operator (the default) needs the operator to issue the webhook's certificate, but " +
+        'operator.enabled=false: nobody would issue it. Set webhook.tls.mode=helm (Helm-generated certificate) ' +
+        'or webhook.certManager.enabled=true (cert-manager)',
+    );
+    expect(await renderError({ operator: { webhookCertificates: { enabled: false } } })).toContain(
+      "webhook.tls.mode=operator (the default) needs the operator to issue the webhook's certificate, but " +
+        'operator.webhookCertificates.enabled=false: nobody would issue it.',
+    );
+    // Either way out renders, and so does a webhook that is not installed or not active.
+    for (const values of [
+      { ...HELM_TLS, operator: { enabled: false } },
+      { webhook: { certManager: { enabled: true } }, operator: { enabled: false } },
+      { webhook: { enabled: false }, operator: { enabled: false } },
+      { global: { nodeIsolation: { engine: 'admissionPolicy' } }, operator: { enabled: false } },
+    ]) {
+      expect((await render(values)).length).toBeGreaterThan(0);
+    }
   });
 
   test('without instanceGroups the operator may touch no instance at all', async () => {
@@ -166,8 +299,9 @@ describe('RBAC', () => {
     );
     const roleNames = new Set(roles(objects).map((r) => `${r.kind}/${r.metadata.name}`));
     const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
-    // 4 for the services, the uninstall hook's (to the operator) and the helm test's.
-    expect(bindings.length).toBe(6);
+    // 4 for the services, 2 for the webhook certificates (to the operator), the uninstall hook's
+    // (to the operator) and the helm test's.
+    expect(bindings.length).toBe(8);
     for (const binding of bindings) {
       const ref = binding.roleRef as { kind: string; name: string };
       expect(roleNames).toContain(`${ref.kind}/${ref.name}`);
@@ -177,8 +311,9 @@ describe('RBAC', () => {
       expect(subject.kind).toBe('ServiceAccount');
       expect(serviceAccounts).toContain(`${subject.namespace}/${subject.name}`);
       // The webhook's role goes to the webhook, the helm test's to the test, the operator's (the
-      // uninstall hook's included: it runs as the operator) to the operator.
-      const owner = ref.name.includes('webhook')
+      // uninstall hook's included: it runs as the operator; and the webhook certificates', which
+      // the operator issues) to the operator.
+      const owner = ref.name.endsWith('-webhook')
         ? 'webhook'
         : ref.name.endsWith('helm-test')
           ? 'helm-test'
@@ -188,7 +323,8 @@ describe('RBAC', () => {
   });
 
   test('a disabled component brings no ServiceAccount and no RBAC', async () => {
-    const withoutOperator = await render({ operator: { enabled: false } });
+    // Without the operator the certificate must come from Helm (or cert-manager).
+    const withoutOperator = await render({ ...HELM_TLS, operator: { enabled: false } });
     expect(roles(withoutOperator).map((r) => r.metadata.name)).toEqual([`${RELEASE}-webhook`]);
     const withoutWebhook = await render({ webhook: { enabled: false } });
     expect(roles(withoutWebhook).some((r) => r.metadata.name.includes('webhook'))).toBe(false);

@@ -67,6 +67,32 @@ describe('values.schema.json', () => {
     ['PDB percentage', { webhook: { podDisruptionBudget: { enabled: true, maxUnavailable: '50' } } }, /maxUnavailable/],
     ['CPU quantity', { webhook: { resources: { requests: { cpu: 'lots' } } } }, /resources\/requests\/cpu/],
     ['cert lifetime', { webhook: { tls: { certValidityDays: 0 } } }, /tls\/certValidityDays/],
+    [
+      'unknown TLS mode',
+      { webhook: { tls: { mode: 'operator-managed' } } },
+      /webhook:[\s\S]*at '\/tls\/mode': value must be one of 'operator', 'helm'/,
+    ],
+    ['TLS mode in a different case', { webhook: { tls: { mode: 'Helm' } } }, /at '\/tls\/mode'/],
+    [
+      'webhook CA validity in days',
+      { operator: { webhookCertificates: { caValidity: '1825d' } } },
+      /operator:[\s\S]*at '\/webhookCertificates\/caValidity'/,
+    ],
+    [
+      'webhook certificate validity without a unit',
+      { operator: { webhookCertificates: { certValidity: '2160' } } },
+      /at '\/webhookCertificates\/certValidity'/,
+    ],
+    [
+      'propagation delay with a space',
+      { operator: { webhookCertificates: { propagationDelay: '2 m' } } },
+      /at '\/webhookCertificates\/propagationDelay'/,
+    ],
+    [
+      'webhook certificates switch as a string',
+      { operator: { webhookCertificates: { enabled: 'true' } } },
+      /at '\/webhookCertificates\/enabled'/,
+    ],
   ];
 
   test.each(cases)('%s is rejected naming the value', async (_name, values, message) => {

@@ -137,7 +137,8 @@ describe('tamper protection', () => {
   });
 
   test('without the operator nothing is exempted but the admins, and nothing is confined', async () => {
-    const objects = await render({ operator: { enabled: false } });
+    // Without the operator the webhook's certificate must come from Helm (tls.mode=operator is refused).
+    const objects = await render({ operator: { enabled: false }, webhook: { tls: { mode: 'helm' } } });
     expect(policy(objects, 'namespace-guard').matchConditions[0]?.expression).toContain('username in []');
     expect(objects.some((o) => o.metadata.name === `${PREFIX}-operator-confinement`)).toBe(false);
   });

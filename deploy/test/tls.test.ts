@@ -1,15 +1,22 @@
 /**
- * The webhook's serving certificate, both ways: Helm-generated (a private CA and a leaf whose
- * SANs are the Service's names, verified cryptographically here) and cert-manager (Issuer +
- * Certificate + CA injection, and then no generated Secret at all).
+ * The webhook's serving certificate, all three ways:
+ * - operator-issued (tls.mode=operator, the default): the chart renders an Opaque `-certs` Secret
+ *   without data and a MutatingWebhookConfiguration labelled and annotated for the operator,
+ *   without caBundle; the render holds no certificate material, so it is the same every time;
+ * - Helm-generated (tls.mode=helm): a private CA and a leaf whose SANs are the Service's names,
+ *   verified cryptographically here, new on every `helm template`;
+ * - cert-manager (certManager.enabled, which takes precedence over tls.mode): Issuer +
+ *   Certificate + CA injection, and then no chart-made Secret at all.
  *
- * Not coverable here: reuse of an existing Secret on upgrade. `helm template` cannot `lookup`, so
- * it always generates fresh material; e2e/test/chart.test.ts upgrades a real release and checks
- * that the CA and caBundle stay the same.
+ * Not coverable here: the `lookup` branches. `helm template` cannot look up (lookup returns
+ * nothing), so helm mode always generates fresh material and operator mode always renders the
+ * Secret without data. Reuse on upgrade (helm mode keeps its CA; operator mode renders the live
+ * -certs data unchanged, or seeds it from the helm-mode -tls Secret so an upgrade from helm mode
+ * keeps the same CA and caBundle) is proven against a real release in e2e (e2e/test/chart.test.ts).
  */
 import { createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import { describe, expect, jest, test } from '@jest/globals';
-import { type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
+import { CHART_DIR, helm, type K8sObject, NAMESPACE, one, RELEASE, render } from './helm.js';
 
 jest.setTimeout(60_000);
 
@@ -20,6 +27,9 @@ const SERVICE_NAMES = [
   `${SERVICE}.${NAMESPACE}.svc`,
   `${SERVICE}.${NAMESPACE}.svc.cluster.local`,
 ];
+
+const HELM_MODE = { tls: { mode: 'helm' } };
+const CERTS_SECRET = `${RELEASE}-webhook-certs`;
 
 function secretData(objects: K8sObject[]): Record<string, string> {
   const secret = one(objects, 'Secret', `${RELEASE}-webhook-tls`);
@@ -39,9 +49,107 @@ function sans(cert: X509Certificate): string[] {
   return (cert.subjectAltName ?? '').split(', ').filter((s) => s !== '');
 }
 
-describe('Helm-generated TLS (certManager.enabled=false)', () => {
-  test('a CA-signed leaf for the Service names, its key, and the CA as caBundle', async () => {
+function webhookTlsVolume(objects: K8sObject[]): { secretName: string; optional?: boolean; items: unknown[] } {
+  const deployment = one(objects, 'Deployment', `${RELEASE}-webhook`).spec as {
+    template: { spec: { volumes: { name: string; secret?: { secretName: string; items: unknown[] } }[] } };
+  };
+  const volume = deployment.template.spec.volumes.find((v) => v.name === 'tls');
+  if (!volume?.secret) throw new Error('the webhook Deployment has no tls Secret volume');
+  return volume.secret;
+}
+
+describe('operator-issued TLS (tls.mode=operator, the default)', () => {
+  test('the default render: an Opaque -certs Secret without data, the configuration labelled for the operator and without caBundle', async () => {
     const objects = await render();
+    // The only Secret is the operator's, Opaque (kubernetes.io/tls would need tls.crt at creation)
+    // and without a data key at all: a re-apply of the render never touches what the operator wrote.
+    expect(objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).toEqual([CERTS_SECRET]);
+    const secret = one(objects, 'Secret', CERTS_SECRET);
+    expect(secret.type).toBe('Opaque');
+    expect(secret.metadata.namespace).toBe(NAMESPACE);
+    expect(Object.keys(secret).sort()).toEqual(['apiVersion', 'kind', 'metadata', 'type']);
+    expect(secret.metadata.labels).toEqual(one(objects, 'Deployment', `${RELEASE}-webhook`).metadata.labels);
+    expect(secret.metadata.annotations).toBeUndefined();
+    // The configuration tells the operator which Secret and which names.
+    const mwc = one(objects, 'MutatingWebhookConfiguration');
+    expect(mwc.metadata.labels?.['isolation.kubeplus.io/certificates']).toBe('operator');
+    expect(mwc.metadata.annotations).toEqual({
+      'isolation.kubeplus.io/certificates-secret': `${NAMESPACE}/${CERTS_SECRET}`,
+      'isolation.kubeplus.io/certificates-dns-names': SERVICE_NAMES.join(','),
+    });
+    expect(caBundle(objects)).toBeUndefined();
+    // The webhook Pods mount the operator's Secret, not optional: they wait for the certificate.
+    const volume = webhookTlsVolume(objects);
+    expect(volume.optional).toBeUndefined();
+    expect(volume).toMatchObject({
+      secretName: CERTS_SECRET,
+      items: [
+        { key: 'tls.crt', path: 'tls.crt' },
+        { key: 'tls.key', path: 'tls.key' },
+      ],
+    });
+    expect(objects.filter((o) => o.apiVersion.startsWith('cert-manager.io/'))).toEqual([]);
+  });
+
+  test('two renders are identical, byte for byte: a GitOps re-apply changes nothing (helm mode: a new CA each time)', async () => {
+    // Raw `helm template` output, not parsed objects: byte for byte what `kubectl apply` would get.
+    for (const args of [[], ['--set', 'webhook.clientConfig.url=https://10.0.0.7:8443/mutate/pods']]) {
+      const [first, second] = await Promise.all(
+        [0, 1].map(() => helm(['template', RELEASE, CHART_DIR, '--namespace', NAMESPACE, ...args])),
+      );
+      expect([first?.code, second?.code]).toEqual([0, 0]);
+      expect(first?.stdout.length).toBeGreaterThan(1000);
+      expect(second?.stdout).toBe(first?.stdout);
+    }
+    // The contrast that motivates the mode: Helm generates a new CA per render.
+    const [helmFirst, helmSecond] = await Promise.all([render({ webhook: HELM_MODE }), render({ webhook: HELM_MODE })]);
+    expect(caBundle(helmFirst)).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    expect(caBundle(helmSecond)).not.toBe(caBundle(helmFirst));
+  });
+
+  test('the names the operator certifies follow the Service and clientConfig.url (IP addresses apart)', async () => {
+    const annotations = async (values: unknown, namespace?: string) =>
+      one(await render({ webhook: values }, { namespace }), 'MutatingWebhookConfiguration').metadata.annotations ?? {};
+    const byIp = await annotations({ clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' } });
+    expect(byIp['isolation.kubeplus.io/certificates-dns-names']).toBe(SERVICE_NAMES.join(','));
+    expect(byIp['isolation.kubeplus.io/certificates-ip-addresses']).toBe('127.0.0.1');
+    const byName = await annotations({ clientConfig: { url: 'https://webhook.dev.example:8443/mutate/pods' } });
+    expect(byName['isolation.kubeplus.io/certificates-dns-names']).toBe(
+      [...SERVICE_NAMES, 'webhook.dev.example'].join(','),
+    );
+    expect(byName['isolation.kubeplus.io/certificates-ip-addresses']).toBeUndefined();
+    const elsewhere = await annotations({ fullnameOverride: 'nw', clusterDomain: 'corp.internal' }, 'isolation');
+    expect(elsewhere).toEqual({
+      'isolation.kubeplus.io/certificates-secret': 'isolation/nw-certs',
+      'isolation.kubeplus.io/certificates-dns-names': 'nw,nw.isolation,nw.isolation.svc,nw.isolation.svc.corp.internal',
+    });
+  });
+
+  test('helm mode, cert-manager, a disabled or inactive webhook: no -certs Secret and no operator label', async () => {
+    for (const values of [
+      { webhook: HELM_MODE },
+      { webhook: { certManager: { enabled: true } } },
+      { webhook: { certManager: { enabled: true }, tls: { mode: 'operator' } } },
+      { webhook: { enabled: false } },
+      { global: { nodeIsolation: { engine: 'admissionPolicy' } } },
+    ]) {
+      const objects = await render(values);
+      expect({ values, certs: objects.filter((o) => o.metadata.name.endsWith('-certs')) }).toEqual({
+        values,
+        certs: [],
+      });
+      for (const mwc of objects.filter((o) => o.kind === 'MutatingWebhookConfiguration')) {
+        expect(mwc.metadata.labels?.['isolation.kubeplus.io/certificates']).toBeUndefined();
+        expect(Object.keys(mwc.metadata.annotations ?? {}).filter((k) => k.startsWith('isolation.'))).toEqual([]);
+      }
+    }
+  });
+});
+
+describe('Helm-generated TLS (tls.mode=helm)', () => {
+  test('a CA-signed leaf for the Service names, its key, and the CA as caBundle', async () => {
+    const objects = await render({ webhook: HELM_MODE });
+    expect(webhookTlsVolume(objects).secretName).toBe(`${RELEASE}-webhook-tls`);
     const data = secretData(objects);
     const ca = new X509Certificate(data['ca.crt'] as string);
     const leaf = new X509Certificate(data['tls.crt'] as string);
@@ -75,17 +183,21 @@ describe('Helm-generated TLS (certManager.enabled=false)', () => {
 
   test('the host of clientConfig.url joins the SANs (IP or DNS name)', async () => {
     const byIp = secretData(
-      await render({ webhook: { clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' } } }),
+      await render({ webhook: { ...HELM_MODE, clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' } } }),
     );
     expect(sans(new X509Certificate(byIp['tls.crt'] as string))).toContain('IP Address:127.0.0.1');
     const byName = secretData(
-      await render({ webhook: { clientConfig: { url: 'https://webhook.dev.example:8443/mutate/pods' } } }),
+      await render({
+        webhook: { ...HELM_MODE, clientConfig: { url: 'https://webhook.dev.example:8443/mutate/pods' } },
+      }),
     );
     expect(sans(new X509Certificate(byName['tls.crt'] as string))).toContain('DNS:webhook.dev.example');
   });
 
   test('certificate lifetimes follow tls.caValidityDays and tls.certValidityDays', async () => {
-    const data = secretData(await render({ webhook: { tls: { caValidityDays: 30, certValidityDays: 7 } } }));
+    const data = secretData(
+      await render({ webhook: { tls: { mode: 'helm', caValidityDays: 30, certValidityDays: 7 } } }),
+    );
     const days = (pem: string) => (Date.parse(new X509Certificate(pem).validTo) - Date.now()) / 86_400_000;
     expect(Math.round(days(data['ca.crt'] as string))).toBe(30);
     expect(Math.round(days(data['tls.crt'] as string))).toBe(7);
@@ -93,9 +205,16 @@ describe('Helm-generated TLS (certManager.enabled=false)', () => {
 });
 
 describe('cert-manager TLS (certManager.enabled=true)', () => {
-  test('Issuers and Certificates, CA injection, and no generated Secret', async () => {
+  test('Issuers and Certificates, CA injection, and no chart-made Secret, whatever tls.mode says', async () => {
+    for (const mode of ['operator', 'helm']) {
+      const objects = await render({ webhook: { certManager: { enabled: true }, tls: { mode } } });
+      expect({ mode, secrets: objects.filter((o) => o.kind === 'Secret') }).toEqual({ mode, secrets: [] });
+      expect(webhookTlsVolume(objects).secretName).toBe(`${RELEASE}-webhook-tls`);
+      expect(one(objects, 'MutatingWebhookConfiguration').metadata.annotations).toEqual({
+        'cert-manager.io/inject-ca-from': `${NAMESPACE}/${RELEASE}-webhook-serving`,
+      });
+    }
     const objects = await render({ webhook: { certManager: { enabled: true } } });
-    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const serving = one(objects, 'Certificate', `${RELEASE}-webhook-serving`);
     const spec = serving.spec as {
       secretName: string;
@@ -132,9 +251,12 @@ describe('cert-manager TLS (certManager.enabled=true)', () => {
     expect((one(objects, 'Certificate').spec as { issuerRef: unknown }).issuerRef).toEqual(issuerRef);
   });
 
-  test('the generated mode renders no cert-manager object', async () => {
-    const objects = await render();
-    expect(objects.filter((o) => o.apiVersion.startsWith('cert-manager.io/'))).toEqual([]);
-    expect(one(objects, 'MutatingWebhookConfiguration').metadata.annotations).toBeUndefined();
+  test('the operator and Helm modes render no cert-manager object', async () => {
+    for (const mode of ['operator', 'helm']) {
+      const objects = await render({ webhook: { tls: { mode } } });
+      expect(objects.filter((o) => o.apiVersion.startsWith('cert-manager.io/'))).toEqual([]);
+      const annotations = one(objects, 'MutatingWebhookConfiguration').metadata.annotations ?? {};
+      expect(annotations['cert-manager.io/inject-ca-from']).toBeUndefined();
+    }
   });
 });

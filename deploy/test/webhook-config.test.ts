@@ -68,7 +68,7 @@ describe('MutatingWebhookConfiguration', () => {
     expect(entry.failurePolicy).toBe('Ignore');
   });
 
-  test('clientConfig targets the webhook Service on /mutate/pods with the generated CA by default', async () => {
+  test('clientConfig targets the webhook Service on /mutate/pods; the caBundle is the operator’s (none rendered) or the generated CA', async () => {
     const objects = await render();
     const entry = webhooks(objects)[0] as { clientConfig: Record<string, unknown>; timeoutSeconds: number };
     const service = one(objects, 'Service', `${RELEASE}-webhook`);
@@ -82,26 +82,44 @@ describe('MutatingWebhookConfiguration', () => {
       port: servicePort?.port,
     });
     expect(entry.clientConfig.url).toBeUndefined();
-    const secret = one(objects, 'Secret', `${RELEASE}-webhook-tls`);
-    expect(entry.clientConfig.caBundle).toBe((secret.data as Record<string, string>)['ca.crt']);
+    // tls.mode=operator (default): the operator writes the caBundle once it has issued the CA.
+    expect(entry.clientConfig.caBundle).toBeUndefined();
     expect(entry.timeoutSeconds).toBe(5);
+    // tls.mode=helm: the CA of the generated Secret, from the same render.
+    const helmMode = await render({ webhook: { tls: { mode: 'helm' } } });
+    const secret = one(helmMode, 'Secret', `${RELEASE}-webhook-tls`);
+    const helmEntry = webhooks(helmMode)[0] as { clientConfig: Record<string, unknown> };
+    expect(helmEntry.clientConfig.caBundle).toBe((secret.data as Record<string, string>)['ca.crt']);
+    expect(helmEntry.clientConfig.service).toEqual(entry.clientConfig.service);
   });
 
   test('timeoutSeconds and a url clientConfig (out-of-cluster webhook) follow the values', async () => {
-    const objects = await render({
-      webhook: { timeoutSeconds: 3, clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' } },
-    });
-    const entry = webhooks(objects)[0] as { clientConfig: Record<string, unknown>; timeoutSeconds: number };
-    expect(entry.timeoutSeconds).toBe(3);
-    expect(entry.clientConfig.url).toBe('https://127.0.0.1:18443/mutate/pods');
-    expect(entry.clientConfig.service).toBeUndefined();
-    expect(typeof entry.clientConfig.caBundle).toBe('string');
+    for (const mode of ['operator', 'helm']) {
+      const objects = await render({
+        webhook: { timeoutSeconds: 3, clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' }, tls: { mode } },
+      });
+      const entry = webhooks(objects)[0] as { clientConfig: Record<string, unknown>; timeoutSeconds: number };
+      expect(entry.timeoutSeconds).toBe(3);
+      expect(entry.clientConfig.url).toBe('https://127.0.0.1:18443/mutate/pods');
+      expect(entry.clientConfig.service).toBeUndefined();
+      // helm: the generated CA now; operator: none until issued, for the URL's host too.
+      expect({ mode, caBundle: typeof entry.clientConfig.caBundle }).toEqual({
+        mode,
+        caBundle: mode === 'helm' ? 'string' : 'undefined',
+      });
+    }
   });
 
-  test('an explicit caBundle wins over the generated and the injected one', async () => {
+  test('an explicit caBundle wins over the generated, the injected and the operator’s', async () => {
     const caBundle = Buffer.from('-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n').toString('base64');
-    for (const certManager of [false, true]) {
-      const objects = await render({ webhook: { clientConfig: { caBundle }, certManager: { enabled: certManager } } });
+    for (const [mode, certManager] of [
+      ['operator', false],
+      ['helm', false],
+      ['operator', true],
+    ] as const) {
+      const objects = await render({
+        webhook: { clientConfig: { caBundle }, tls: { mode }, certManager: { enabled: certManager } },
+      });
       const mwc = one(objects, 'MutatingWebhookConfiguration');
       expect((webhooks(objects)[0] as { clientConfig: { caBundle: string } }).clientConfig.caBundle).toBe(caBundle);
       expect(mwc.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBeUndefined();

@@ -137,13 +137,21 @@ describe('Deployments', () => {
   });
 
   test('the webhook mounts only its serving certificate and key, read-only, from the TLS Secret', async () => {
+    const tlsVolume = (objects: K8sObject[]) =>
+      (podSpec(one(objects, 'Deployment', `${RELEASE}-webhook`)).volumes ?? []).find((v) => v.name === 'tls')
+        ?.secret as { secretName: string; optional?: boolean; items: { key: string; path: string }[] };
+    // tls.mode=helm (and cert-manager): the -tls Secret.
+    for (const webhook of [{ tls: { mode: 'helm' } }, { certManager: { enabled: true } }]) {
+      const tls = tlsVolume(await render({ webhook }));
+      expect(tls.secretName).toBe(`${RELEASE}-webhook-tls`);
+      expect(tls.items.map((i) => i.key).sort()).toEqual(['tls.crt', 'tls.key']);
+    }
+    // tls.mode=operator (default): the Secret the operator fills; not optional, so a Pod waits for it.
     const objects = await render();
     const spec = podSpec(one(objects, 'Deployment', `${RELEASE}-webhook`));
-    const tls = (spec.volumes ?? []).find((v) => v.name === 'tls')?.secret as {
-      secretName: string;
-      items: { key: string; path: string }[];
-    };
-    expect(tls.secretName).toBe(`${RELEASE}-webhook-tls`);
+    const tls = tlsVolume(objects);
+    expect(tls.secretName).toBe(`${RELEASE}-webhook-certs`);
+    expect(tls.optional).toBeUndefined();
     expect(tls.items.map((i) => i.key).sort()).toEqual(['tls.crt', 'tls.key']);
     const container = spec.containers[0] as Container;
     const mount = container.volumeMounts?.find((m) => m.name === 'tls');
@@ -154,9 +162,10 @@ describe('Deployments', () => {
         `--tls-key-file=${mount?.mountPath}/tls.key`,
       ]),
     );
-    // The operator never gets the webhook's key.
+    // The operator mounts no webhook key (it writes the -certs Secret through the API, by name).
     const operator = podSpec(one(objects, 'Deployment', `${RELEASE}-operator`));
     expect(JSON.stringify(operator.volumes)).not.toContain('-tls');
+    expect(JSON.stringify(operator.volumes)).not.toContain('-certs');
   });
 
   test('replicas, HPA, PDB and priority of the webhook are independent of the operator’s', async () => {
@@ -267,6 +276,7 @@ describe('Deployments', () => {
         ],
         leaderElection: { leaseDuration: '20s', renewDeadline: '12s', retryPeriod: '3s' },
         metrics: { port: 9191 },
+        webhookCertificates: { caValidity: '17520h', certValidity: '720h', propagationDelay: '90s' },
       },
     });
     // The kubelet expands $(VAR) from the container's env before the process sees its args.
@@ -309,11 +319,72 @@ describe('Deployments', () => {
           groups: ['platformapi.kubeplus'],
           kinds: [{ group: 'cloudark.io', version: 'v1', kind: 'Agent' }],
         },
+        webhookCertificates: true,
+        webhookCaValidityMs: 17_520 * 3_600_000,
+        webhookCertValidityMs: 720 * 3_600_000,
+        webhookCertPropagationDelayMs: 90_000,
       }),
     );
     // The Lease the operator will use is the one its Role lets it renew.
     const lease = one(objects, 'Role', `${RELEASE}-operator-leader-election`);
     expect(JSON.stringify(lease.rules)).toContain(`"resourceNames":["${operator.config.leaderElectionId}"]`);
+  });
+
+  test('the operator’s webhook-certificate flags follow operator.webhookCertificates', async () => {
+    const args = (objects: K8sObject[]) =>
+      (podSpec(one(objects, 'Deployment', `${RELEASE}-operator`)).containers[0] as Container).args ?? [];
+    const webhookFlags = (objects: K8sObject[]) => args(objects).filter((a) => a.startsWith('--webhook-'));
+    expect(webhookFlags(await render())).toEqual([
+      '--webhook-certificates=true',
+      '--webhook-ca-validity=43800h',
+      '--webhook-cert-validity=2160h',
+      '--webhook-cert-propagation-delay=2m',
+    ]);
+    expect(
+      webhookFlags(
+        await render({
+          operator: { webhookCertificates: { caValidity: '8760h', certValidity: '1h30m', propagationDelay: '30s' } },
+        }),
+      ),
+    ).toEqual([
+      '--webhook-certificates=true',
+      '--webhook-ca-validity=8760h',
+      '--webhook-cert-validity=1h30m',
+      '--webhook-cert-propagation-delay=30s',
+    ]);
+    // Off: only the switch (the helm-mode webhook needs no operator-issued certificate).
+    const off = await render({
+      webhook: { tls: { mode: 'helm' } },
+      operator: { webhookCertificates: { enabled: false } },
+    });
+    expect(webhookFlags(off)).toEqual(['--webhook-certificates=false']);
+    const env = { POD_NAMESPACE: NAMESPACE, POD_NAME: `${RELEASE}-operator-abc` };
+    const parsed = parseOperatorConfig(
+      args(off).map((a) => a.replace(/\$\((\w+)\)/g, (_m, v: string) => env[v as keyof typeof env] ?? '')),
+      { env },
+    );
+    expect(parsed.kind === 'config' && parsed.config.webhookCertificates).toBe(false);
+  });
+
+  test('webhook certificate lifetimes the operator would refuse are refused at install, naming both values', async () => {
+    expect(
+      await renderError({ operator: { webhookCertificates: { certValidity: '7m59s', propagationDelay: '2m' } } }),
+    ).toContain(
+      'operator.webhookCertificates.certValidity (7m59s) must be at least 4 × operator.webhookCertificates.propagationDelay (2m)',
+    );
+    expect(
+      await renderError({ operator: { webhookCertificates: { caValidity: '4319h59m59.5s', certValidity: '2160h' } } }),
+    ).toContain(
+      'operator.webhookCertificates.caValidity (4319h59m59.5s) must be at least 2 × operator.webhookCertificates.certValidity (2160h)',
+    );
+    // The bounds themselves render (durations are compared in milliseconds, units mixed).
+    for (const webhookCertificates of [
+      { certValidity: '8m', propagationDelay: '2m' },
+      { caValidity: '4320h', certValidity: '2160h' },
+      { caValidity: '1h', certValidity: '30m', propagationDelay: '450000ms' },
+    ]) {
+      expect((await render({ operator: { webhookCertificates } })).length).toBeGreaterThan(0);
+    }
   });
 
   test('an instance Kind whose group is not granted is refused with a clear message', async () => {
