@@ -3,7 +3,9 @@
  * life on a real cluster). One real node and one release, in order:
  *
  * - the chart of the previous version (PREVIOUS_CHART_REF, read from git) is installed, then
- *   upgraded to this one while Pod CREATEs go on: every Pod admitted meanwhile carries the mandate;
+ *   upgraded to this one while Pod CREATEs go on: every Pod admitted meanwhile carries the mandate,
+ *   and the Helm-generated certificate is taken over by the operator with the same CA (caBundle
+ *   unchanged);
  * - `helm upgrade --set webhook.replicas=3` changes the webhook Deployment only: the operator's
  *   Pods are the same Pods;
  * - a rolling upgrade of the webhook (a config change) under continuous Pod CREATEs: every Pod
@@ -40,6 +42,7 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  AdmissionregistrationV1Api,
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -183,6 +186,14 @@ describe('the chart over its life on a real node', () => {
         timeoutMs: 30_000,
       },
     );
+    // The previous chart generated the certificate with Helm; this one's default has the operator
+    // keep it, seeded from the Helm-generated Secret so the CA and caBundle do not change.
+    const admission = cluster.cp.kc.makeApiClient(AdmissionregistrationV1Api);
+    const caBundle = async (): Promise<string | undefined> =>
+      (await admission.readMutatingWebhookConfiguration({ name: `${RELEASE}-webhook` })).webhooks?.[0]?.clientConfig
+        ?.caBundle;
+    const bundleBefore = await caBundle();
+    const helmSecret = await core.readNamespacedSecret({ name: `${RELEASE}-webhook-tls`, namespace: RELEASE_NS });
     let upgraded = false;
     const upgrade = helmNs('upgrade', RELEASE, CHART, ...VALUES, '--wait', '--timeout', '180s').finally(() => {
       upgraded = true;
@@ -195,6 +206,13 @@ describe('the chart over its life on a real node', () => {
     expect(load.admitted).toBeGreaterThan(0);
     expect(load.unpatched).toEqual([]);
     expect(await helmNs('history', RELEASE, '--max', '1')).toMatch(/deployed\s+kubeplus-isolation-/);
+    const certs = await core.readNamespacedSecret({ name: `${RELEASE}-webhook-certs`, namespace: RELEASE_NS });
+    expect(certs.data?.['ca.crt']).toBe(helmSecret.data?.['ca.crt']);
+    expect(certs.data?.['ca.key']).toBe(helmSecret.data?.['ca.key']);
+    expect(await caBundle()).toBe(bundleBefore);
+    await expect(core.readNamespacedSecret({ name: `${RELEASE}-webhook-tls`, namespace: RELEASE_NS })).rejects.toThrow(
+      /404|not found/i,
+    );
   });
 
   test('helm upgrade --set webhook.replicas=3 scales the webhook only; the operator Pods are not restarted', async () => {

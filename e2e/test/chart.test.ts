@@ -12,7 +12,8 @@
  * - with global.nodeIsolation.engine=both, the chart's admission-policy engine too: the operator
  *   writes each namespace's NodeIsolation parameter under the chart's RBAC, and the guard keeps
  *   tenants from changing it;
- * - `helm upgrade` keeps the CA (and caBundle) stable and re-issues a stale leaf with the same CA;
+ * - with the Helm-generated certificate (webhook.tls.mode helm), `helm upgrade` keeps the CA (and
+ *   caBundle) stable and re-issues a stale leaf with the same CA;
  * - `helm uninstall` leaves nothing of the release behind.
  */
 import { execFile } from 'node:child_process';
@@ -172,7 +173,13 @@ describe('the umbrella Helm chart on a real control plane', () => {
     writeFileSync(
       valuesFile(),
       JSON.stringify({
-        webhook: { clientConfig: { url: `https://127.0.0.1:${webhookPort}/mutate/pods` }, timeoutSeconds: 5 },
+        // The Helm-generated certificate (tls.mode helm): this suite proves that mode's upgrade
+        // behaviour; the operator-kept default is proven on the real node (webhook-certificates.test.ts).
+        webhook: {
+          clientConfig: { url: `https://127.0.0.1:${webhookPort}/mutate/pods` },
+          timeoutSeconds: 5,
+          tls: { mode: 'helm' },
+        },
         operator: { instanceGroups: [{ group: INSTANCE_GROUP, resources: ['widgets'] }] },
         // Both engines: every webhook check below still holds, and the policy engine's objects,
         // RBAC and guard are exercised too.

@@ -1,0 +1,334 @@
+/**
+ * The webhook's certificates, kept by the operator (the chart's default `webhook.tls.mode:
+ * operator`), on the real node with the chart installed as Pods:
+ *
+ * - installed with lifetimes short enough to watch (CA 150 s, serving certificate 60 s,
+ *   propagation delay 12 s), the operator renews the serving certificate and rotates the CA
+ *   (next CA trusted, then signing, then the old one retired) while Pod CREATEs go on back to
+ *   back: every Pod admitted carries the mandate, the API server counts no fail-open for the
+ *   webhook, and the webhook Pods are seen serving a certificate of the new CA;
+ * - a `helm template` render (what Argo CD and Flux apply) applied, then applied again and a
+ *   fresh render applied on top, under the same load: nothing admitted unpatched, no fail-open
+ *   (the render carries no certificate material in this mode, so re-applying changes nothing).
+ *
+ * Pod CREATEs are server-side dry runs: the admission chain runs in full, nothing is stored.
+ */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { connect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  imageArchives,
+  type RealNodeCluster,
+  scrapeApiServerMetrics,
+  startRealNodeCluster,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, loadAllYaml, type V1Pod } from '@kubernetes/client-node';
+import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION } from './support/operator.js';
+import {
+  CHART,
+  helm,
+  INSTANCE_GROUP_VALUES,
+  installChart,
+  kubectl,
+  kubectlWithInput,
+  PLATFORM_NS,
+  poolMandate,
+  RELEASE_NS,
+} from './support/real-node.js';
+
+const POOL = 'team-a-pool';
+const MANDATE = poolMandate(POOL);
+const ENTRY = 'node-isolation.kubeplus.io';
+const WEBHOOK_PORT = 8443;
+const SHORT_LIFETIMES = [
+  '--set',
+  'operator.webhookCertificates.caValidity=150s',
+  '--set',
+  'operator.webhookCertificates.certValidity=60s',
+  '--set',
+  'operator.webhookCertificates.propagationDelay=12s',
+];
+
+const carriesMandate = (pod: V1Pod): boolean =>
+  pod.spec?.nodeSelector?.pool === POOL &&
+  (pod.spec?.tolerations ?? []).filter((t) => t.key === 'dedicated' && t.value === POOL).length === 1;
+
+const podBody = (name: string): V1Pod => ({
+  metadata: { name },
+  spec: {
+    containers: [{ name: 'main', image: 'kubeplus-isolation.local/pause:1', imagePullPolicy: 'Never' }],
+    terminationGracePeriodSeconds: 0,
+  },
+});
+
+interface SecretView {
+  cas: string[];
+  signer: string | undefined;
+  leaf: string | undefined;
+  leafIssuer: string | undefined;
+}
+
+function viewOf(data: Record<string, string> | undefined): SecretView {
+  const text = (k: string): string => Buffer.from(data?.[k] ?? '', 'base64').toString('utf8');
+  const cas = (text('ca.crt').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []).map(
+    (pem) => new X509Certificate(pem),
+  );
+  const leafPem = text('tls.crt');
+  const leaf = leafPem ? new X509Certificate(leafPem) : undefined;
+  const caKey = text('ca.key');
+  const signer = caKey
+    ? cas.find((ca) => {
+        try {
+          return ca.checkPrivateKey(createPrivateKey(caKey));
+        } catch {
+          return false;
+        }
+      })
+    : undefined;
+  return {
+    cas: cas.map((c) => c.fingerprint256),
+    signer: signer?.fingerprint256,
+    leaf: leaf?.fingerprint256,
+    leafIssuer: leaf && cas.find((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey))?.fingerprint256,
+  };
+}
+
+/** The fingerprint of the certificate a webhook Pod presents (the host routes the Pod range into the node). */
+function servedFingerprint(podIp: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: podIp, port: WEBHOOK_PORT, rejectUnauthorized: false, timeout: 5_000 }, () => {
+      const cert = socket.getPeerX509Certificate();
+      socket.end();
+      if (cert === undefined) reject(new Error(`${podIp}: no certificate`));
+      else resolve(cert.fingerprint256);
+    });
+    socket.on('error', reject);
+    socket.on('timeout', () => socket.destroy(new Error(`${podIp}: TLS handshake timed out`)));
+  });
+}
+
+describe('webhook certificates kept by the operator, on a real node', () => {
+  let cluster: RealNodeCluster;
+  let core: CoreV1Api;
+  const tenant = 'team-a';
+
+  /** Back-to-back server-side dry-run Pod CREATEs in the tenant namespace until `done()`. */
+  const admitWhile = async (done: () => boolean): Promise<{ admitted: number; unpatched: string[] }> => {
+    let admitted = 0;
+    const unpatched: string[] = [];
+    for (let i = 0; !done(); i++) {
+      const pod = await core.createNamespacedPod({ namespace: tenant, body: podBody(`load-${i}`), dryRun: 'All' });
+      admitted++;
+      if (!carriesMandate(pod)) unpatched.push(`load-${i}`);
+    }
+    return { admitted, unpatched };
+  };
+
+  const failOpens = async (): Promise<number> =>
+    sumMetric(await scrapeApiServerMetrics(cluster.cp.kc), 'apiserver_admission_webhook_fail_open_count', {
+      name: ENTRY,
+    });
+
+  const isolateTenant = async (): Promise<void> => {
+    await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
+    await waitFor(
+      `namespace ${tenant} isolated`,
+      async () =>
+        (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
+          'true' || undefined,
+      { timeoutMs: 60_000 },
+    );
+    await waitFor(
+      'ServiceAccount default in the tenant namespace',
+      () => core.readNamespacedServiceAccount({ name: 'default', namespace: tenant }),
+      { timeoutMs: 30_000 },
+    );
+    // The first Pod patched: the webhook is registered with a trusted caBundle and serving.
+    await waitFor(
+      'a tenant Pod patched by the webhook',
+      async () => {
+        const pod = await core.createNamespacedPod({ namespace: tenant, body: podBody('first'), dryRun: 'All' });
+        return carriesMandate(pod) || undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+  };
+
+  beforeAll(async () => {
+    cluster = await startRealNodeCluster({
+      images: imageArchives(),
+      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
+    });
+    core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
+    await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
+    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
+    await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
+    await ensureAgentCrd(cluster.cp.kc);
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  test('the serving certificate renews and the CA rotates under continuous Pod CREATEs: none unpatched, no fail-open', async () => {
+    const release = 'kpc';
+    const secretName = `${release}-webhook-certs`;
+    await installChart(cluster, release, ...SHORT_LIFETIMES);
+    await isolateTenant();
+    const readView = async (): Promise<SecretView> =>
+      viewOf((await core.readNamespacedSecret({ name: secretName, namespace: RELEASE_NS })).data);
+    const first = await readView();
+    expect(first.cas).toHaveLength(1);
+    expect(first.leafIssuer).toBe(first.signer);
+
+    // Follow the Secret while the load runs: every CA and serving certificate it held, in order.
+    const seenLeaves = new Set<string>([first.leaf ?? '']);
+    const seenCas = new Set<string>(first.cas);
+    let maxCas = 1;
+    let done = false;
+    let servedByNewCa = false;
+    const failOpensBefore = await failOpens();
+    const watcher = (async () => {
+      const deadline = Date.now() + 240_000;
+      while (Date.now() < deadline) {
+        const view = await readView();
+        if (view.leaf) seenLeaves.add(view.leaf);
+        for (const ca of view.cas) seenCas.add(ca);
+        maxCas = Math.max(maxCas, view.cas.length);
+        // Rotated: a new CA signs, the old one has left the bundle, and every webhook Pod serves
+        // the current certificate (issued by the new CA).
+        if (view.signer !== first.signer && view.cas.length === 1 && view.leafIssuer === view.signer) {
+          const pods = (
+            await core.listNamespacedPod({ namespace: RELEASE_NS, labelSelector: 'app.kubernetes.io/name=webhook' })
+          ).items.filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp);
+          const served = await Promise.all(pods.map((p) => servedFingerprint(p.status?.podIP ?? '')));
+          if (pods.length > 0 && served.every((fp) => fp === view.leaf)) {
+            servedByNewCa = true;
+            break;
+          }
+        }
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      done = true;
+    })();
+    const load = await admitWhile(() => done);
+    await watcher;
+    const failOpensAfter = await failOpens();
+    process.stderr.write(
+      `[certificates] rotation: ${load.admitted} Pods admitted, ${load.unpatched.length} without the mandate; ` +
+        `${seenLeaves.size} serving certificates, ${seenCas.size} CAs seen, at most ${maxCas} trusted at once; ` +
+        `fail-opens ${failOpensAfter - failOpensBefore}\n`,
+    );
+    expect(servedByNewCa).toBe(true);
+    expect(seenCas.size).toBeGreaterThanOrEqual(2);
+    expect(maxCas).toBe(2); // the next CA was trusted beside the old one before it signed
+    expect(seenLeaves.size).toBeGreaterThanOrEqual(3);
+    expect(load.admitted).toBeGreaterThan(0);
+    expect(load.unpatched).toEqual([]);
+    expect(failOpensAfter - failOpensBefore).toBe(0);
+    const caBundle = (
+      await cluster.cp.kc
+        .makeApiClient(AdmissionregistrationV1Api)
+        .readMutatingWebhookConfiguration({ name: `${release}-webhook` })
+    ).webhooks?.[0]?.clientConfig?.caBundle;
+    expect(viewOf({ 'ca.crt': caBundle ?? '' }).cas).toEqual((await readView()).cas);
+    // Clean slate for the next test: the release (its pre-delete hook removes the finalizers), the instance, its namespace.
+    await helm(cluster, 'uninstall', release, '--namespace', RELEASE_NS, '--wait', '--timeout', '120s');
+    await kubectl(
+      cluster,
+      'delete',
+      'agents.cloudark.io',
+      tenant,
+      '--namespace',
+      PLATFORM_NS,
+      '--wait',
+      '--timeout=60s',
+    );
+    await core.deleteNamespace({ name: tenant });
+    await waitFor(
+      `namespace ${tenant} gone`,
+      async () =>
+        (await core.readNamespace({ name: tenant }).catch(() => undefined)) === undefined ? true : undefined,
+      { timeoutMs: 120_000 },
+    );
+  });
+
+  test('a helm template render applied, applied again and re-rendered and applied: no admission fails', async () => {
+    const release = 'kpt';
+    const render = (): Promise<string> =>
+      helm(
+        cluster,
+        'template',
+        release,
+        CHART,
+        '--namespace',
+        RELEASE_NS,
+        ...INSTANCE_GROUP_VALUES,
+        '--skip-tests',
+        '--no-hooks',
+      );
+    const apply = async (manifest: string): Promise<void> => {
+      const result = await kubectlWithInput(cluster, manifest, 'apply', '-f', '-');
+      if (result.code !== 0) throw new Error(`kubectl apply failed (${result.code}): ${result.stderr}`);
+    };
+    const manifest = await render();
+    // No certificate material in the render: the Secret has no data, the webhooks no caBundle.
+    const docs = loadAllYaml(manifest) as Array<{
+      kind?: string;
+      metadata?: { name?: string };
+      data?: unknown;
+      webhooks?: Array<{ clientConfig?: { caBundle?: string } }>;
+    }>;
+    const certs = docs.find((d) => d?.kind === 'Secret' && d.metadata?.name === `${release}-webhook-certs`);
+    expect(certs).toBeDefined();
+    expect(certs?.data).toBeUndefined();
+    const hooks = docs.filter((d) => d?.kind === 'MutatingWebhookConfiguration').flatMap((d) => d.webhooks ?? []);
+    expect(hooks.length).toBeGreaterThan(0);
+    expect(hooks.map((w) => w.clientConfig?.caBundle)).toEqual(hooks.map(() => undefined));
+    await apply(manifest);
+    const apps = cluster.cp.kc.makeApiClient(AppsV1Api);
+    for (const component of ['webhook', 'operator']) {
+      await waitFor(
+        `${release}-${component} available`,
+        async () => {
+          const d = await apps.readNamespacedDeployment({ name: `${release}-${component}`, namespace: RELEASE_NS });
+          return (d.status?.availableReplicas ?? 0) >= (d.spec?.replicas ?? 1) || undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
+    }
+    await isolateTenant();
+    const secretBefore = (await core.readNamespacedSecret({ name: `${release}-webhook-certs`, namespace: RELEASE_NS }))
+      .data;
+
+    let done = false;
+    const failOpensBefore = await failOpens();
+    const reapply = (async () => {
+      try {
+        await apply(manifest);
+        await apply(await render());
+        // Long enough for the kubelet to refresh the webhook Pods' Secret volume (sync period
+        // 10 s on this node) had anything changed, and for the API server to use any new caBundle.
+        await new Promise((r) => setTimeout(r, 20_000));
+      } finally {
+        done = true;
+      }
+    })();
+    const load = await admitWhile(() => done);
+    await reapply;
+    const failOpensAfter = await failOpens();
+    process.stderr.write(
+      `[certificates] helm template applied twice: ${load.admitted} Pods admitted, ${load.unpatched.length} without the mandate, fail-opens ${failOpensAfter - failOpensBefore}\n`,
+    );
+    expect(load.admitted).toBeGreaterThan(0);
+    expect(load.unpatched).toEqual([]);
+    expect(failOpensAfter - failOpensBefore).toBe(0);
+    // Re-applying changed nothing the operator wrote.
+    const secretAfter = (await core.readNamespacedSecret({ name: `${release}-webhook-certs`, namespace: RELEASE_NS }))
+      .data;
+    expect(secretAfter).toEqual(secretBefore);
+  });
+});
