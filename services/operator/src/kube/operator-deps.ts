@@ -1,5 +1,5 @@
 /** Everything `createOperator` needs, on a real cluster (thin: client-node constructors only). Tests replace it with in-memory fakes (test/fake-world.ts). */
-import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import type { OperatorDeps } from '../operator.js';
 import { KubeClusterPort } from './cluster-port.js';
@@ -8,6 +8,8 @@ import { coreV1EventSink } from './event-sink.js';
 import { kubeInformerSources } from './informer-sources.js';
 import { KubeLeaseLock } from './lease-lock.js';
 import { kubePodLister } from './pod-lister.js';
+import { kubeReportStore, kubeSandboxLister } from './report-store.js';
+import { operatorPod } from './self.js';
 
 /** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
 export async function kubeOperatorDeps(
@@ -24,6 +26,11 @@ export async function kubeOperatorDeps(
     clusterPort: (options) => new KubeClusterPort(kc, options),
     eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
     pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
+    reports: {
+      store: kubeReportStore(kc.makeApiClient(CustomObjectsApi)),
+      sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi)),
+    },
+    self: operatorPod(process.env),
     leaseLock: config.leaderElect
       ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
       : undefined,
