@@ -211,10 +211,15 @@ describe('reportChange', () => {
     expect(change.report.results.map((r) => r.resources[0]?.name)).toEqual(['web-2']);
     expect(change.report.summary).toMatchObject({ pass: 3, fail: 1 });
     // Only a count changes (a compliant Pod added): still a write.
-    expect(reportChange(stored, buildReport(input({ pods: { ...input().pods!, checked: 6 } }))).action).toBe('update');
+    expect(
+      reportChange(
+        stored,
+        buildReport(input({ pods: { checked: 6, unisolated: 2, pods: [pod('web-1'), pod('web-2')] } })),
+      ).action,
+    ).toBe('update');
     // Someone edited a result or removed the operator's annotation: put back.
     const edited = asStored(before);
-    (edited.results as Array<{ message: string }>)[0]!.message = 'all fine';
+    edited.results = (edited.results as Array<{ message: string }>).map((r) => ({ ...r, message: 'all fine' }));
     expect(reportChange(edited, before).action).toBe('update');
     const stripped = asStored(before);
     delete stripped.metadata?.annotations?.['kubeplus.io/report-results-omitted'];

@@ -143,7 +143,7 @@ describe('NamespaceReporter', () => {
     const capped = paged.world.reports.get('team-b');
     expect(paged.sandboxLists).toBe(3);
     expect(capped?.summary).toMatchObject({ pass: 3, fail: 4 });
-    expect((capped?.results as unknown[]).length).toBe(2);
+    expect(capped?.results).toHaveLength(2);
     expect(capped?.metadata?.annotations?.['kubeplus.io/report-results-omitted']).toBe('2');
   });
 
