@@ -118,6 +118,9 @@ describe('RBAC', () => {
       'core/events': sorted('create', 'patch'),
       // The fail-open audit lists an isolated namespace's Pods; nothing else on Pods.
       'core/pods': ['list'],
+      // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.
+      'openreports.io/reports': sorted('list', 'create', 'update', 'delete'),
+      'agents.x-k8s.io/sandboxes': ['list'],
     });
     // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
@@ -135,6 +138,18 @@ describe('RBAC', () => {
       'coordination.k8s.io/leases': ['create'],
       [`coordination.k8s.io/leases[${RELEASE}-operator]`]: sorted('get', 'update'),
     });
+  });
+
+  test('reports.enabled=false takes away the Report and Sandbox access, and turns the flag off', async () => {
+    const objects = await render({ operator: { reports: { enabled: false } } });
+    const granted = Object.keys(grants(one(objects, 'ClusterRole', `${RELEASE}-operator`)));
+    expect(granted).not.toContain('openreports.io/reports');
+    expect(granted).not.toContain('agents.x-k8s.io/sandboxes');
+    expect(granted).toContain('core/pods');
+    const deployment = one(objects, 'Deployment', `${RELEASE}-operator`) as K8sObject & {
+      spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+    };
+    expect(deployment.spec.template.spec.containers[0]?.args).toContain('--reports=false');
   });
 
   test('without instanceGroups the operator may touch no instance at all', async () => {
