@@ -206,11 +206,9 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     await createInstanceCrd(kc, widgets);
     crdCreated = true;
     // A platform RuntimeClass of runc strength: allowed while the minimum is runc.
-    await kc
-      .makeApiClient(NodeV1Api)
-      .createRuntimeClass({
-        body: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: plainClass }, handler: 'runc' },
-      });
+    await kc.makeApiClient(NodeV1Api).createRuntimeClass({
+      body: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: plainClass }, handler: 'runc' },
+    });
     plainCreated = true;
     proxy = await startApiProxy(cluster, {
       upstreamUser: { name: rbac.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${releaseNs}`] },

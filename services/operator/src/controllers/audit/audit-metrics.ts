@@ -47,11 +47,13 @@ export function registerAuditMetrics(
   new Gauge({
     name: 'kubeplus_operator_unisolated_pods_by_namespace',
     help: 'Pods lacking the mandated node placement, per namespace: only namespaces with at least one, and only the ones with the most (at most --unisolated-namespaces-metric-limit), so the series stay bounded however many tenants there are. Leader only; the unlabelled total is kubeplus_operator_unisolated_pods.',
-    labelNames: ['namespace'] as const,
+    // Not `namespace`: Prometheus sets that target label to the operator's own namespace, and a
+    // scraped label of the same name would be renamed exported_namespace.
+    labelNames: ['tenant_namespace'] as const,
     registers,
     collect() {
       this.reset();
-      for (const [namespace, n] of topNamespaces(byNamespace(), namespaceLimit)) this.set({ namespace }, n);
+      for (const [ns, n] of topNamespaces(byNamespace(), namespaceLimit)) this.set({ tenant_namespace: ns }, n);
     },
   });
   new Gauge({

@@ -151,7 +151,7 @@ describe('compliance reports, wired', () => {
     expect(text).toMatch(/^kubeplus_operator_audit_sandbox_list_requests_total 1$/m);
     // Bounded: the one namespace with the most unisolated Pods only.
     expect(text.match(/^kubeplus_operator_unisolated_pods_by_namespace\{.*$/gm)).toEqual([
-      'kubeplus_operator_unisolated_pods_by_namespace{namespace="manual"} 3',
+      'kubeplus_operator_unisolated_pods_by_namespace{tenant_namespace="manual"} 3',
     ]);
     expect(text).toMatch(/^kubeplus_operator_sandbox_isolation_instances\{mode="advisory"\} 1$/m);
     expect(text).toMatch(/^kubeplus_operator_sandbox_isolation_instances\{mode="enforce"\} 0$/m);
