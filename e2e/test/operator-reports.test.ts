@@ -10,7 +10,8 @@
  *   webhook is registered here, so every Pod is admitted unpatched), naming what each lacks, and
  *   per Sandbox admitted before the minimum was raised; the summary counts exactly;
  * - an unchanged namespace costs no write across audits (same resourceVersion, no write request);
- * - a Pod deleted or recreated placed, and a weak Sandbox deleted, leave it at the next audit.
+ * - a Pod deleted or recreated placed, and a weak Sandbox deleted, leave it at the next audit;
+ * - a namespace no longer isolated loses its Report.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
@@ -394,5 +395,27 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     expect(report.summary).toEqual({ pass: 3, fail: 0, warn: 0, error: 0, skip: 0 });
     expect(report.results ?? []).toEqual([]);
     expect(await metric('kubeplus_operator_unisolated_pods')).toBe(0);
+  });
+  test('a namespace no longer isolated loses its Report', async () => {
+    // (Errors before this test are possible and fine: right after the CRD is installed the API
+    // server may answer 429 "storage is (re)initializing"; counted, retried at the next audit.)
+    const errorsBefore = await metric('kubeplus_operator_report_writes_total', { result: 'error' });
+    await custom.patchNamespacedCustomObject(
+      {
+        ...widget,
+        namespace: tenantNs,
+        name: instance,
+        body: {
+          metadata: { annotations: { 'kubeplus.io/node-isolation': null, 'kubeplus.io/sandbox-isolation': null } },
+        },
+      },
+      mergePatch,
+    );
+    await waitFor('the Report to be deleted', async () => (await readReport()) === undefined, {
+      timeoutMs: 8 * PERIOD_S * 1000,
+      intervalMs: 250,
+    });
+    expect(await metric('kubeplus_operator_report_writes_total', { result: 'deleted' })).toBe(1);
+    expect(await metric('kubeplus_operator_report_writes_total', { result: 'error' })).toBe(errorsBefore);
   });
 });

@@ -378,8 +378,16 @@ export function createOperator(deps: OperatorDeps): Operator {
       random: deps.random,
       reports,
       reportPods: config.reportMaxResults,
+      // Every period also the sandbox-isolated namespaces, and those holding a Report (so a
+      // namespace no longer isolated loses it); a new term first learns which hold one.
       extraKeys:
-        reports === undefined ? undefined : () => sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace),
+        reports === undefined
+          ? undefined
+          : () => [
+              ...sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace),
+              ...reports.knownNamespaces(),
+            ],
+      onTermStart: reports === undefined ? undefined : () => void reports.discover(),
       namespaceMetricLimit: config.unisolatedNamespacesMetricLimit,
     });
     manager.addController(audit.controller);

@@ -107,6 +107,12 @@ export class FakeWorld {
         this.reportWrites.push(`delete ${namespace}`);
         this.reports.delete(namespace);
       },
+      listOwnNamespaces: async () =>
+        this.reportsServed
+          ? [...this.reports]
+              .filter(([, r]) => r.metadata.labels?.['app.kubernetes.io/managed-by'] === 'kubeplus-isolation')
+              .map(([ns]) => ns)
+          : [],
     };
     const sandboxes: SandboxLister = {
       listSandboxes: async (namespace) => ({

@@ -2,10 +2,12 @@
  * The compliance reports' API calls on @kubernetes/client-node: the Report of a namespace
  * (openreports.io/v1alpha1, named `kubeplus-isolation`) read with a LIST by name — a LIST never
  * answers 404 for a served resource, so its 404 says the API is not served, unambiguously, in the
- * same one request — and created, replaced or deleted; and a paginated LIST of a namespace's
+ * same one request — and created, replaced or deleted; the namespaces holding one (a LIST across
+ * the cluster, by label and name); and a paginated LIST of a namespace's
  * Sandboxes at the first Agent Sandbox version the API server serves.
  */
 import { httpStatusOf } from '@kubeplus-isolation/service';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kubeplus-isolation/spec';
 import type { CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
 import {
   type ExistingReport,
@@ -44,6 +46,19 @@ export function kubeReportStore(api: CustomObjectsApi): ReportStore {
         name: report.metadata.name,
         body: report,
       });
+    },
+    async listOwnNamespaces() {
+      try {
+        const list = (await api.listClusterCustomObject({
+          ...REPORT,
+          labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
+          fieldSelector: `metadata.name=${REPORT_NAME}`,
+        })) as { items?: Array<{ metadata?: { namespace?: string } }> };
+        return (list.items ?? []).flatMap((r) => r.metadata?.namespace ?? []);
+      } catch (err) {
+        if (httpStatusOf(err) === 404) return [];
+        throw err;
+      }
     },
     async delete(namespace) {
       try {

@@ -56,6 +56,8 @@ export interface PeriodicAuditOptions {
   random?: () => number;
   /** Called on subscribe and on unsubscribe: a leadership term begins or ends. */
   onTerm?: () => void;
+  /** Called on subscribe only: a leadership term begins. */
+  onTermStart?: () => void;
   /**
    * Further namespaces to audit every period (the compliance reports' sandbox-isolated tenant
    * namespaces, which need not be node-isolated); each key is enqueued once per period.
@@ -69,6 +71,7 @@ export function periodicAudit(namespaces: Lister<KubernetesObject>, options: Per
   return {
     subscribe(enqueue) {
       options.onTerm?.();
+      options.onTermStart?.();
       let cancel: (() => void) | undefined;
       const schedule = (): void => {
         const delay = options.intervalMs * (1 + AUDIT_JITTER * Math.min(1, Math.max(0, random())));

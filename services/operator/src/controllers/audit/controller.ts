@@ -40,6 +40,8 @@ export interface NodeIsolationAuditOptions {
   reportPods?: number;
   /** Further namespaces audited every period (the reports' sandbox-isolated namespaces). */
   extraKeys?: () => Iterable<string>;
+  /** Called when a leadership term starts (the reports learn which namespaces hold one). */
+  onTermStart?: () => void;
   /** Namespaces shown in kubeplus_operator_unisolated_pods_by_namespace. */
   namespaceMetricLimit?: number;
 }
@@ -77,6 +79,7 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
           random: options.random,
           onTerm: () => audit.reset(),
           extraKeys: options.extraKeys,
+          onTermStart: options.onTermStart,
         }),
       ],
       concurrency: 1,

@@ -41,6 +41,8 @@ export interface ReportStore {
   /** PUT at `report.metadata.resourceVersion`. */
   replace(report: Report): Promise<void>;
   delete(namespace: string): Promise<void>;
+  /** The namespaces holding a Report of the operator's (label-selected, across the cluster); [] when the API is not served. */
+  listOwnNamespaces(): Promise<string[]>;
 }
 
 export interface SandboxPage {
@@ -94,6 +96,11 @@ export interface ReporterOptions {
 
 export class NamespaceReporter {
   private apiState: 'unknown' | 'available' | 'unavailable' = 'unknown';
+  /**
+   * Namespaces known to hold the operator's Report: audited every period (operator.ts), so a
+   * namespace that stops being isolated has its Report deleted even when nothing else audits it.
+   */
+  private readonly known = new Set<string>();
   private readonly logger: Logger;
   private readonly maxResults: number;
   private readonly pageSize: number;
@@ -102,6 +109,27 @@ export class NamespaceReporter {
     this.logger = (options.logger ?? createSilentLogger()).child({ component: 'reports' });
     this.maxResults = options.maxResults ?? DEFAULT_MAX_RESULTS;
     this.pageSize = options.pageSize ?? 500;
+  }
+
+  /** Namespaces holding (as far as known) the operator's Report. */
+  knownNamespaces(): string[] {
+    return [...this.known];
+  }
+
+  /**
+   * Learns which namespaces hold the operator's Reports (one label-selected LIST across the
+   * cluster), e.g. when a leadership term starts: Reports a previous leader wrote are then kept
+   * current, or deleted, like its own. A failure is logged and counted; the next term retries.
+   */
+  async discover(): Promise<void> {
+    try {
+      for (const namespace of await this.options.store.listOwnNamespaces()) this.known.add(namespace);
+    } catch (err) {
+      this.options.hooks?.write('error');
+      this.logger.warn('could not list the compliance Reports; namespaces no longer isolated may keep theirs', {
+        error: describeError(err),
+      });
+    }
   }
 
   /** Brings the namespace's Report up to date with `pods` (the audit's findings; undefined: not node-isolated). */
@@ -130,9 +158,11 @@ export class NamespaceReporter {
           this.options.hooks?.write('deleted');
           this.logger.info('compliance report deleted: nothing in the namespace is isolated any more', { namespace });
         }
+        this.known.delete(namespace);
         return;
       }
       await this.apply(namespace, reportChange(read.report, buildReport(input)));
+      this.known.add(namespace);
     } catch (err) {
       this.failed(namespace, 'write', err);
     }

@@ -185,6 +185,21 @@ describe('compliance reports, wired', () => {
     expect(await metrics(r)).toMatch(/^kubeplus_operator_reports_api_available 1$/m);
   });
 
+  it('a Report left by a previous leader in a namespace no longer isolated is deleted at the first period', async () => {
+    const w = world();
+    w.reports.set('was-isolated', {
+      metadata: { resourceVersion: '1', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } },
+    });
+    const clock = new FakeClock();
+    replica(w, clock, config('--audit-interval=1m'));
+    await settle(clock);
+    expect(w.reports.has('was-isolated')).toBe(true);
+    await settle(clock, 60_000);
+    expect(w.reports.has('was-isolated')).toBe(false);
+    expect(w.reportWrites).toContain('delete was-isolated');
+    expect([...w.reports.keys()].sort()).toEqual(['manual', 'team-a', 'team-b']);
+  });
+
   it('--reports=false writes no Report and registers no report series', async () => {
     const w = world();
     const clock = new FakeClock();

@@ -109,6 +109,34 @@ describe('NamespaceReporter', () => {
     expect(h.writes).toEqual(['created', 'deleted']);
   });
 
+  it('knows which namespaces hold its Report: those it wrote, and those a previous leader wrote', async () => {
+    const h = new Harness();
+    h.world.reports.set('old-leader', {
+      metadata: { resourceVersion: '1', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } },
+    });
+    h.world.reports.set('someone-else', { metadata: { resourceVersion: '1', labels: { team: 'x' } } });
+    const r = h.reporter();
+    await r.sync('team-a', findings(1, bare('p')), signal);
+    expect(r.knownNamespaces()).toEqual(['team-a']);
+    await r.discover();
+    expect(r.knownNamespaces().sort()).toEqual(['old-leader', 'team-a']);
+    // Audited while no longer isolated: its Report goes, and so does the namespace from the set.
+    await r.sync('old-leader', undefined, signal);
+    expect(h.world.reports.has('old-leader')).toBe(false);
+    expect(r.knownNamespaces()).toEqual(['team-a']);
+
+    const failing = h.reporter({
+      store: {
+        ...h.io.store,
+        listOwnNamespaces: async () => {
+          throw new HttpError(500);
+        },
+      },
+    });
+    await expect(failing.discover()).resolves.toBeUndefined();
+    expect(h.writes.at(-1)).toBe('error');
+  });
+
   it('reports the Sandboxes weaker than the namespace minimum, listing them page by page', async () => {
     const h = new Harness();
     h.policies.set('team-a', { minimum: 'kata', enforce: true });
