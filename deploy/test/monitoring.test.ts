@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, jest, test } from '@jest/globals';
 import { registerAuditMetrics } from '../../services/operator/src/controllers/audit/audit-metrics.js';
+import { registerReportMetrics } from '../../services/operator/src/controllers/compliance/report-metrics.js';
+import { REPORT_WRITE_RESULTS } from '../../services/operator/src/controllers/compliance/reporter.js';
 import { createWiringMetrics } from '../../services/operator/src/controllers/instances/reconcile-metrics.js';
 import { createOperatorMetrics, RECONCILE_RESULTS } from '../../services/operator/src/runtime/runtime-metrics.js';
 import { ADMISSION_RESULTS } from '../../services/webhook/src/admission/metric-labels.js';
@@ -33,6 +35,7 @@ async function exportedMetricNames(): Promise<Set<string>> {
   // The series registered beside the runtime's: the wiring's (instance Kinds, conflicts) and the audit's.
   createWiringMetrics(operator);
   registerAuditMetrics(operator.registry, { get: () => undefined, list: () => [] });
+  registerReportMetrics(operator.registry);
   const names = new Set<string>();
   for (const registry of [webhook.registry, operator.registry]) {
     for (const metric of await registry.getMetricsAsJSON()) {
@@ -213,7 +216,26 @@ describe('monitoring', () => {
       for (const m of expr.matchAll(/kubeplus_operator_reconcile_total\{[^}]*result="([a-z_]+)"/g)) {
         expect(RECONCILE_RESULTS).toContain(m[1]);
       }
+      for (const m of expr.matchAll(/kubeplus_operator_report_writes_total\{[^}]*result="([a-z_]+)"/g)) {
+        expect(REPORT_WRITE_RESULTS).toContain(m[1]);
+      }
     }
+  });
+
+  test('the dashboard shows the audit: unisolated Pods by namespace, policies in force, reconcile errors, reports', () => {
+    const exprs = dashboardExprs();
+    const uses = (metric: string, by?: string): boolean =>
+      exprs.some((e) => e.includes(metric) && (by === undefined || e.includes(`by (${by})`)));
+    expect(uses('kubeplus_operator_unisolated_pods_by_namespace', 'tenant_namespace')).toBe(true);
+    expect(uses('kubeplus_operator_sandbox_isolation_instances', 'mode')).toBe(true);
+    expect(uses('kubeplus_operator_isolated_namespaces', 'annotation')).toBe(true);
+    expect(
+      exprs.some(
+        (e) => /kubeplus_operator_reconcile_total\{[^}]*result="error"\}/.test(e) && e.includes('by (controller)'),
+      ),
+    ).toBe(true);
+    expect(uses('kubeplus_operator_report_writes_total', 'result')).toBe(true);
+    expect(uses('kubeplus_operator_reports_api_available')).toBe(true);
   });
 
   test('the dashboard ConfigMap carries the Grafana sidecar label and the dashboard JSON', async () => {

@@ -142,6 +142,9 @@ describe('RBAC', () => {
       'core/pods': ['list'],
       // webhookCertificates: finding the labelled configurations; writing is granted by name below.
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
+      // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.
+      'openreports.io/reports': sorted('list', 'create', 'update', 'delete'),
+      'agents.x-k8s.io/sandboxes': ['list'],
     });
     // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
@@ -268,6 +271,18 @@ describe('RBAC', () => {
     ]) {
       expect((await render(values)).length).toBeGreaterThan(0);
     }
+  });
+
+  test('reports.enabled=false takes away the Report and Sandbox access, and turns the flag off', async () => {
+    const objects = await render({ operator: { reports: { enabled: false } } });
+    const granted = Object.keys(grants(one(objects, 'ClusterRole', `${RELEASE}-operator`)));
+    expect(granted).not.toContain('openreports.io/reports');
+    expect(granted).not.toContain('agents.x-k8s.io/sandboxes');
+    expect(granted).toContain('core/pods');
+    const deployment = one(objects, 'Deployment', `${RELEASE}-operator`) as K8sObject & {
+      spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+    };
+    expect(deployment.spec.template.spec.containers[0]?.args).toContain('--reports=false');
   });
 
   test('without instanceGroups the operator may touch no instance at all', async () => {

@@ -242,7 +242,12 @@ describe('Deployments', () => {
       ]),
     );
     expect(container.env).toEqual(
-      expect.arrayContaining([{ name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } }]),
+      expect.arrayContaining([
+        { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+        // The operator's own Pod is the object of its ReportsApiUnavailable Event.
+        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+      ]),
     );
     const lease = one(objects, 'Role', `${RELEASE}-operator-leader-election`);
     expect(lease.metadata.namespace).toBe(NAMESPACE);
@@ -323,6 +328,7 @@ describe('Deployments', () => {
         webhookCaValidityMs: 17_520 * 3_600_000,
         webhookCertValidityMs: 720 * 3_600_000,
         webhookCertPropagationDelayMs: 90_000,
+        reports: true,
       }),
     );
     // The Lease the operator will use is the one its Role lets it renew.

@@ -346,6 +346,15 @@ describe('the umbrella Helm chart on a real control plane', () => {
       ['get', '', 'pods', 'team-a', 'p', false],
       ['delete', '', 'pods', 'team-a', 'p', false],
       ['patch', '', 'pods', 'team-a', 'p', false],
+      // Compliance reports (reports.enabled, the default): its Reports, PUT not PATCH; Sandboxes listed only.
+      ['list', 'openreports.io', 'reports', '', '', true],
+      ['create', 'openreports.io', 'reports', 'team-a', '', true],
+      ['update', 'openreports.io', 'reports', 'team-a', 'kubeplus-isolation', true],
+      ['delete', 'openreports.io', 'reports', 'team-a', 'kubeplus-isolation', true],
+      ['patch', 'openreports.io', 'reports', 'team-a', 'kubeplus-isolation', false],
+      ['watch', 'openreports.io', 'reports', '', '', false],
+      ['list', 'agents.x-k8s.io', 'sandboxes', 'team-a', '', true],
+      ['update', 'agents.x-k8s.io', 'sandboxes', 'team-a', 's', false],
       ['bind', 'rbac.authorization.k8s.io', 'clusterroles', '', '', false],
       ['impersonate', '', 'users', '', '', false],
     ];

@@ -7,7 +7,7 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { isApiStatus } from './node-api.js';
-import { sandboxCrdsDir } from './repo.js';
+import { openReportsCrdsDir, sandboxCrdsDir } from './repo.js';
 import { waitFor } from './wait.js';
 
 export interface InstallOptions {
@@ -78,6 +78,11 @@ export async function installCrds(
 
 /** Installs the Agent Sandbox CRDs (sandboxCrdsDir(): shared fixtures, or KUBEPLUS_SANDBOX_CRDS_DIR). */
 export function installSandboxCrds(kc: KubeConfig, dir = sandboxCrdsDir()): Promise<string[]> {
+  return installCrds(kc, loadCrds(dir));
+}
+
+/** Installs the OpenReports CRDs (Report, ClusterReport) from the pinned module (openReportsCrdsDir()). */
+export function installOpenReportsCrds(kc: KubeConfig, dir = openReportsCrdsDir()): Promise<string[]> {
   return installCrds(kc, loadCrds(dir));
 }
 

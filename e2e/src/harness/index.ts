@@ -32,7 +32,14 @@ export {
   type StopOptions,
   startControlPlane,
 } from './control-plane.js';
-export { type InstanceKind, installCrds, installSandboxCrds, instanceKindCrd, loadCrds } from './crds.js';
+export {
+  type InstanceKind,
+  installCrds,
+  installOpenReportsCrds,
+  installSandboxCrds,
+  instanceKindCrd,
+  loadCrds,
+} from './crds.js';
 export {
   FAKE_NODE_LABEL,
   type FakeNodeOptions,
@@ -57,7 +64,7 @@ export { type CertAndKey, CertificateAuthority } from './pki.js';
 export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedulable } from './pods.js';
 export { freePorts } from './ports.js';
 export { describeExit, type ManagedProcess, type ProcessExit } from './process.js';
-export { repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
+export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
 export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
 export { writeServiceAccountKubeconfig } from './service-accounts.js';
 export {

@@ -31,6 +31,21 @@ export function sandboxCrdsDir(): string {
   return dir;
 }
 
+/**
+ * Directory of the OpenReports CRDs (config/crd of github.com/openreports/reports-api, pinned in
+ * e2e/components/openreports): KUBEPLUS_OPENREPORTS_CRDS_DIR, else e2e/scripts/openreports-crds.sh.
+ */
+export function openReportsCrdsDir(): string {
+  const fromEnv = process.env.KUBEPLUS_OPENREPORTS_CRDS_DIR;
+  if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
+  const script = join(repoRoot(), 'e2e', 'scripts', 'openreports-crds.sh');
+  const out = execFileSync(script, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = out.trim().split('\n').at(-1);
+  if (!dir) throw new Error(`${script} printed no directory`);
+  process.env.KUBEPLUS_OPENREPORTS_CRDS_DIR = dir; // once per process
+  return dir;
+}
+
 /** The webhooks[] entry shared with the Helm chart (single source of truth). */
 export function webhookEntryPath(): string {
   return join(repoRoot(), 'deploy', 'kubeplus-isolation', 'charts', 'webhook', 'files', 'webhook-entry.json');

@@ -60,6 +60,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Period of the fail-open audit of isolated namespaces' Pods; 0: no audit. */
   auditIntervalMs: number;
+  /** Write a compliance Report (openreports.io) per audited namespace (needs the audit on). */
+  reports: boolean;
+  /** Results per Report at most (the summary counts stay exact). */
+  reportMaxResults: number;
+  /** Namespaces shown at most in kubeplus_operator_unisolated_pods_by_namespace. */
+  unisolatedNamespacesMetricLimit: number;
   /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
   nodeIsolationEngine: NodeIsolationEngine;
   /** Set: run the uninstall cleanup once (uninstall/) and exit, instead of reconciling. */
@@ -341,6 +347,33 @@ export const FLAGS: readonly Flag[] = [
     default: '5m',
     help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance. A namespace is also audited when it becomes isolated or its mandate or owner changes. Pods are never changed. 0 disables the audit.',
     parse: auditInterval,
+  },
+  {
+    key: 'reports',
+    name: 'reports',
+    env: 'REPORTS',
+    placeholder: '<true|false>',
+    default: 'true',
+    help: "Write one compliance Report (openreports.io/v1alpha1, named kubeplus-isolation) per audited tenant namespace at every audit (leader only; needs --audit-interval > 0): a fail result per Pod lacking its mandated node placement (policy node-isolation, naming the missing selector pairs and tolerations) and per Sandbox whose runtime class is weaker than the namespace's current sandbox-isolation minimum (policy sandbox-isolation), with exact pass/fail counts. Reuses the audit's Pod LIST; written only when its content changed. Without the OpenReports CRDs it says so once (a ReportsApiUnavailable Warning Event on the operator Pod, kubeplus_operator_reports_api_available 0) and starts writing when they appear.",
+    parse: boolean,
+  },
+  {
+    key: 'reportMaxResults',
+    name: 'report-max-results',
+    env: 'REPORT_MAX_RESULTS',
+    placeholder: '<n>',
+    default: '100',
+    help: 'Results per compliance Report at most (shared between the policies); the summary counts every finding, and the annotation kubeplus.io/report-results-omitted says how many results were left out.',
+    parse: integer(1, 1000, 'a whole number'),
+  },
+  {
+    key: 'unisolatedNamespacesMetricLimit',
+    name: 'unisolated-namespaces-metric-limit',
+    env: 'UNISOLATED_NAMESPACES_METRIC_LIMIT',
+    placeholder: '<n>',
+    default: '20',
+    help: 'Namespaces shown at most in kubeplus_operator_unisolated_pods_by_namespace: only those with unisolated Pods, the ones with the most first. Bounded so a cluster with many tenants cannot grow the series without limit; 0 turns the per-namespace series off.',
+    parse: integer(0, 1000, 'a whole number'),
   },
   {
     key: 'nodeIsolationEngine',

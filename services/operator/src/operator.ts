@@ -17,7 +17,9 @@
  *                     a generated one; owners handed over by owned-objects;
  *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see controllers/owned-objects/keys.ts);
  *   `node-isolation-audit` ← isolated-namespace events and a period → list the namespace's Pods,
- *                     report those lacking the mandated placement (audit/; never writes Pods).
+ *                     report those lacking the mandated placement (audit/; never writes Pods);
+ *                     with --reports, also every sandbox-isolated namespace each period, and
+ *                     write the namespace's compliance Report from the same findings (compliance/).
  */
 
 import type { Logger } from '@kubeplus-isolation/service';
@@ -39,6 +41,9 @@ import {
   ISOLATED_NAMESPACE_SELECTOR,
   type PodLister,
 } from './controllers/audit/controller.js';
+import { registerReportMetrics } from './controllers/compliance/report-metrics.js';
+import { NamespaceReporter, type ReportStore, type SandboxLister } from './controllers/compliance/reporter.js';
+import { namespaceSandboxPolicy, sandboxTenantNamespaces } from './controllers/compliance/weak-sandboxes.js';
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
   cachedOwner,
@@ -62,7 +67,7 @@ import type {
 } from './controllers/webhook-certificates/reconciler.js';
 import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
-import { mixedPolicyNamespaces, type SandboxInstanceMeta } from './desired/sandbox-peers.js';
+import { countSandboxModes, mixedPolicyNamespaces, type SandboxInstanceMeta } from './desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
 import {
   countInstanceKinds,
@@ -79,7 +84,7 @@ import {
 } from './kube/discovery.js';
 import { type Clock, systemClock } from './runtime/clock.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
-import { EventRecorder, type EventSink } from './runtime/event-recorder.js';
+import { EventRecorder, type EventSink, type InvolvedObject } from './runtime/event-recorder.js';
 import type { GroupVersionResource } from './runtime/gvr.js';
 import {
   createHttpApp,
@@ -124,6 +129,10 @@ export interface OperatorDeps {
   eventSink: EventSink;
   /** The audit's Pod LIST; required unless `config.auditIntervalMs` is 0. */
   pods?: PodLister;
+  /** The compliance reports' I/O; required when the audit and `config.reports` are on. */
+  reports?: { store: ReportStore; sandboxes: SandboxLister };
+  /** The operator's own Pod (Events about the operator itself); none: logged only. */
+  self?: InvolvedObject | undefined;
   /** Required when `config.leaderElect`. */
   leaseLock: LeaseLock | undefined;
   /** The labelled webhook configurations and the API calls; required when `config.webhookCertificates`. */
@@ -167,6 +176,8 @@ export function createOperator(deps: OperatorDeps): Operator {
     throw new Error('operator: leader election needs a lease lock');
   const auditing = config.auditIntervalMs > 0;
   if (auditing && deps.pods === undefined) throw new Error('operator: the audit needs a Pod lister');
+  const reporting = auditing && config.reports;
+  if (reporting && deps.reports === undefined) throw new Error('operator: the reports need a Report store');
   const clock = deps.clock ?? systemClock;
   const informerOptions = { clock, logger };
   const policies = policyResources(deps.policyApis);
@@ -261,6 +272,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   const instanceCaches = { instances, kinds, platformNamespace: config.platformNamespace };
   const sandboxInstances = (): SandboxInstanceMeta[] => cachedSandboxInstances(instanceCaches);
   wiringMetrics.trackMixedPolicyNamespaces(() => mixedPolicyNamespaces(sandboxInstances(), config.platformNamespace));
+  wiringMetrics.trackSandboxModes(() => countSandboxModes(sandboxInstances()));
 
   // ---- reconciler ----
   const recorder = new EventRecorder({
@@ -368,6 +380,22 @@ export function createOperator(deps: OperatorDeps): Operator {
     // The instance an isolated namespace's owner annotation names, from the instance caches:
     // Events go to an instance that exists and is watched, else only the metric and log report.
     const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => cachedOwner(instanceCaches, owner);
+    const reportIo = reporting ? deps.reports : undefined;
+    const reports =
+      reportIo === undefined
+        ? undefined
+        : new NamespaceReporter({
+            store: reportIo.store,
+            sandboxes: reportIo.sandboxes,
+            sandboxPolicy: (ns) => namespaceSandboxPolicy(sandboxInstances(), ns, config.platformNamespace),
+            runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
+            handlerLevels: config.handlerLevels,
+            maxResults: config.reportMaxResults,
+            self: deps.self,
+            recordEvent: (target, type, reason, message) => recorder.event(target, type, reason, message),
+            hooks: registerReportMetrics(metrics.registry),
+            logger,
+          });
     const audit = createNodeIsolationAudit({
       intervalMs: config.auditIntervalMs,
       namespaces: isolatedNamespaces,
@@ -378,6 +406,19 @@ export function createOperator(deps: OperatorDeps): Operator {
       logger,
       clock,
       random: deps.random,
+      reports,
+      reportPods: config.reportMaxResults,
+      // Every period also the sandbox-isolated namespaces, and those holding a Report (so a
+      // namespace no longer isolated loses it); a new term first learns which hold one.
+      extraKeys:
+        reports === undefined
+          ? undefined
+          : () => [
+              ...sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace),
+              ...reports.knownNamespaces(),
+            ],
+      onTermStart: reports === undefined ? undefined : () => void reports.discover(),
+      namespaceMetricLimit: config.unisolatedNamespacesMetricLimit,
     });
     manager.addController(audit.controller);
   }
@@ -436,6 +477,7 @@ export function createOperator(deps: OperatorDeps): Operator {
           : 'disabled',
         admissionPolicies: policies.map((p) => `${p.apiVersion}/${p.kind}`),
         auditInterval: auditing ? formatDuration(config.auditIntervalMs) : 'disabled',
+        reports: reporting ? `on (at most ${config.reportMaxResults} results each)` : 'disabled',
       });
       return manager.run(signal);
     },

@@ -50,6 +50,9 @@ describe('parseConfig', () => {
       drainTimeoutMs: 10_000,
       shutdownTimeoutMs: 25_000,
       auditIntervalMs: 300_000,
+      reports: true,
+      reportMaxResults: 100,
+      unisolatedNamespacesMetricLimit: 20,
       nodeIsolationEngine: 'webhook',
       webhookCertificates: true,
       webhookCaValidityMs: 43_800 * 3_600_000,
@@ -96,6 +99,9 @@ describe('parseConfig', () => {
       '--drain-timeout=500ms',
       '--shutdown-timeout=2m',
       '--audit-interval=90s',
+      '--reports=false',
+      '--report-max-results=7',
+      '--unisolated-namespaces-metric-limit=0',
       '--node-isolation-engine=both',
     ]);
     expect(c).toMatchObject({
@@ -120,6 +126,9 @@ describe('parseConfig', () => {
       drainTimeoutMs: 500,
       shutdownTimeoutMs: 120_000,
       auditIntervalMs: 90_000,
+      reports: false,
+      reportMaxResults: 7,
+      unisolatedNamespacesMetricLimit: 0,
       nodeIsolationEngine: 'both',
     });
     expect(levelOfHandler('my-vm', c.handlerLevels)).toBe('kata');
@@ -301,9 +310,12 @@ describe('usage', () => {
         'node-isolation-engine',
         'platform-namespace',
         'renew-deadline',
+        'report-max-results',
+        'reports',
         'retry-period',
         'runtime-handler-levels',
         'shutdown-timeout',
+        'unisolated-namespaces-metric-limit',
         'uninstall',
         'uninstall-stop-deployment',
         'webhook-ca-validity',

@@ -14,6 +14,9 @@ import type {
 import type { ClusterPort, EventTarget, InstanceEvent } from '../src/cluster/port.js';
 import type { PodLister } from '../src/controllers/audit/auditor.js';
 import type { PodLike } from '../src/controllers/audit/unisolated.js';
+import type { ExistingReport, Report } from '../src/controllers/compliance/openreport.js';
+import type { ReportStore, SandboxLister } from '../src/controllers/compliance/reporter.js';
+import type { SandboxLike } from '../src/controllers/compliance/weak-sandboxes.js';
 import type { ClusterPortOptions, InformerSources } from '../src/operator.js';
 import { type GroupVersionResource, gvrString } from '../src/runtime/gvr.js';
 import { FakeCluster } from './cluster/fake-cluster.js';
@@ -40,6 +43,14 @@ export class FakeWorld {
   readonly crds: Objects = new Map();
   /** Pods by namespace, for the audit's LIST (no informer watches Pods). */
   readonly pods = new Map<string, PodLike[]>();
+  /** Sandboxes by namespace, for the reports' LIST. */
+  readonly sandboxes = new Map<string, SandboxLike[]>();
+  /** Compliance Reports by namespace; `reportsServed` false: the Report API is not served (404). */
+  readonly reports = new Map<string, ExistingReport & { metadata: { resourceVersion: string } }>();
+  reportsServed = true;
+  /** Every Report write, in order (`create ns`, `replace ns`, `delete ns`). */
+  readonly reportWrites: string[] = [];
+  private reportVersion = 0;
   private readonly sources = new Map<string, Array<FakeInformerSource<KubernetesObject>>>();
   private readonly forbidden = new Set<string>();
 
@@ -74,6 +85,47 @@ export class FakeWorld {
       },
     };
     return lister;
+  }
+
+  /** The reports' Report store and Sandbox LIST over `reports` and `sandboxes`. */
+  reportIo(): { store: ReportStore; sandboxes: SandboxLister } {
+    const notServed = (): Error => Object.assign(new Error('404 page not found'), { code: 404 });
+    const store: ReportStore = {
+      read: async (namespace) =>
+        this.reportsServed ? { served: true, report: structuredClone(this.reports.get(namespace)) } : { served: false },
+      create: async (report: Report) => {
+        if (!this.reportsServed) throw notServed();
+        this.reportWrites.push(`create ${report.metadata.namespace}`);
+        this.reports.set(report.metadata.namespace, this.stored(report));
+      },
+      replace: async (report: Report) => {
+        if (!this.reportsServed) throw notServed();
+        this.reportWrites.push(`replace ${report.metadata.namespace}`);
+        this.reports.set(report.metadata.namespace, this.stored(report));
+      },
+      delete: async (namespace) => {
+        this.reportWrites.push(`delete ${namespace}`);
+        this.reports.delete(namespace);
+      },
+      listOwnNamespaces: async () =>
+        this.reportsServed
+          ? [...this.reports]
+              .filter(([, r]) => r.metadata.labels?.['app.kubernetes.io/managed-by'] === 'kubeplus-isolation')
+              .map(([ns]) => ns)
+          : [],
+    };
+    const sandboxes: SandboxLister = {
+      listSandboxes: async (namespace) => ({
+        items: this.sandboxes.get(namespace) ?? [],
+        apiVersion: 'agents.x-k8s.io/v1beta1',
+      }),
+    };
+    return { store, sandboxes };
+  }
+
+  private stored(report: Report): ExistingReport & { metadata: { resourceVersion: string } } {
+    const copy = structuredClone(report) as ExistingReport;
+    return { ...copy, metadata: { ...copy.metadata, resourceVersion: String(++this.reportVersion) } };
   }
 
   putCrd(crd: V1CustomResourceDefinition): void {

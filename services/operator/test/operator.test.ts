@@ -62,6 +62,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     clusterPort: (options) => world.port(options, calls),
     eventSink: sink,
     pods: world.podLister(),
+    reports: world.reportIo(),
     leaseLock: lock,
     clock,
     random: () => 0,

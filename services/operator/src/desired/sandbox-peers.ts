@@ -138,3 +138,17 @@ export function sandboxInstanceMeta(
   if (annotation === undefined || !metadata?.name || !metadata.namespace) return undefined;
   return { group: kind.group, kind: kind.kind, namespace: metadata.namespace, name: metadata.name, annotation };
 }
+
+/** The `mode` label values of kubeplus_operator_sandbox_isolation_instances. */
+export const SANDBOX_MODES = ['enforce', 'advisory'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** Instances with a valid sandbox isolation, by mode (invalid annotations are not counted). */
+export function countSandboxModes(instances: Iterable<SandboxInstanceMeta>): Record<SandboxMode, number> {
+  const out: Record<SandboxMode, number> = { enforce: 0, advisory: 0 };
+  for (const i of instances) {
+    const parsed = parseSandboxIsolation(i.annotation);
+    if (parsed.ok) out[parsed.value.enforce ? 'enforce' : 'advisory']++;
+  }
+  return out;
+}

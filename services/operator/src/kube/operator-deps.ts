@@ -1,5 +1,5 @@
 /** Everything `createOperator` needs, on a real cluster (thin: client-node constructors only). Tests replace it with in-memory fakes (test/fake-world.ts). */
-import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { CERTIFICATES_SELECTOR } from '../controllers/webhook-certificates/request.js';
 import type { OperatorDeps } from '../operator.js';
@@ -9,6 +9,8 @@ import { coreV1EventSink } from './event-sink.js';
 import { kubeInformerSources, webhookConfigurationSource } from './informer-sources.js';
 import { KubeLeaseLock } from './lease-lock.js';
 import { kubePodLister } from './pod-lister.js';
+import { kubeReportStore, kubeSandboxLister } from './report-store.js';
+import { operatorPod } from './self.js';
 import { kubeWebhookCertificatesPort } from './webhook-certificates-port.js';
 
 /** Everything `createOperator` needs, on the cluster `kc` reaches (asks discovery first). */
@@ -32,6 +34,11 @@ export async function kubeOperatorDeps(
           port: kubeWebhookCertificatesPort(kc),
         }
       : undefined,
+    reports: {
+      store: kubeReportStore(kc.makeApiClient(CustomObjectsApi)),
+      sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi)),
+    },
+    self: operatorPod(process.env),
     leaseLock: config.leaderElect
       ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
       : undefined,

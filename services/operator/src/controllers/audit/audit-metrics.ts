@@ -1,7 +1,8 @@
 /**
  * The audit's Prometheus series, on the operator's registry. Every label value is fixed by code
- * (`missing` ∈ MISSING_KINDS, `annotation` ∈ valid/invalid): no namespace, Pod or instance
- * name ever becomes a label. Gauges are read at scrape time.
+ * (`missing` ∈ MISSING_KINDS, `annotation` ∈ valid/invalid): no Pod or instance name ever becomes
+ * a label, and a namespace only in the per-namespace gauge, which shows at most a fixed number of
+ * them (the ones with the most unisolated Pods). Gauges are read at scrape time.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -9,16 +10,52 @@ import type { Lister } from '../../runtime/informer.js';
 import type { AuditHooks } from './auditor.js';
 import { auditedNamespace, MISSING_KINDS, type MissingCounts, zeroCounts } from './report.js';
 
+/** Default of --unisolated-namespaces-metric-limit. */
+export const DEFAULT_NAMESPACE_LIMIT = 20;
+
 export interface AuditMetrics {
   hooks: AuditHooks;
   /** Where the unisolated-Pod gauge reads its values at scrape time (the auditor's totals). */
   trackTotals(totals: () => MissingCounts): void;
+  /** Where the per-namespace gauge reads unisolated Pods per namespace at scrape time. */
+  trackNamespaces(counts: () => ReadonlyMap<string, number>): void;
 }
 
-/** `namespaces`: the isolated-namespace cache. */
-export function registerAuditMetrics(registry: Registry, namespaces: Lister<KubernetesObject>): AuditMetrics {
+/**
+ * The namespaces the per-namespace gauge shows: those with unisolated Pods, the `limit` with
+ * the most (ties by name), so the series count never exceeds `limit` however many tenants exist.
+ */
+export function topNamespaces(counts: ReadonlyMap<string, number>, limit: number): Array<[string, number]> {
+  return [...counts]
+    .filter(([, n]) => n > 0)
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, Math.max(0, limit));
+}
+
+/**
+ * `namespaces`: the isolated-namespace cache. `namespaceLimit`: at most this many namespaces in
+ * kubeplus_operator_unisolated_pods_by_namespace (0: none).
+ */
+export function registerAuditMetrics(
+  registry: Registry,
+  namespaces: Lister<KubernetesObject>,
+  namespaceLimit = DEFAULT_NAMESPACE_LIMIT,
+): AuditMetrics {
   const registers = [registry];
   let totals: () => MissingCounts = zeroCounts;
+  let byNamespace: () => ReadonlyMap<string, number> = () => new Map();
+  new Gauge({
+    name: 'kubeplus_operator_unisolated_pods_by_namespace',
+    help: 'Pods lacking the mandated node placement, per namespace: only namespaces with at least one, and only the ones with the most (at most --unisolated-namespaces-metric-limit), so the series stay bounded however many tenants there are. Leader only; the unlabelled total is kubeplus_operator_unisolated_pods.',
+    // Not `namespace`: Prometheus sets that target label to the operator's own namespace, and a
+    // scraped label of the same name would be renamed exported_namespace.
+    labelNames: ['tenant_namespace'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [ns, n] of topNamespaces(byNamespace(), namespaceLimit)) this.set({ tenant_namespace: ns }, n);
+    },
+  });
   new Gauge({
     name: 'kubeplus_operator_unisolated_pods',
     help: 'Pods in isolated namespaces lacking the mandated node placement (admitted while the webhook failed open), by what they lack: node_selector, tolerations or both. Reported by the leader only; sum() for the total.',
@@ -65,6 +102,9 @@ export function registerAuditMetrics(registry: Registry, namespaces: Lister<Kube
     },
     trackTotals(read) {
       totals = read;
+    },
+    trackNamespaces(read) {
+      byNamespace = read;
     },
   };
 }

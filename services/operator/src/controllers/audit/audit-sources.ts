@@ -7,7 +7,8 @@
  *   (update, when `auditFingerprint` changes; other namespace updates are ignored), or it
  *   ceasing to be isolated (delete: the audit forgets it);
  * - a period: every `intervalMs` (plus up to 10% jitter, so replicas and restarts do not line up)
- *   every cached isolated namespace.
+ *   every cached isolated namespace, plus the `extraKeys` (with reports on: every namespace with
+ *   sandbox isolation bound).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../runtime/clock.js';
@@ -55,6 +56,13 @@ export interface PeriodicAuditOptions {
   random?: () => number;
   /** Called on subscribe and on unsubscribe: a leadership term begins or ends. */
   onTerm?: () => void;
+  /** Called on subscribe only: a leadership term begins. */
+  onTermStart?: () => void;
+  /**
+   * Further namespaces to audit every period (the compliance reports' sandbox-isolated tenant
+   * namespaces, which need not be node-isolated); each key is enqueued once per period.
+   */
+  extraKeys?: () => Iterable<string>;
 }
 
 /** Every cached isolated namespace, every period, while subscribed. */
@@ -63,11 +71,15 @@ export function periodicAudit(namespaces: Lister<KubernetesObject>, options: Per
   return {
     subscribe(enqueue) {
       options.onTerm?.();
+      options.onTermStart?.();
       let cancel: (() => void) | undefined;
       const schedule = (): void => {
         const delay = options.intervalMs * (1 + AUDIT_JITTER * Math.min(1, Math.max(0, random())));
         cancel = options.clock.schedule(delay, () => {
-          for (const ns of namespaces.list()) if (ns.metadata?.name) enqueue(ns.metadata.name);
+          const keys = new Set<string>();
+          for (const ns of namespaces.list()) if (ns.metadata?.name) keys.add(ns.metadata.name);
+          for (const key of options.extraKeys?.() ?? []) keys.add(key);
+          for (const key of keys) enqueue(key);
           schedule();
         });
       };

@@ -16,6 +16,7 @@ import { type Clock, systemClock } from '../../runtime/clock.js';
 import type { Lister } from '../../runtime/informer.js';
 import type { Reconciler } from '../../runtime/manager.js';
 import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
+import type { PodFindings } from '../compliance/openreport.js';
 import {
   addPage,
   auditedNamespace,
@@ -70,6 +71,19 @@ export interface NodeIsolationAuditorOptions {
   maxEventPods?: number;
   /** Pods named in the log line. Default 100. */
   maxLogPods?: number;
+  /**
+   * The compliance reports (controllers/compliance): handed every audited namespace's findings
+   * (undefined for a namespace not, or no longer, node-isolated), reusing this audit's Pod LIST.
+   */
+  reports?: NamespaceReports | undefined;
+  /** Unisolated Pods kept by name per namespace, for the reports. Default 0 (the log's alone). */
+  reportPods?: number;
+}
+
+/** Where the audit hands its findings on (compliance/reporter.ts NamespaceReporter). */
+export interface NamespaceReports {
+  /** Never rejects but with `signal`'s reason. */
+  sync(namespace: string, pods: PodFindings | undefined, signal: AbortSignal): Promise<void>;
 }
 
 export class NodeIsolationAuditor implements Reconciler {
@@ -81,6 +95,7 @@ export class NodeIsolationAuditor implements Reconciler {
   private readonly pageSize: number;
   private readonly maxEventPods: number;
   private readonly maxLogPods: number;
+  private readonly keepPods: number;
 
   constructor(private readonly options: NodeIsolationAuditorOptions) {
     this.logger = (options.logger ?? createSilentLogger()).child({ controller: AUDIT_CONTROLLER });
@@ -88,6 +103,16 @@ export class NodeIsolationAuditor implements Reconciler {
     this.pageSize = options.pageSize ?? 500;
     this.maxEventPods = options.maxEventPods ?? 10;
     this.maxLogPods = options.maxLogPods ?? 100;
+    this.keepPods = Math.max(this.maxLogPods, options.reportPods ?? 0);
+  }
+
+  /** Unisolated Pods per namespace still isolated (for the bounded per-namespace gauge). */
+  countsByNamespace(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [namespace, counts] of this.counts) {
+      if (this.options.namespaces.get(namespace) !== undefined) out.set(namespace, totalOf(counts));
+    }
+    return out;
   }
 
   /** Unisolated Pods over every namespace still isolated, by what they lack. */
@@ -119,6 +144,7 @@ export class NodeIsolationAuditor implements Reconciler {
           errors: audited.errors,
         });
       }
+      await this.options.reports?.sync(namespace, undefined, signal);
       return;
     }
 
@@ -131,7 +157,7 @@ export class NodeIsolationAuditor implements Reconciler {
       pages++;
       this.options.hooks?.podListRequest();
       this.options.hooks?.podsChecked(page.items.length);
-      findings = addPage(findings, page.items.length, findUnisolatedPods(audited.spec, page.items), this.maxLogPods);
+      findings = addPage(findings, page.items.length, findUnisolatedPods(audited.spec, page.items), this.keepPods);
       continueToken = page.continueToken || undefined;
     } while (continueToken !== undefined);
     // A replica that lost the Lease meanwhile reports nothing.
@@ -154,6 +180,11 @@ export class NodeIsolationAuditor implements Reconciler {
     } else {
       this.logger.debug('namespace audited: every Pod carries the mandated node placement', { ...fields, owner });
     }
+    await this.options.reports?.sync(
+      namespace,
+      { checked: findings.checked, unisolated: total, pods: findings.pods },
+      signal,
+    );
   }
 
   private async report(
@@ -174,8 +205,10 @@ export class NodeIsolationAuditor implements Reconciler {
           : `${target.kind} ${target.namespace}/${target.name}`,
       unisolated: total,
       missing: findings.counts,
-      unisolatedPods: findings.pods.map(describePod),
-      ...(total > findings.pods.length ? { morePods: total - findings.pods.length } : {}),
+      unisolatedPods: findings.pods.slice(0, this.maxLogPods).map(describePod),
+      ...(total > Math.min(findings.pods.length, this.maxLogPods)
+        ? { morePods: total - Math.min(findings.pods.length, this.maxLogPods) }
+        : {}),
     });
     await this.event(namespace, owner, {
       type: 'Warning',

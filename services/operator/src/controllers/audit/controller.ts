@@ -15,7 +15,7 @@ import type { EventHandlers, Lister } from '../../runtime/informer.js';
 import type { ControllerOptions } from '../../runtime/manager.js';
 import { registerAuditMetrics } from './audit-metrics.js';
 import { isolatedNamespaceEvents, periodicAudit } from './audit-sources.js';
-import { NodeIsolationAuditor, type PodLister } from './auditor.js';
+import { type NamespaceReports, NodeIsolationAuditor, type PodLister } from './auditor.js';
 
 export { kubePodLister } from '../../kube/pod-lister.js';
 export { AUDIT_CONTROLLER, NodeIsolationAuditor, type PodLister } from './auditor.js';
@@ -34,6 +34,16 @@ export interface NodeIsolationAuditOptions {
   logger: Logger;
   clock: Clock;
   random?: () => number;
+  /** The compliance reports, when on: handed every audit's findings. */
+  reports?: NamespaceReports | undefined;
+  /** Unisolated Pods kept by name per namespace for the reports (their result cap). */
+  reportPods?: number;
+  /** Further namespaces audited every period (the reports' sandbox-isolated namespaces). */
+  extraKeys?: () => Iterable<string>;
+  /** Called when a leadership term starts (the reports learn which namespaces hold one). */
+  onTermStart?: () => void;
+  /** Namespaces shown in kubeplus_operator_unisolated_pods_by_namespace. */
+  namespaceMetricLimit?: number;
 }
 
 export interface NodeIsolationAudit {
@@ -43,7 +53,7 @@ export interface NodeIsolationAudit {
 }
 
 export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): NodeIsolationAudit {
-  const metrics = registerAuditMetrics(options.registry, options.namespaces);
+  const metrics = registerAuditMetrics(options.registry, options.namespaces, options.namespaceMetricLimit);
   const audit = new NodeIsolationAuditor({
     pods: options.pods,
     namespaces: options.namespaces,
@@ -52,8 +62,11 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
     hooks: metrics.hooks,
     logger: options.logger,
     clock: options.clock,
+    reports: options.reports,
+    reportPods: options.reportPods,
   });
   metrics.trackTotals(() => audit.totals());
+  metrics.trackNamespaces(() => audit.countsByNamespace());
   return {
     auditor: audit,
     controller: {
@@ -65,6 +78,8 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
           clock: options.clock,
           random: options.random,
           onTerm: () => audit.reset(),
+          extraKeys: options.extraKeys,
+          onTermStart: options.onTermStart,
         }),
       ],
       concurrency: 1,

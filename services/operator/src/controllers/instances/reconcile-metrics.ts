@@ -5,6 +5,7 @@
  */
 import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import { Counter, Gauge } from 'prom-client';
+import { SANDBOX_MODES, type SandboxMode } from '../../desired/sandbox-peers.js';
 import { INSTANCE_KIND_STATES, type InstanceKindState } from '../../instance-kinds/kind-health.js';
 import type { OperatorMetrics } from '../../runtime/runtime-metrics.js';
 import type { AnnotationName, ConflictKind, ReconcilerHooks } from './reconciler.js';
@@ -25,6 +26,8 @@ export interface WiringMetrics {
   trackInstanceKinds(count: () => Readonly<Record<InstanceKindState, number>>): void;
   /** How many tenant namespaces carry differing sandbox policies (desired/sandbox-peers.ts); read at scrape time. */
   trackMixedPolicyNamespaces(count: () => number): void;
+  /** How many cached instances ask for sandbox isolation, by mode (sandbox-peers.ts `countSandboxModes`); read at scrape time. */
+  trackSandboxModes(count: () => Readonly<Record<SandboxMode, number>>): void;
 }
 
 export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
@@ -60,6 +63,17 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
       this.set(countMixed());
     },
   });
+  let countModes: () => Readonly<Record<SandboxMode, number>> | undefined = () => undefined;
+  new Gauge({
+    name: 'kubeplus_operator_sandbox_isolation_instances',
+    help: 'Instances whose kubeplus.io/sandbox-isolation is valid, by mode: enforce (weaker Sandboxes are denied) or advisory (warned about, an unset runtime class defaulted). The sandbox policies in force.',
+    labelNames: ['mode'] as const,
+    registers,
+    collect() {
+      const counts = countModes();
+      for (const mode of SANDBOX_MODES) this.set({ mode }, counts?.[mode] ?? 0);
+    },
+  });
   unavailable.inc(0);
   for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
 
@@ -74,6 +88,9 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     },
     trackMixedPolicyNamespaces(count) {
       countMixed = count;
+    },
+    trackSandboxModes(count) {
+      countModes = count;
     },
   };
 }

@@ -73,6 +73,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     clusterPort: (options) => world.port(options, []),
     eventSink: sink,
     pods,
+    reports: world.reportIo(),
     leaseLock: lease?.view(identity),
     clock,
     random: () => 0,

@@ -72,7 +72,12 @@ describe('auditFingerprint', () => {
   });
 });
 
-const unisolated = (name: string, ...missing: UnisolatedPod['missing']): UnisolatedPod => ({ name, missing });
+const unisolated = (name: string, ...missing: UnisolatedPod['missing']): UnisolatedPod => ({
+  name,
+  missing,
+  missingNodeSelector: {},
+  missingTolerations: [],
+});
 
 describe('findings', () => {
   it('partition Pods by what they lack, so the gauge sums to the total', () => {

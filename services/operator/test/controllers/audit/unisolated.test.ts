@@ -4,7 +4,12 @@ import fc from 'fast-check';
 import jsonpatch from 'fast-json-patch';
 // The webhook's patch is the definition of "complies": the audit must agree with it exactly.
 import { buildNodeIsolationPatch } from '../../../../webhook/src/admission/patch.js';
-import { findUnisolatedPods, missingPlacement, type PodLike } from '../../../src/controllers/audit/unisolated.js';
+import {
+  findUnisolatedPods,
+  missingDetails,
+  missingPlacement,
+  type PodLike,
+} from '../../../src/controllers/audit/unisolated.js';
 
 const DEDICATED: Toleration = { key: 'dedicated', operator: 'Equal', value: 'team-a-pool', effect: 'NoSchedule' };
 const SPEC: NodeIsolationSpec = { nodeSelector: { pool: 'team-a-pool' }, tolerations: [DEDICATED] };
@@ -22,11 +27,22 @@ describe('findUnisolatedPods', () => {
       pod('toleration-only', { tolerations: [{ ...DEDICATED }] }),
       pod('wrong-value', { nodeSelector: { pool: 'other' }, tolerations: [DEDICATED] }),
     ];
+    const ALL = { missingNodeSelector: { pool: 'team-a-pool' }, missingTolerations: [DEDICATED] };
     expect(findUnisolatedPods(SPEC, pods)).toEqual([
-      { name: 'bare', missing: ['nodeSelector', 'tolerations'] },
-      { name: 'selector-only', missing: ['tolerations'] },
-      { name: 'toleration-only', missing: ['nodeSelector'] },
-      { name: 'wrong-value', missing: ['nodeSelector'] },
+      { name: 'bare', missing: ['nodeSelector', 'tolerations'], ...ALL },
+      { name: 'selector-only', missing: ['tolerations'], missingNodeSelector: {}, missingTolerations: [DEDICATED] },
+      {
+        name: 'toleration-only',
+        missing: ['nodeSelector'],
+        missingNodeSelector: { pool: 'team-a-pool' },
+        missingTolerations: [],
+      },
+      {
+        name: 'wrong-value',
+        missing: ['nodeSelector'],
+        missingNodeSelector: { pool: 'team-a-pool' },
+        missingTolerations: [],
+      },
     ]);
   });
 
@@ -44,8 +60,9 @@ describe('findUnisolatedPods', () => {
       { ...DEDICATED, effect: 'NoExecute' },
       { ...exists, tolerationSeconds: 10 },
     ];
+    // Both mandated tolerations are named, in canonical form.
     expect(findUnisolatedPods(spec, [pod('near', { tolerations: near })])).toEqual([
-      { name: 'near', missing: ['tolerations'] },
+      { name: 'near', missing: ['tolerations'], missingNodeSelector: {}, missingTolerations: [DEDICATED, exists] },
     ]);
   });
 
@@ -55,7 +72,7 @@ describe('findUnisolatedPods', () => {
     expect(findUnisolatedPods(selectorOnly, [pod('p', { nodeSelector: { pool: 'a' } })])).toEqual([]);
     expect(findUnisolatedPods(tolerationsOnly, [pod('p', { tolerations: [DEDICATED] })])).toEqual([]);
     expect(findUnisolatedPods(tolerationsOnly, [pod('p', { nodeSelector: { pool: 'a' } })])).toEqual([
-      { name: 'p', missing: ['tolerations'] },
+      { name: 'p', missing: ['tolerations'], missingNodeSelector: {}, missingTolerations: [DEDICATED] },
     ]);
   });
 
@@ -80,12 +97,40 @@ describe('findUnisolatedPods', () => {
       { metadata: { name: 'no-spec' } },
       { metadata: { name: 'spec-not-object' }, spec: 'x' as unknown as PodLike['spec'] },
     ];
-    expect(findUnisolatedPods(SPEC, odd)).toEqual([
-      { name: 'null-fields', missing: ['nodeSelector', 'tolerations'] },
-      { name: 'wrong-types', missing: ['nodeSelector', 'tolerations'] },
-      { name: 'no-spec', missing: ['nodeSelector', 'tolerations'] },
-      { name: 'spec-not-object', missing: ['nodeSelector', 'tolerations'] },
+    expect(findUnisolatedPods(SPEC, odd).map((p) => [p.name, p.missing])).toEqual([
+      ['null-fields', ['nodeSelector', 'tolerations']],
+      ['wrong-types', ['nodeSelector', 'tolerations']],
+      ['no-spec', ['nodeSelector', 'tolerations']],
+      ['spec-not-object', ['nodeSelector', 'tolerations']],
     ]);
+  });
+
+  it('names exactly the selector pairs and tolerations a Pod lacks, and keeps its uid', () => {
+    const gpu: Toleration = { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' };
+    const spec: NodeIsolationSpec = { nodeSelector: { pool: 'a', zone: 'z1' }, tolerations: [DEDICATED, gpu] };
+    const found = findUnisolatedPods(spec, [
+      {
+        metadata: { name: 'half', uid: 'u-1' },
+        spec: {
+          nodeSelector: { pool: 'a', zone: 'z2' },
+          tolerations: [{ key: 'gpu', operator: 'Exists', effect: 'NoSchedule' }],
+        },
+      },
+    ]);
+    expect(found).toEqual([
+      {
+        name: 'half',
+        uid: 'u-1',
+        missing: ['nodeSelector', 'tolerations'],
+        missingNodeSelector: { zone: 'z1' },
+        missingTolerations: [DEDICATED],
+      },
+    ]);
+    // Respelled (implicit Equal) the toleration is named in canonical form.
+    expect(
+      missingDetails({ nodeSelector: {}, tolerations: [{ key: 'k', value: 'v', effect: 'NoExecute' }] }, {})
+        .missingTolerations,
+    ).toEqual([{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoExecute' }]);
   });
 
   it('does not read inherited properties as selector entries', () => {

@@ -1,0 +1,307 @@
+/**
+ * A tenant namespace's compliance report in the OpenReports format (`openreports.io/v1alpha1`
+ * Report, CRD of github.com/openreports/reports-api v0.2.1), and whether the one in the cluster
+ * must be written. Pure and deterministic: the same findings always give a deep-equal Report, and
+ * nothing in it changes between audits unless a finding or a count does (no timestamps, no
+ * resourceVersions), so an unchanged namespace costs no write.
+ *
+ * One Report per namespace, named `kubeplus-isolation`: one `fail` result per Pod lacking the
+ * mandated node placement (policy `node-isolation`) and per Sandbox weaker than the namespace's
+ * current minimum (policy `sandbox-isolation`), at most `maxResults` of them; `summary` counts
+ * every object checked (pass) and every finding (fail) exactly, and the annotation
+ * `kubeplus.io/report-results-omitted` says how many findings the cap left out.
+ */
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type RuntimeLevel, type Toleration } from '@kubeplus-isolation/spec';
+import type { UnisolatedPod } from '../audit/unisolated.js';
+import type { WeakSandbox } from './weak-sandboxes.js';
+
+export const REPORT_GROUP = 'openreports.io';
+export const REPORT_VERSION = 'v1alpha1';
+export const REPORT_API_VERSION = `${REPORT_GROUP}/${REPORT_VERSION}`;
+export const REPORT_PLURAL = 'reports';
+export const REPORT_NAME = 'kubeplus-isolation';
+export const REPORT_SOURCE = 'kubeplus-isolation';
+export const NODE_ISOLATION_POLICY = 'node-isolation';
+export const SANDBOX_ISOLATION_POLICY = 'sandbox-isolation';
+export const RESULTS_OMITTED_ANNOTATION = 'kubeplus.io/report-results-omitted';
+/** Default cap on a Report's results (the summary stays exact). */
+export const DEFAULT_MAX_RESULTS = 100;
+
+export type ResultValue = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  uid?: string;
+}
+
+export interface ReportResult {
+  source: string;
+  policy: string;
+  result: ResultValue;
+  message: string;
+  properties: Record<string, string>;
+  resources: ObjectRef[];
+}
+
+export interface ReportSummary {
+  pass: number;
+  fail: number;
+  warn: number;
+  error: number;
+  skip: number;
+}
+
+export interface Report {
+  apiVersion: typeof REPORT_API_VERSION;
+  kind: 'Report';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    resourceVersion?: string;
+  };
+  scope: ObjectRef;
+  source: string;
+  summary: ReportSummary;
+  results: ReportResult[];
+}
+
+/** The node-isolation audit of one namespace (audit/report.ts Findings). */
+export interface PodFindings {
+  /** Pods examined. */
+  checked: number;
+  /** Pods lacking the placement: the exact count. */
+  unisolated: number;
+  /** The first of them, in LIST order (may be fewer than `unisolated`). */
+  pods: readonly UnisolatedPod[];
+}
+
+/** The sandbox-isolation check of one namespace. */
+export interface SandboxFindings {
+  minimum: RuntimeLevel;
+  /** The Sandbox apiVersion the results name (the one listed). */
+  apiVersion: string;
+  checked: number;
+  /** Sandboxes weaker than the minimum: the exact count. */
+  weakCount: number;
+  /** The first of them (may be fewer than `weakCount`). */
+  weak: readonly WeakSandbox[];
+}
+
+export interface ReportInput {
+  namespace: string;
+  /** Undefined when the namespace has no valid node isolation. */
+  pods?: PodFindings | undefined;
+  /** Undefined when no sandbox isolation is bound to the namespace (or no Sandbox API is served). */
+  sandboxes?: SandboxFindings | undefined;
+  maxResults: number;
+}
+
+/** `dedicated=pool-a:NoSchedule`, `gpu Exists:NoSchedule`, `* Exists`, `… for 300s`. */
+export function formatToleration(t: Toleration): string {
+  const key = t.key ?? '';
+  const base = t.operator === 'Exists' ? `${key === '' ? '*' : key} Exists` : `${key}=${t.value ?? ''}`;
+  const effect = t.effect ? `:${t.effect}` : '';
+  const seconds = t.tolerationSeconds === undefined ? '' : ` for ${t.tolerationSeconds}s`;
+  return `${base}${effect}${seconds}`;
+}
+
+/** `pool=pool-a, zone=z1` (mandate order). */
+export function formatSelector(pairs: Readonly<Record<string, string>>): string {
+  return Object.entries(pairs)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
+}
+
+/** What a Pod lacks, naming every missing selector pair and toleration. */
+export function missingPlacementText(pod: Pick<UnisolatedPod, 'missingNodeSelector' | 'missingTolerations'>): string {
+  const parts: string[] = [];
+  const selector = formatSelector(pod.missingNodeSelector);
+  if (selector !== '') parts.push(`nodeSelector ${selector}`);
+  if (pod.missingTolerations.length > 0) {
+    parts.push(
+      `${pod.missingTolerations.length === 1 ? 'toleration' : 'tolerations'} ${pod.missingTolerations.map(formatToleration).join(', ')}`,
+    );
+  }
+  return parts.join('; ');
+}
+
+export function podResult(namespace: string, pod: UnisolatedPod): ReportResult {
+  const properties: Record<string, string> = {};
+  const selector = formatSelector(pod.missingNodeSelector);
+  if (selector !== '') properties.missingNodeSelector = selector;
+  if (pod.missingTolerations.length > 0)
+    properties.missingTolerations = pod.missingTolerations.map(formatToleration).join(', ');
+  return {
+    source: REPORT_SOURCE,
+    policy: NODE_ISOLATION_POLICY,
+    result: 'fail',
+    message:
+      `Pod ${pod.name} lacks the mandated node placement: ${missingPlacementText(pod)}. ` +
+      'It was admitted without it (the node-isolation admission fails open, e.g. while the webhook was unavailable); ' +
+      'the operator never changes Pods: recreate it to place it.',
+    properties,
+    resources: [
+      { apiVersion: 'v1', kind: 'Pod', namespace, name: pod.name, ...(pod.uid === undefined ? {} : { uid: pod.uid }) },
+    ],
+  };
+}
+
+export function sandboxResult(
+  namespace: string,
+  apiVersion: string,
+  minimum: RuntimeLevel,
+  sandbox: WeakSandbox,
+): ReportResult {
+  const why =
+    sandbox.runtimeClassName === ''
+      ? 'sets no runtimeClassName'
+      : sandbox.handler === undefined
+        ? `names RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)}, which does not exist`
+        : `runs RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)} (handler ${sandbox.handler}, ${sandbox.level === undefined ? 'level unknown' : `level ${sandbox.level}`})`;
+  return {
+    source: REPORT_SOURCE,
+    policy: SANDBOX_ISOLATION_POLICY,
+    result: 'fail',
+    message:
+      `Sandbox ${sandbox.name} ${why}: weaker than the namespace's minimum ${minimum}. ` +
+      'It was admitted before the minimum was raised (a tightening is not retroactive for existing Sandboxes); ' +
+      `recreate it with a RuntimeClass whose handler is ${minimum} or stronger.`,
+    properties: {
+      minimum,
+      runtimeClassName: sandbox.runtimeClassName,
+      ...(sandbox.handler === undefined ? {} : { handler: sandbox.handler }),
+      level: sandbox.level ?? 'unknown',
+    },
+    resources: [
+      {
+        apiVersion,
+        kind: 'Sandbox',
+        namespace,
+        name: sandbox.name,
+        ...(sandbox.uid === undefined ? {} : { uid: sandbox.uid }),
+      },
+    ],
+  };
+}
+
+/**
+ * How many results of each policy fit in `max`: each gets at least half (rounded up for the
+ * first) when both have more, and whatever the other leaves otherwise.
+ */
+export function shareResults(pods: number, sandboxes: number, max: number): { pods: number; sandboxes: number } {
+  const cap = Math.max(0, max);
+  const podRoom = Math.min(pods, Math.max(cap - sandboxes, Math.ceil(cap / 2)));
+  return { pods: podRoom, sandboxes: Math.min(sandboxes, cap - podRoom) };
+}
+
+/** Whether the namespace has anything to report (else its Report is deleted). */
+export function reportable(input: Pick<ReportInput, 'pods' | 'sandboxes'>): boolean {
+  return input.pods !== undefined || input.sandboxes !== undefined;
+}
+
+/** The namespace's Report. */
+export function buildReport(input: ReportInput): Report {
+  const { namespace, pods, sandboxes } = input;
+  const podResults = (pods?.pods ?? []).map((p) => podResult(namespace, p));
+  const sandboxResults =
+    sandboxes === undefined
+      ? []
+      : sandboxes.weak.map((s) => sandboxResult(namespace, sandboxes.apiVersion, sandboxes.minimum, s));
+  const room = shareResults(podResults.length, sandboxResults.length, input.maxResults);
+  const results = [...podResults.slice(0, room.pods), ...sandboxResults.slice(0, room.sandboxes)];
+  const fail = (pods?.unisolated ?? 0) + (sandboxes?.weakCount ?? 0);
+  const pass =
+    Math.max(0, (pods?.checked ?? 0) - (pods?.unisolated ?? 0)) +
+    Math.max(0, (sandboxes?.checked ?? 0) - (sandboxes?.weakCount ?? 0));
+  return {
+    apiVersion: REPORT_API_VERSION,
+    kind: 'Report',
+    metadata: {
+      name: REPORT_NAME,
+      namespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+      annotations: { [RESULTS_OMITTED_ANNOTATION]: String(fail - results.length) },
+    },
+    scope: { apiVersion: 'v1', kind: 'Namespace', name: namespace },
+    source: REPORT_SOURCE,
+    summary: { pass, fail, warn: 0, error: 0, skip: 0 },
+    results,
+  };
+}
+
+/** A Report as read from the cluster: anything, only the fields the operator writes are compared. */
+export interface ExistingReport {
+  metadata?: {
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  scope?: unknown;
+  source?: unknown;
+  summary?: unknown;
+  results?: unknown;
+}
+
+/** Sorted keys, recursively: the same content always gives the same text. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** What the operator owns of a Report: compared, and replaced on a write. */
+function owned(report: ExistingReport, desired: Report): unknown {
+  const pick = (from: Record<string, string> | undefined, keys: readonly string[]) =>
+    Object.fromEntries(keys.map((k) => [k, from?.[k] ?? null]));
+  return {
+    labels: pick(report.metadata?.labels, Object.keys(desired.metadata.labels)),
+    annotations: pick(report.metadata?.annotations, Object.keys(desired.metadata.annotations)),
+    scope: report.scope ?? null,
+    source: report.source ?? null,
+    summary: report.summary ?? null,
+    results: report.results ?? [],
+  };
+}
+
+export type ReportChange =
+  | { action: 'create'; report: Report }
+  | { action: 'update'; report: Report }
+  | { action: 'none' };
+
+/**
+ * What to do about `desired` given the Report in the cluster: create it, replace it (keeping
+ * labels and annotations others added, at the read resourceVersion, so a concurrent change
+ * fails with 409 rather than being lost), or nothing when what the operator owns is unchanged.
+ */
+export function reportChange(existing: ExistingReport | undefined, desired: Report): ReportChange {
+  if (existing === undefined) return { action: 'create', report: desired };
+  if (canonical(owned(existing, desired)) === canonical(owned(desired, desired))) return { action: 'none' };
+  const resourceVersion = existing.metadata?.resourceVersion;
+  return {
+    action: 'update',
+    report: {
+      ...desired,
+      metadata: {
+        ...desired.metadata,
+        labels: { ...existing.metadata?.labels, ...desired.metadata.labels },
+        annotations: { ...existing.metadata?.annotations, ...desired.metadata.annotations },
+        ...(resourceVersion === undefined ? {} : { resourceVersion }),
+      },
+    },
+  };
+}
+
+/** Whether a Report in the cluster is the operator's (so it may delete it). */
+export function isOwnReport(existing: ExistingReport): boolean {
+  return existing.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;
+}

@@ -1,0 +1,214 @@
+/**
+ * The compliance reports as operator.ts wires them, on the in-memory world of the wiring tests:
+ * the leader writes one Report per audited namespace from the audit's own Pod LIST, a
+ * sandbox-isolated namespace is audited every period, the metrics, and `--reports=false`.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { CoreV1Event } from '@kubernetes/client-node';
+import { type Config, parseConfig } from '../../../src/config.js';
+import type { PodLike } from '../../../src/controllers/audit/unisolated.js';
+import { createOperator, type Operator } from '../../../src/operator.js';
+import type { EventSink } from '../../../src/runtime/event-recorder.js';
+import type { ManagerExit } from '../../../src/runtime/manager.js';
+import { FakeWorld } from '../../fake-world.js';
+import { crd } from '../../fixtures.js';
+import { captureLogger, FakeClock } from '../../runtime/fakes.js';
+
+const NODE = 'kubeplus.io/node-isolation';
+const SANDBOX = 'kubeplus.io/sandbox-isolation';
+const ENABLED = 'kubeplus.io/node-isolation-enabled';
+const RESOLVED = 'kubeplus.io/node-isolation-resolved';
+const MANDATE = JSON.stringify({ nodeSelector: { pool: 'team-a-pool' }, tolerations: [] });
+const LABELLED = { 'registered-by': 'kubeplus' };
+const SELF = { apiVersion: 'v1', kind: 'Pod', namespace: 'kubeplus-isolation', name: 'operator-0' };
+
+const bare = (name: string): PodLike => ({ metadata: { name, uid: `uid-${name}` }, spec: {} });
+const placed = (name: string): PodLike => ({ metadata: { name }, spec: { nodeSelector: { pool: 'team-a-pool' } } });
+
+interface Replica {
+  operator: Operator;
+  events: CoreV1Event[];
+  stop: AbortController;
+  done: Promise<ManagerExit>;
+}
+
+const running: Replica[] = [];
+
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    r.stop.abort();
+    await r.done.catch(() => undefined);
+  }
+});
+
+function config(...argv: string[]): Config {
+  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', '--leader-elect=false', ...argv], {
+    env: {},
+  });
+  if (r.kind !== 'config') throw new Error(JSON.stringify(r));
+  return r.config;
+}
+
+function replica(world: FakeWorld, clock: FakeClock, cfg: Config): Replica {
+  const events: CoreV1Event[] = [];
+  const sink: EventSink = {
+    create: async (_namespace, event) => {
+      events.push(event);
+      return event;
+    },
+    patch: async (_namespace, _name, update) => ({ involvedObject: {}, metadata: {}, count: update.count }),
+  };
+  const operator = createOperator({
+    config: cfg,
+    logger: captureLogger('debug').logger,
+    identity: 'solo',
+    version: '0.0.0-test',
+    policyApis: { validating: true, mutatingVersion: 'admissionregistration.k8s.io/v1' },
+    sources: world.informerSources(),
+    clusterPort: (options) => world.port(options, []),
+    eventSink: sink,
+    pods: world.podLister(),
+    reports: world.reportIo(),
+    self: SELF,
+    leaseLock: undefined,
+    clock,
+    random: () => 0,
+  });
+  const stop = new AbortController();
+  const r = { operator, events, stop, done: operator.run(stop.signal) };
+  running.push(r);
+  return r;
+}
+
+async function settle(clock: FakeClock, ms = 0): Promise<void> {
+  for (let i = 0; i < 10; i++) await clock.advance(10);
+  if (ms > 0) await clock.advance(ms);
+  for (let i = 0; i < 10; i++) await clock.advance(10);
+}
+
+async function metrics(r: Replica): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${r.operator.server()?.port}/metrics`);
+  return res.text();
+}
+
+function world(): FakeWorld {
+  const w = new FakeWorld();
+  w.putCrd(crd({ labels: LABELLED }));
+  w.cluster.putNamespace('team-a');
+  w.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [NODE]: MANDATE } });
+  w.cluster.putNamespace('team-b');
+  w.cluster.putInstance({
+    name: 'agent-y',
+    namespace: 'team-b',
+    annotations: { [SANDBOX]: '{"minRuntimeClass":"kata","enforce":false}' },
+  });
+  w.cluster.putNamespace('manual', { [ENABLED]: 'true' }, { [RESOLVED]: MANDATE });
+  w.pods.set('team-a', [placed('ok'), bare('down-1')]);
+  w.pods.set('manual', [bare('m-1'), bare('m-2'), bare('m-3')]);
+  w.sandboxes.set('team-b', [
+    { metadata: { name: 'strong' }, spec: { podTemplate: { spec: { runtimeClassName: 'kubeplus-sandbox-agent-y' } } } },
+    { metadata: { name: 'unset' }, spec: { podTemplate: { spec: {} } } },
+  ]);
+  w.sync();
+  return w;
+}
+
+describe('compliance reports, wired', () => {
+  it('the audit writes a Report per isolated namespace from its own LIST, and a sandbox-isolated one each period', async () => {
+    const w = world();
+    const clock = new FakeClock();
+    const r = replica(w, clock, config('--audit-interval=1m', '--unisolated-namespaces-metric-limit=1'));
+    await settle(clock);
+    const podLists = (): number => Number(/^kubeplus_operator_audit_pod_list_requests_total (\d+)$/m.exec(text)?.[1]);
+    let text = await metrics(r);
+    expect(w.reports.get('team-a')).toMatchObject({
+      summary: { pass: 1, fail: 1 },
+      results: [
+        expect.objectContaining({ policy: 'node-isolation', message: expect.stringContaining('pool=team-a-pool') }),
+      ],
+    });
+    expect(w.reports.get('manual')).toMatchObject({ summary: { pass: 0, fail: 3 } });
+    // Only node-isolated namespaces so far: the sandbox-isolated one waits for the period.
+    expect(w.reports.has('team-b')).toBe(false);
+    expect(podLists()).toBe(2);
+
+    await settle(clock, 60_000);
+    expect(w.reports.get('team-b')).toMatchObject({
+      summary: { pass: 1, fail: 1 },
+      results: [
+        expect.objectContaining({
+          policy: 'sandbox-isolation',
+          resources: [expect.objectContaining({ kind: 'Sandbox', name: 'unset' })],
+        }),
+      ],
+    });
+    text = await metrics(r);
+    // The period listed Pods once more per node-isolated namespace, never for team-b.
+    expect(podLists()).toBe(4);
+    expect(text).toMatch(/^kubeplus_operator_report_writes_total\{result="created"\} 3$/m);
+    expect(text).toMatch(/^kubeplus_operator_reports_unchanged_total 2$/m);
+    expect(text).toMatch(/^kubeplus_operator_reports_api_available 1$/m);
+    expect(text).toMatch(/^kubeplus_operator_audit_sandbox_list_requests_total 1$/m);
+    // Bounded: the one namespace with the most unisolated Pods only.
+    expect(text.match(/^kubeplus_operator_unisolated_pods_by_namespace\{.*$/gm)).toEqual([
+      'kubeplus_operator_unisolated_pods_by_namespace{tenant_namespace="manual"} 3',
+    ]);
+    expect(text).toMatch(/^kubeplus_operator_sandbox_isolation_instances\{mode="advisory"\} 1$/m);
+    expect(text).toMatch(/^kubeplus_operator_sandbox_isolation_instances\{mode="enforce"\} 0$/m);
+
+    // The unisolated Pod is recreated placed: it leaves the Report at the next audit.
+    w.pods.set('team-a', [placed('ok'), placed('down-1-again')]);
+    await settle(clock, 60_000);
+    expect(w.reports.get('team-a')).toMatchObject({ summary: { pass: 2, fail: 0 }, results: [] });
+    expect(r.events.filter((e) => e.reason?.startsWith('ReportsApi'))).toEqual([]);
+  });
+
+  it('without the Report API: one Warning Event on the operator Pod, the gauge at 0, and the audit goes on', async () => {
+    const w = world();
+    w.reportsServed = false;
+    const clock = new FakeClock();
+    const r = replica(w, clock, config('--audit-interval=1m'));
+    await settle(clock);
+    await settle(clock, 60_000);
+    const warnings = r.events.filter((e) => e.reason === 'ReportsApiUnavailable');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ type: 'Warning', involvedObject: SELF });
+    const text = await metrics(r);
+    expect(text).toMatch(/^kubeplus_operator_reports_api_available 0$/m);
+    expect(text).toMatch(/^kubeplus_operator_unisolated_pods\{missing="node_selector"\} 4$/m);
+    expect(r.events.some((e) => e.reason === 'PodsNotIsolated')).toBe(true);
+
+    w.reportsServed = true;
+    await settle(clock, 60_000);
+    expect(r.events.filter((e) => e.reason === 'ReportsApiAvailable')).toHaveLength(1);
+    expect([...w.reports.keys()].sort()).toEqual(['manual', 'team-a', 'team-b']);
+    expect(await metrics(r)).toMatch(/^kubeplus_operator_reports_api_available 1$/m);
+  });
+
+  it('a Report left by a previous leader in a namespace no longer isolated is deleted at the first period', async () => {
+    const w = world();
+    w.reports.set('was-isolated', {
+      metadata: { resourceVersion: '1', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } },
+    });
+    const clock = new FakeClock();
+    replica(w, clock, config('--audit-interval=1m'));
+    await settle(clock);
+    expect(w.reports.has('was-isolated')).toBe(true);
+    await settle(clock, 60_000);
+    expect(w.reports.has('was-isolated')).toBe(false);
+    expect(w.reportWrites).toContain('delete was-isolated');
+    expect([...w.reports.keys()].sort()).toEqual(['manual', 'team-a', 'team-b']);
+  });
+
+  it('--reports=false writes no Report and registers no report series', async () => {
+    const w = world();
+    const clock = new FakeClock();
+    const r = replica(w, clock, config('--audit-interval=1m', '--reports=false'));
+    await settle(clock);
+    await settle(clock, 60_000);
+    expect(w.reportWrites).toEqual([]);
+    const text = await metrics(r);
+    expect(text).not.toMatch(/kubeplus_operator_report_writes_total/);
+    expect(text).toMatch(/^kubeplus_operator_unisolated_pods\{missing="node_selector"\} 4$/m);
+  });
+});

@@ -1,0 +1,118 @@
+import { describe, expect, it } from '@jest/globals';
+import { parseHandlerLevels } from '@kubeplus-isolation/spec';
+import {
+  findWeakSandboxes,
+  namespaceSandboxPolicy,
+  runtimeClassOf,
+  type SandboxLike,
+  sandboxTenantNamespaces,
+} from '../../../src/controllers/compliance/weak-sandboxes.js';
+import { countSandboxModes, type SandboxInstanceMeta } from '../../../src/desired/sandbox-peers.js';
+import type { RuntimeClassInfo } from '../../../src/desired/sandbox-policy.js';
+
+const instance = (namespace: string, name: string, annotation: string): SandboxInstanceMeta => ({
+  group: 'cloudark.io',
+  kind: 'Agent',
+  namespace,
+  name,
+  annotation,
+});
+const spec = (minRuntimeClass: string, enforce = true) => JSON.stringify({ minRuntimeClass, enforce });
+
+const CLASSES: RuntimeClassInfo[] = [
+  { name: 'fast', handler: 'runc', generated: false },
+  { name: 'gvisor', handler: 'runsc', generated: false },
+  { name: 'vm', handler: 'kata-qemu', generated: false },
+  { name: 'mystery', handler: 'my-vm', generated: false },
+];
+
+const sandbox = (name: string, runtimeClassName?: unknown, uid?: string): SandboxLike => ({
+  metadata: { name, ...(uid === undefined ? {} : { uid }) },
+  spec: { podTemplate: { spec: runtimeClassName === undefined ? {} : { runtimeClassName } } },
+});
+
+describe('namespaceSandboxPolicy', () => {
+  it('is the strongest minimum bound to the namespace, enforcing if any instance enforces', () => {
+    const instances = [
+      instance('team-a', 'a1', spec('runsc', false)),
+      instance('team-a', 'a2', spec('kata', false)),
+      instance('team-a', 'a3', spec('runc', true)),
+      instance('team-b', 'b1', spec('runc', false)),
+      instance('team-a', 'bad', '{not json'),
+    ];
+    expect(namespaceSandboxPolicy(instances, 'team-a')).toEqual({ minimum: 'kata', enforce: true });
+    expect(namespaceSandboxPolicy(instances, 'team-b')).toEqual({ minimum: 'runc', enforce: false });
+    expect(namespaceSandboxPolicy(instances, 'team-c')).toBeUndefined();
+    expect(namespaceSandboxPolicy([instance('team-c', 'bad', '{}x')], 'team-c')).toBeUndefined();
+  });
+
+  it('places an instance of the platform namespace in the namespace named after it', () => {
+    const instances = [instance('kubeplus', 'tenant-x', spec('kata'))];
+    expect(namespaceSandboxPolicy(instances, 'tenant-x', 'kubeplus')).toEqual({ minimum: 'kata', enforce: true });
+    expect(namespaceSandboxPolicy(instances, 'kubeplus', 'kubeplus')).toBeUndefined();
+    expect(sandboxTenantNamespaces([...instances, instance('b', 'i', spec('runc')), instance('a', 'i', 'x')])).toEqual([
+      'b',
+      'tenant-x',
+    ]);
+  });
+
+  it('counts the policies in force by mode', () => {
+    expect(
+      countSandboxModes([
+        instance('a', '1', spec('kata', true)),
+        instance('b', '2', spec('runsc', false)),
+        instance('c', '3', JSON.stringify({ minRuntimeClass: 'kata' })), // enforce defaults to true
+        instance('d', '4', 'invalid'),
+      ]),
+    ).toEqual({ enforce: 2, advisory: 1 });
+  });
+});
+
+describe('findWeakSandboxes', () => {
+  const sandboxes = [
+    sandbox('unset'),
+    sandbox('runc-class', 'fast', 'u-1'),
+    sandbox('gvisor-class', 'gvisor'),
+    sandbox('vm-class', 'vm'),
+    sandbox('gone', 'deleted-class'),
+    sandbox('unknown-handler', 'mystery'),
+    sandbox('not-a-string', 7),
+    { metadata: {}, spec: {} },
+    { spec: 'odd' } as unknown as SandboxLike,
+  ];
+
+  it('finds the Sandboxes below a kata minimum: unset, weaker, missing or unknown classes', () => {
+    expect(findWeakSandboxes('kata', sandboxes, CLASSES)).toEqual([
+      { name: 'unset', runtimeClassName: '' },
+      { name: 'runc-class', uid: 'u-1', runtimeClassName: 'fast', handler: 'runc', level: 'runc' },
+      { name: 'gvisor-class', runtimeClassName: 'gvisor', handler: 'runsc', level: 'runsc' },
+      { name: 'gone', runtimeClassName: 'deleted-class' },
+      { name: 'unknown-handler', runtimeClassName: 'mystery', handler: 'my-vm' },
+      { name: 'not-a-string', runtimeClassName: '' },
+    ]);
+  });
+
+  it('a weaker minimum leaves the stronger ones; runc leaves all but the unset', () => {
+    expect(findWeakSandboxes('runsc', sandboxes, CLASSES).map((s) => s.name)).toEqual([
+      'unset',
+      'runc-class',
+      'gone',
+      'unknown-handler',
+      'not-a-string',
+    ]);
+    expect(findWeakSandboxes('runc', sandboxes, CLASSES).map((s) => s.name)).toEqual(['unset', 'not-a-string']);
+  });
+
+  it('judges handlers by the configured levels', () => {
+    const levels = parseHandlerLevels('my-vm=kata');
+    if (!levels.ok) throw new Error('levels');
+    expect(findWeakSandboxes('kata', [sandbox('m', 'mystery')], CLASSES, levels.value)).toEqual([]);
+  });
+
+  it('reads the runtime class at spec.podTemplate.spec.runtimeClassName only', () => {
+    expect(runtimeClassOf(sandbox('a', 'vm'))).toBe('vm');
+    expect(runtimeClassOf({ spec: { runtimeClassName: 'vm' } })).toBe('');
+    expect(runtimeClassOf({ spec: { podTemplate: [] } })).toBe('');
+    expect(runtimeClassOf({})).toBe('');
+  });
+});
