@@ -15,10 +15,11 @@
  *   instance within the lease duration plus a few seconds; no duplicate or orphan objects;
  * - deleting every webhook Pod at once while Pods are created: they are admitted unpatched (fail
  *   open, as designed), the operator's audit reports each (Warning Event on the instance, the
- *   kubeplus_operator_unisolated_pods gauge), and once the webhook is back new Pods are patched;
+ *   kubeplus_operator_unisolated_pods gauge, one result each in the namespace's OpenReports
+ *   Report), and once the webhook is back new Pods are patched;
  * - `helm test` passes: its Pod's dry-run Pod in a throw-away isolated namespace carries the mandate;
- * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated and its
- *   finalizers; afterwards instances delete at once and no generated object remains; installed
+ * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated (the
+ *   Reports included) and its finalizers; afterwards instances delete at once and no generated object remains; installed
  *   again with uninstall.keepGeneratedObjects=true, a hook that fails (its RBAC broken) fails
  *   `helm uninstall` visibly (its Job's log says why) and succeeds once fixed and run again; the
  *   generated objects stay and the finalizers go.
@@ -34,6 +35,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   imageArchives,
+  installOpenReportsCrds,
   parsePrometheusText,
   type RealNodeCluster,
   repoRoot,
@@ -154,6 +156,8 @@ describe('the chart over its life on a real node', () => {
     await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
     await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
     await ensureAgentCrd(cluster.cp.kc);
+    // The OpenReports CRDs, as a platform running Policy Reporter or Kyverno has them.
+    await installOpenReportsCrds(cluster.cp.kc);
   });
 
   afterAll(async () => {
@@ -379,6 +383,34 @@ describe('the chart over its life on a real node', () => {
     process.stderr.write(
       `[lifecycle] ${await kubectl(cluster, 'get', 'events', '-n', PLATFORM_NS, '--field-selector', 'reason=PodsNotIsolated')}\n`,
     );
+    // And the compliance Report of the tenant namespace lists each of them (OpenReports format).
+    const report = await waitFor(
+      `the Report of ${tenant} failing ${unpatched.length} Pods`,
+      async (observe) => {
+        const text = await kubectl(
+          cluster,
+          'get',
+          'reports.openreports.io',
+          'kubeplus-isolation',
+          '-n',
+          tenant,
+          '-o',
+          'json',
+        ).catch(() => '');
+        const r = text
+          ? (JSON.parse(text) as {
+              summary?: { fail?: number };
+              results?: Array<{ policy: string; result: string; resources?: Array<{ name: string }> }>;
+            })
+          : undefined;
+        observe(r?.summary);
+        return r?.summary?.fail === unpatched.length ? r : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(new Set(report.results?.map((r) => `${r.policy}/${r.result}`))).toEqual(new Set(['node-isolation/fail']));
+    expect(report.results?.flatMap((r) => r.resources?.map((x) => x.name) ?? []).sort()).toEqual([...unpatched].sort());
+    process.stderr.write(`[lifecycle] ${await kubectl(cluster, 'get', 'reports', '-A')}\n`);
   });
 
   test('helm test passes: the test Pod sees a dry-run Pod admitted with the mandate, and cleans up', async () => {
@@ -408,16 +440,17 @@ describe('the chart over its life on a real node', () => {
       await kubectl(
         cluster,
         'get',
-        'validatingadmissionpolicies,validatingadmissionpolicybindings',
+        'validatingadmissionpolicies,validatingadmissionpolicybindings,reports.openreports.io',
+        '--all-namespaces',
         '-l',
         selector,
         '-o',
         'json',
       ),
-    ) as { items: { kind: string; metadata: { name: string } }[] };
+    ) as { items: { kind: string; metadata: { name: string; namespace?: string } }[] };
     return [
       ...rcs.map((rc) => `RuntimeClass/${rc.metadata?.name}`),
-      ...vaps.items.map((o) => `${o.kind}/${o.metadata.name}`),
+      ...vaps.items.map((o) => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`),
     ].sort();
   };
   const agentFinalizers = async (name: string): Promise<string[]> =>

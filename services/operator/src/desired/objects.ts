@@ -24,10 +24,12 @@ export type ManagedKind =
   | 'ValidatingAdmissionPolicyBinding'
   | 'MutatingAdmissionPolicy'
   | 'MutatingAdmissionPolicyBinding'
-  | 'NodeIsolation';
+  | 'NodeIsolation'
+  /** The compliance Report (OpenReports); written by controllers/compliance, listed here for the uninstall. */
+  | 'Report';
 
 /** The kinds whose objects live in a namespace (the rest are cluster-scoped). */
-export const NAMESPACED_KINDS: ReadonlySet<ManagedKind> = new Set<ManagedKind>(['NodeIsolation']);
+export const NAMESPACED_KINDS: ReadonlySet<ManagedKind> = new Set<ManagedKind>(['NodeIsolation', 'Report']);
 
 export const NODE_ISOLATION_PARAMS_TYPE: ManagedType = {
   apiVersion: NODE_ISOLATION_PARAMS_API_VERSION,
@@ -105,6 +107,8 @@ const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
   MutatingAdmissionPolicy: 1,
   ValidatingAdmissionPolicyBinding: 2,
   MutatingAdmissionPolicyBinding: 2,
+  // Refers to nothing the operator writes; only ever deleted (uninstall).
+  Report: 0,
 };
 
 /** 0 RuntimeClass (and the NodeIsolation parameter), 1 policies, 2 bindings. */

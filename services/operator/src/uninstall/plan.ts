@@ -5,7 +5,7 @@
  *
  * - `all` (the default): every object the operator generated (labelled
  *   `app.kubernetes.io/managed-by: kubeplus-isolation`: RuntimeClasses, admission policies and
- *   bindings, NodeIsolation parameters) is deleted; every Namespace it isolated or created loses
+ *   bindings, NodeIsolation parameters, compliance Reports) is deleted; every Namespace it isolated or created loses
  *   the isolation and ownership keys (the Namespace stays: its workloads are the tenant's;
  *   `desired/node-isolation.ts` uninstallPatch); then
  * - in both modes, the operator's finalizer leaves every instance, so instances delete normally

@@ -6,7 +6,8 @@
  *    leader-election namespace) to zero and wait until none of its Pods is left, so no leader
  *    puts back what the next steps remove.
  * 2. Read the inventory fresh from the API server: instances of every watched Kind (the same
- *    selection as the running operator), the generated objects of every served kind, Namespaces.
+ *    selection as the running operator), the generated objects of every served kind (compliance
+ *    Reports included, when the OpenReports API is served), Namespaces.
  * 3. Make the plan's writes. A write refused with 409 (the object changed since it was read) or
  *    gone (404) is not an error: the inventory is read again and planned again, up to 5 rounds.
  *
@@ -26,6 +27,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
+import { REPORT_API_VERSION, REPORT_GROUP } from '../controllers/compliance/openreport.js';
 import { splitApiVersion } from '../desired/instance.js';
 import { namespaceMetaOf } from '../desired/node-isolation.js';
 import {
@@ -114,7 +116,15 @@ async function stopOperator(kc: KubeConfig, namespace: string, name: string, tim
   log.info('the operator is stopped', { namespace, deployment: name });
 }
 
-async function readInventory(kc: KubeConfig, config: Config, port: KubeClusterPort): Promise<UninstallInventory> {
+const REPORT_KIND = 'Report';
+const REPORT_TYPE: ManagedType = { apiVersion: REPORT_API_VERSION, kind: REPORT_KIND };
+
+async function readInventory(
+  kc: KubeConfig,
+  config: Config,
+  port: KubeClusterPort,
+  log: Logger,
+): Promise<UninstallInventory> {
   const crds = await paged((token) =>
     kc.makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition({ limit: PAGE, _continue: token }),
   );
@@ -165,6 +175,18 @@ async function readInventory(kc: KubeConfig, config: Config, port: KubeClusterPo
   for (const type of types) {
     objects.push(...(await port.listObjects(type, `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)));
   }
+  // The compliance Reports, when the OpenReports API is served. The operator may list them only
+  // while reports are on (chart operator.reports.enabled); otherwise there are none of its own.
+  if ((await port.resolveKind(REPORT_GROUP, REPORT_KIND)) !== undefined) {
+    try {
+      objects.push(...(await port.listObjects(REPORT_TYPE, `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)));
+    } catch (err) {
+      if (httpStatusOf(err) !== 403) throw err;
+      log.warn(
+        `not allowed to list ${REPORT_API_VERSION} Reports (reports were turned off): any left from before stay; delete them with kubectl delete reports -A -l ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
+      );
+    }
+  }
 
   const namespaces = (
     await paged((token) => kc.makeApiClient(CoreV1Api).listNamespace({ limit: PAGE, _continue: token }))
@@ -207,7 +229,7 @@ export async function runUninstall(
   };
   for (let round = 1; round <= ROUNDS; round++) {
     summary.rounds = round;
-    const actions = planUninstall(await readInventory(kc, config, port), options.mode);
+    const actions = planUninstall(await readInventory(kc, config, port, log), options.mode);
     if (actions.length === 0) return summary;
     let retry = false;
     for (const action of actions) {

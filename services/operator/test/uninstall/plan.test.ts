@@ -122,6 +122,38 @@ describe('planUninstall', () => {
     });
   });
 
+  it("all: deletes the compliance Reports it wrote (by their label), not other tools' Reports", () => {
+    const ours: ManagedObject = {
+      apiVersion: 'openreports.io/v1alpha1',
+      kind: 'Report',
+      metadata: {
+        name: 'kubeplus-isolation',
+        namespace: 'team-a',
+        uid: 'r1',
+        labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' },
+      },
+    };
+    const kyverno: ManagedObject = {
+      apiVersion: 'openreports.io/v1alpha1',
+      kind: 'Report',
+      metadata: {
+        name: 'kyverno',
+        namespace: 'team-a',
+        uid: 'r2',
+        labels: { 'app.kubernetes.io/managed-by': 'kyverno' },
+      },
+    };
+    const actions = planUninstall({ instances: [], objects: [ours, kyverno], namespaces: [] }, 'all');
+    expect(actions).toEqual([
+      {
+        type: 'deleteObject',
+        ref: { apiVersion: 'openreports.io/v1alpha1', kind: 'Report', namespace: 'team-a', name: 'kubeplus-isolation' },
+        uid: 'r1',
+      },
+    ]);
+    expect(planUninstall({ instances: [], objects: [ours], namespaces: [] }, 'finalizers')).toEqual([]);
+  });
+
   it('finalizers: keeps every generated object and namespace key on purpose', () => {
     expect(planUninstall(inventory, 'finalizers')).toEqual([
       { type: 'removeFinalizer', key: key('team-a'), finalizers: ['other.io/keep'], resourceVersion: '11' },
