@@ -1,38 +1,62 @@
 /**
- * The Helm chart installed as a user installs it, on the harness's real node: the images `make
- * images` built without a container engine are imported into the node's containerd, and
- * `helm install` with the chart's defaults (plus the instance Kind the operator may act on) runs
- * the webhook and the operator as Pods.
+ * The Helm chart installed as a user installs it, on the harness's real node: the chart archive
+ * `make package` produces (deploy/package.sh, image references filled in) and the images `make
+ * images` built without a container engine, imported into the node's containerd; `helm install`
+ * of the archive with the instance Kind the operator may act on, both NetworkPolicies on and a
+ * PriorityClass for the webhook (the production guidance of the chart README), runs the webhook
+ * and the operator as Pods.
  *
  * - webhook (2 replicas) and operator (2 replicas) Pods are Ready on the node;
  * - the operator reaches the API server from its Pod with its ServiceAccount: a leader holds the
  *   Lease and an annotated instance's tenant namespace gets the label and resolved annotation;
  * - the API server calls the webhook through its Service with the chart's TLS: a tenant
  *   Deployment's Pods carry the mandate, the webhook Pods count the patches, and the Pods are
- *   Running on the pool node (labeled and tainted for the tenant, as seed 1 step 4 shows).
+ *   Running on the pool node (labeled and tainted for the tenant, as seed 1 step 4 shows);
+ * - the archive carries the maintainers, sources and image references; its NetworkPolicies are
+ *   admitted and select exactly the release's Pods, and the webhook Pods run at the priority of
+ *   their PriorityClass. The node's CNI (bridge) does not enforce NetworkPolicies: what is proven
+ *   here is that the policies the chart renders are valid and aimed at the right Pods and peers
+ *   (the API server's address and port), and that the services work with them in place.
  */
 
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   imageArchives,
   parsePrometheusText,
   type RealNodeCluster,
+  repoRoot,
   startRealNodeCluster,
   sumMetric,
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
-import { installChart, kubectl, PLATFORM_NS, poolMandate, probeImage, RELEASE_NS } from './support/real-node.js';
+import {
+  helm,
+  INSTANCE_GROUP_VALUES,
+  kubectl,
+  PLATFORM_NS,
+  poolMandate,
+  probeImage,
+  RELEASE_NS,
+} from './support/real-node.js';
 
+const run = promisify(execFile);
 const RELEASE = 'kpi';
+const PRIORITY_CLASS = 'kubeplus-isolation-webhook';
+const PRIORITY = 1_000_000;
 const INSTANCE = 'team-a';
 const POOL = 'team-a-pool';
 const MANDATE = poolMandate(POOL);
 
 describe('the chart on a real node', () => {
   let cluster: RealNodeCluster;
+  let archive: string;
+  let apiServerCidr: string;
+  let apiServerPort: number;
 
   beforeAll(async () => {
     cluster = await startRealNodeCluster({
@@ -44,7 +68,50 @@ describe('the chart on a real node', () => {
     await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
     await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
     await ensureAgentCrd(cluster.cp.kc);
-    await installChart(cluster, RELEASE);
+    await kubectl(
+      cluster,
+      'create',
+      'priorityclass',
+      PRIORITY_CLASS,
+      `--value=${PRIORITY}`,
+      '--description=node isolation admission: evict other Pods before these',
+    );
+    const packaged = await run(join(repoRoot(), 'deploy', 'package.sh'), {
+      env: {
+        ...process.env,
+        PACKAGE_CHART_ONLY: '1',
+        PACKAGE_OUT_DIR: join(cluster.cp.dir, 'package'),
+        HELM: join(cluster.cp.state.assetsDir, 'helm'),
+      },
+    });
+    archive = packaged.stdout.trim().split('\n').at(-1) ?? '';
+    const apiServer = new URL(cluster.cp.kc.getCurrentCluster()?.server ?? '');
+    apiServerCidr = `${cluster.layout.network.hostIp}/32`;
+    apiServerPort = Number(apiServer.port || 443);
+    const networkPolicy = (component: string): string[] => [
+      '--set',
+      `${component}.networkPolicy.enabled=true`,
+      '--set',
+      `${component}.networkPolicy.apiServerCIDRs[0]=${apiServerCidr}`,
+      '--set-json',
+      `${component}.networkPolicy.apiServerPorts=[443,${apiServerPort}]`,
+    ];
+    await helm(
+      cluster,
+      'install',
+      RELEASE,
+      archive,
+      '--namespace',
+      RELEASE_NS,
+      ...INSTANCE_GROUP_VALUES,
+      ...networkPolicy('webhook'),
+      ...networkPolicy('operator'),
+      '--set',
+      `webhook.priorityClassName=${PRIORITY_CLASS}`,
+      '--wait',
+      '--timeout',
+      '180s',
+    );
   });
 
   afterAll(async () => {
@@ -164,5 +231,70 @@ describe('the chart on a real node', () => {
     }
     expect(patched).toBeGreaterThanOrEqual(3);
     process.stderr.write(`[real-node] ${await kubectl(cluster, 'get', 'pods', '-n', INSTANCE, '-o', 'wide')}\n`);
+  });
+  test('the packaged chart: its metadata, NetworkPolicies aimed at its own Pods, the webhook at its PriorityClass', async () => {
+    const chart = await helm(cluster, 'show', 'chart', archive);
+    expect(chart).toMatch(/^maintainers:/m);
+    expect(chart).toMatch(/^sources:/m);
+
+    const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    const pods = (await core.listNamespacedPod({ namespace: RELEASE_NS })).items;
+    const policies = JSON.parse(await kubectl(cluster, 'get', 'networkpolicies', '-n', RELEASE_NS, '-o', 'json')) as {
+      items: Array<{
+        metadata: { name: string };
+        spec: {
+          podSelector: { matchLabels?: Record<string, string> };
+          policyTypes?: string[];
+          ingress?: Array<{ from?: Array<{ ipBlock?: { cidr: string } }>; ports?: Array<{ port: number | string }> }>;
+          egress?: Array<{ to?: Array<{ ipBlock?: { cidr: string } }>; ports?: Array<{ port: number | string }> }>;
+        };
+      }>;
+    };
+    const selects = (selector: Record<string, string>, pod: V1Pod): boolean =>
+      Object.entries(selector).every(([k, v]) => pod.metadata?.labels?.[k] === v);
+    const byComponent = new Map<string, (typeof policies.items)[number]>();
+    for (const policy of policies.items) {
+      const selected = pods.filter((p) => selects(policy.spec.podSelector.matchLabels ?? {}, p));
+      const components = new Set(selected.map((p) => p.metadata?.labels?.['app.kubernetes.io/component']));
+      expect({ policy: policy.metadata.name, selected: selected.length, components: [...components] }).toEqual({
+        policy: policy.metadata.name,
+        selected: 2,
+        components: [expect.any(String)],
+      });
+      byComponent.set([...components][0] ?? '', policy);
+    }
+    expect([...byComponent.keys()].sort()).toEqual(['operator', 'webhook']);
+    for (const policy of byComponent.values()) {
+      expect(policy.spec.policyTypes?.sort()).toEqual(['Egress', 'Ingress']);
+      // Egress: the API server only, at its address and the port it listens on.
+      const egress = policy.spec.egress ?? [];
+      expect(egress.flatMap((r) => r.to ?? []).map((t) => t.ipBlock?.cidr)).toContain(apiServerCidr);
+      expect(egress.flatMap((r) => r.ports ?? []).map((p) => Number(p.port))).toContain(apiServerPort);
+    }
+    // The webhook's admission port (named in the policy, as in the Pod) is open to the API server's address only.
+    const webhookPod = pods.find((p) => p.metadata?.labels?.['app.kubernetes.io/component'] === 'webhook');
+    const portNumber = (port: number | string): number =>
+      typeof port === 'number'
+        ? port
+        : (webhookPod?.spec?.containers.flatMap((c) => c.ports ?? []).find((p) => p.name === port)?.containerPort ??
+          -1);
+    const webhookIngress = byComponent.get('webhook')?.spec.ingress ?? [];
+    const admission = webhookIngress.filter((r) => (r.ports ?? []).some((p) => portNumber(p.port) === 8443));
+    expect(admission).toHaveLength(1);
+    expect(admission.flatMap((r) => r.from ?? []).map((f) => f.ipBlock?.cidr)).toEqual([apiServerCidr]);
+
+    for (const pod of pods) {
+      const component = pod.metadata?.labels?.['app.kubernetes.io/component'];
+      // The archive's image references (package.sh fills them in) are the images make images built.
+      expect(pod.spec?.containers[0]?.image).toBe(probeImage().replace('-webhook:', `-${component}:`));
+      expect({ component, priority: pod.spec?.priority ?? 0, priorityClassName: pod.spec?.priorityClassName }).toEqual(
+        component === 'webhook'
+          ? { component, priority: PRIORITY, priorityClassName: PRIORITY_CLASS }
+          : { component, priority: 0, priorityClassName: undefined },
+      );
+    }
+    process.stderr.write(
+      `[real-node] ${await kubectl(cluster, 'get', 'networkpolicies', '-n', RELEASE_NS, '-o', 'wide')}\n`,
+    );
   });
 });
