@@ -172,7 +172,9 @@ describe('KubeLeaseLock', () => {
     const lock = new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), 'kube-system', 'op');
     const controller = new AbortController();
     const pending = lock.get(controller.signal);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // In flight: the server has the request (a fixed sleep let a slow run abort it before it was
+    // sent, and the request then reached the server during the next test).
+    while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     controller.abort();
     await expect(pending).rejects.toBeDefined();
   });
