@@ -2,7 +2,7 @@
  * Compliance reports in the OpenReports format, on the real control plane: the operator runs as
  * the chart's ServiceAccount under the chart's RBAC (reports.enabled, the default), through a
  * recording proxy, with the OpenReports CRDs of the pinned Go module
- * (e2e/components/openreports, fetched by e2e/scripts/openreports-crds.sh):
+ * (e2e/components/openreports, fetched by e2e/scripts/module-crds.sh):
  *
  * - without the Report API it says so once (a Warning Event on its own Pod, the gauge at 0) and
  *   isolation and the audit go on; the CRD installed later is picked up without a restart;

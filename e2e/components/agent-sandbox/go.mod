@@ -1,6 +1,6 @@
 // Pins the Agent Sandbox release: its CRDs and manifests (k8s/ in the module), read by the tests,
 // and its controller, built by e2e/scripts/build-components.sh (agent-sandbox-controller).
-// Fetched by e2e/scripts/agent-sandbox-crds.sh; see ../README.md.
+// Fetched by e2e/scripts/module-crds.sh agent-sandbox; see ../README.md.
 module kubeplus-isolation/e2e/components/agent-sandbox
 
 go 1.26.0

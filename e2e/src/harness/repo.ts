@@ -16,34 +16,29 @@ export function repoRoot(): string {
 }
 
 /**
- * The Agent Sandbox CRDs: `k8s/crds/` of the Go module pinned in e2e/components/agent-sandbox
- * (fetched into the Go module cache by e2e/scripts/agent-sandbox-crds.sh), or
- * KUBEPLUS_SANDBOX_CRDS_DIR. Nothing outside the repository's own build inputs is read.
+ * The upstream CRDs of a pinned Go module (e2e/components/<component>), fetched into the Go
+ * module cache by e2e/scripts/module-crds.sh, or the directory `envVar` names. Once per process.
+ * Nothing outside the repository's own build inputs is read.
  */
-export function sandboxCrdsDir(): string {
-  const fromEnv = process.env.KUBEPLUS_SANDBOX_CRDS_DIR;
+function moduleCrdsDir(component: 'agent-sandbox' | 'openreports', envVar: string): string {
+  const fromEnv = process.env[envVar];
   if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
-  const script = join(repoRoot(), 'e2e', 'scripts', 'agent-sandbox-crds.sh');
-  const out = execFileSync(script, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const script = join(repoRoot(), 'e2e', 'scripts', 'module-crds.sh');
+  const out = execFileSync(script, [component], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const dir = out.trim().split('\n').at(-1);
-  if (!dir) throw new Error(`${script} printed no directory`);
-  process.env.KUBEPLUS_SANDBOX_CRDS_DIR = dir; // once per process
+  if (!dir) throw new Error(`${script} ${component} printed no directory`);
+  process.env[envVar] = dir;
   return dir;
 }
 
-/**
- * Directory of the OpenReports CRDs (config/crd of github.com/openreports/reports-api, pinned in
- * e2e/components/openreports): KUBEPLUS_OPENREPORTS_CRDS_DIR, else e2e/scripts/openreports-crds.sh.
- */
+/** The Agent Sandbox CRDs: `k8s/crds/` of sigs.k8s.io/agent-sandbox, or KUBEPLUS_SANDBOX_CRDS_DIR. */
+export function sandboxCrdsDir(): string {
+  return moduleCrdsDir('agent-sandbox', 'KUBEPLUS_SANDBOX_CRDS_DIR');
+}
+
+/** The OpenReports CRDs: `config/crd/` of github.com/openreports/reports-api, or KUBEPLUS_OPENREPORTS_CRDS_DIR. */
 export function openReportsCrdsDir(): string {
-  const fromEnv = process.env.KUBEPLUS_OPENREPORTS_CRDS_DIR;
-  if (fromEnv !== undefined && fromEnv !== '') return resolve(fromEnv);
-  const script = join(repoRoot(), 'e2e', 'scripts', 'openreports-crds.sh');
-  const out = execFileSync(script, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  const dir = out.trim().split('\n').at(-1);
-  if (!dir) throw new Error(`${script} printed no directory`);
-  process.env.KUBEPLUS_OPENREPORTS_CRDS_DIR = dir; // once per process
-  return dir;
+  return moduleCrdsDir('openreports', 'KUBEPLUS_OPENREPORTS_CRDS_DIR');
 }
 
 /** The webhooks[] entry shared with the Helm chart (single source of truth). */

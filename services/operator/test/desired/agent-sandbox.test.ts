@@ -8,13 +8,13 @@ import { RUNTIME_CLASS_PATH, RUNTIME_CLASS_POINTER, SANDBOX_RESOURCES } from '..
 
 /**
  * The Agent Sandbox CRDs of the release the project pins: `k8s/crds/` of the Go module in
- * e2e/components/agent-sandbox, which e2e/scripts/agent-sandbox-crds.sh fetches into the Go module
+ * e2e/components/agent-sandbox, which e2e/scripts/module-crds.sh fetches into the Go module
  * cache (or KUBEPLUS_SANDBOX_CRDS_DIR).
  */
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 const fixtures =
   process.env.KUBEPLUS_SANDBOX_CRDS_DIR ||
-  (execFileSync(resolve(repoRoot, 'e2e/scripts/agent-sandbox-crds.sh'), { encoding: 'utf8' })
+  (execFileSync(resolve(repoRoot, 'e2e/scripts/module-crds.sh'), ['agent-sandbox'], { encoding: 'utf8' })
     .trim()
     .split('\n')
     .at(-1) ??
