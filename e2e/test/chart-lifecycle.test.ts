@@ -52,15 +52,20 @@ import {
   RbacAuthorizationV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION, SANDBOX_ISOLATION } from './support/operator.js';
+import { createAgent, ENABLED_LABEL, NODE_ISOLATION, SANDBOX_ISOLATION } from './support/operator.js';
 import {
+  admitDryRunWhile,
   CHART,
+  carriesPoolMandate,
   helm,
   INSTANCE_GROUP_VALUES,
+  isolateTenant,
   kubectl,
   PLATFORM_NS,
   poolMandate,
+  prepareChartNode,
   RELEASE_NS,
+  tenantPod,
 } from './support/real-node.js';
 
 const run = promisify(execFile);
@@ -78,22 +83,9 @@ const VALUES = [
   'operator.extraArgs[0]=--audit-interval=5s',
 ];
 
-const carriesMandate = (pod: V1Pod): boolean =>
-  pod.spec?.nodeSelector?.pool === POOL &&
-  (pod.spec?.tolerations ?? []).filter((t) => t.key === 'dedicated' && t.value === POOL).length === 1;
+const carriesMandate = (pod: V1Pod): boolean => carriesPoolMandate(POOL, pod);
 
-/**
- * A Pod for the tenant namespace. `parked`: a nodeSelector no node matches besides whatever the
- * webhook merges, so stored Pods stay Pending instead of running by the dozen on a 2-core node.
- */
-const podBody = (name: string, parked = false): V1Pod => ({
-  metadata: { name },
-  spec: {
-    containers: [{ name: 'main', image: 'kubeplus-isolation.local/pause:1', imagePullPolicy: 'Never' }],
-    terminationGracePeriodSeconds: 0,
-    ...(parked ? { nodeSelector: { 'kubeplus-isolation.e2e/parked': 'true' } } : {}),
-  },
-});
+const podBody = (name: string, parked = false): V1Pod => tenantPod(name, { parked });
 
 describe('the chart over its life on a real node', () => {
   let cluster: RealNodeCluster;
@@ -104,21 +96,7 @@ describe('the chart over its life on a real node', () => {
 
   const helmNs = (...args: string[]): Promise<string> => helm(cluster, '--namespace', RELEASE_NS, ...args);
 
-  /**
-   * Server-side dry-run Pod CREATEs in the tenant namespace, one after another, until `done()`:
-   * the admission chain runs in full for each. Returns how many were admitted and those without
-   * the mandate.
-   */
-  const admitWhile = async (done: () => boolean): Promise<{ admitted: number; unpatched: string[] }> => {
-    let admitted = 0;
-    const unpatched: string[] = [];
-    for (let i = 0; !done(); i++) {
-      const pod = await core.createNamespacedPod({ namespace: tenant, body: podBody(`load-${i}`), dryRun: 'All' });
-      admitted++;
-      if (!carriesMandate(pod)) unpatched.push(`load-${i}`);
-    }
-    return { admitted, unpatched };
-  };
+  const admitWhile = (done: () => boolean) => admitDryRunWhile(cluster.cp.kc, tenant, POOL, done);
 
   const podsOf = async (component: 'webhook' | 'operator'): Promise<V1Pod[]> =>
     (await core.listNamespacedPod({ namespace: RELEASE_NS, labelSelector: `app.kubernetes.io/name=${component}` }))
@@ -151,11 +129,7 @@ describe('the chart over its life on a real node', () => {
     });
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     apps = cluster.cp.kc.makeApiClient(AppsV1Api);
-    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
-    await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
-    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
-    await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
-    await ensureAgentCrd(cluster.cp.kc);
+    await prepareChartNode(cluster, { pool: POOL });
     // The OpenReports CRDs, as a platform running Policy Reporter or Kyverno has them.
     await installOpenReportsCrds(cluster.cp.kc);
   });
@@ -175,21 +149,7 @@ describe('the chart over its life on a real node', () => {
       '--timeout',
       '180s',
     );
-    await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
-    await waitFor(
-      `namespace ${tenant} isolated`,
-      async () =>
-        (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
-          'true' || undefined,
-      { timeoutMs: 60_000 },
-    );
-    await waitFor(
-      'ServiceAccount default in the tenant namespace',
-      () => core.readNamespacedServiceAccount({ name: 'default', namespace: tenant }),
-      {
-        timeoutMs: 30_000,
-      },
-    );
+    await isolateTenant(cluster, tenant, MANDATE);
     // The previous chart generated the certificate with Helm; this one's default has the operator
     // keep it, seeded from the Helm-generated Secret so the CA and caBundle do not change.
     const admission = cluster.cp.kc.makeApiClient(AdmissionregistrationV1Api);

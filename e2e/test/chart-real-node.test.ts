@@ -33,13 +33,14 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
+import { createAgent, ENABLED_LABEL, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
 import {
   helm,
   INSTANCE_GROUP_VALUES,
   kubectl,
   PLATFORM_NS,
   poolMandate,
+  prepareChartNode,
   probeImage,
   RELEASE_NS,
 } from './support/real-node.js';
@@ -63,11 +64,8 @@ describe('the chart on a real node', () => {
       images: imageArchives(),
       log: (m) => process.stderr.write(`[real-node] ${m}\n`),
     });
-    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
-    // The namespace a user would give the chart: it runs under the restricted Pod Security Standard.
-    await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
-    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
-    await ensureAgentCrd(cluster.cp.kc);
+    // The namespace a user would give the chart runs under the restricted Pod Security Standard.
+    await prepareChartNode(cluster);
     await kubectl(
       cluster,
       'create',

@@ -24,18 +24,22 @@ import {
   sumMetric,
   waitFor,
 } from '@kubeplus-isolation/e2e';
-import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, loadAllYaml, type V1Pod } from '@kubernetes/client-node';
-import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION } from './support/operator.js';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
 import {
+  admitDryRunWhile,
   CHART,
+  carriesPoolMandate,
   helm,
   INSTANCE_GROUP_VALUES,
   installChart,
+  isolateTenant,
   kubectl,
   kubectlWithInput,
   PLATFORM_NS,
   poolMandate,
+  prepareChartNode,
   RELEASE_NS,
+  tenantPod,
 } from './support/real-node.js';
 
 const POOL = 'team-a-pool';
@@ -50,18 +54,6 @@ const SHORT_LIFETIMES = [
   '--set',
   'operator.webhookCertificates.propagationDelay=12s',
 ];
-
-const carriesMandate = (pod: V1Pod): boolean =>
-  pod.spec?.nodeSelector?.pool === POOL &&
-  (pod.spec?.tolerations ?? []).filter((t) => t.key === 'dedicated' && t.value === POOL).length === 1;
-
-const podBody = (name: string): V1Pod => ({
-  metadata: { name },
-  spec: {
-    containers: [{ name: 'main', image: 'kubeplus-isolation.local/pause:1', imagePullPolicy: 'Never' }],
-    terminationGracePeriodSeconds: 0,
-  },
-});
 
 interface SecretView {
   cas: string[];
@@ -114,43 +106,21 @@ describe('webhook certificates kept by the operator, on a real node', () => {
   let core: CoreV1Api;
   const tenant = 'team-a';
 
-  /** Back-to-back server-side dry-run Pod CREATEs in the tenant namespace until `done()`. */
-  const admitWhile = async (done: () => boolean): Promise<{ admitted: number; unpatched: string[] }> => {
-    let admitted = 0;
-    const unpatched: string[] = [];
-    for (let i = 0; !done(); i++) {
-      const pod = await core.createNamespacedPod({ namespace: tenant, body: podBody(`load-${i}`), dryRun: 'All' });
-      admitted++;
-      if (!carriesMandate(pod)) unpatched.push(`load-${i}`);
-    }
-    return { admitted, unpatched };
-  };
+  const admitWhile = (done: () => boolean) => admitDryRunWhile(cluster.cp.kc, tenant, POOL, done);
 
   const failOpens = async (): Promise<number> =>
     sumMetric(await scrapeApiServerMetrics(cluster.cp.kc), 'apiserver_admission_webhook_fail_open_count', {
       name: ENTRY,
     });
 
-  const isolateTenant = async (): Promise<void> => {
-    await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
-    await waitFor(
-      `namespace ${tenant} isolated`,
-      async () =>
-        (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
-          'true' || undefined,
-      { timeoutMs: 60_000 },
-    );
-    await waitFor(
-      'ServiceAccount default in the tenant namespace',
-      () => core.readNamespacedServiceAccount({ name: 'default', namespace: tenant }),
-      { timeoutMs: 30_000 },
-    );
+  const isolateTenantAndWait = async (): Promise<void> => {
+    await isolateTenant(cluster, tenant, MANDATE);
     // The first Pod patched: the webhook is registered with a trusted caBundle and serving.
     await waitFor(
       'a tenant Pod patched by the webhook',
       async () => {
-        const pod = await core.createNamespacedPod({ namespace: tenant, body: podBody('first'), dryRun: 'All' });
-        return carriesMandate(pod) || undefined;
+        const pod = await core.createNamespacedPod({ namespace: tenant, body: tenantPod('first'), dryRun: 'All' });
+        return carriesPoolMandate(POOL, pod) || undefined;
       },
       { timeoutMs: 60_000 },
     );
@@ -162,11 +132,7 @@ describe('webhook certificates kept by the operator, on a real node', () => {
       log: (m) => process.stderr.write(`[real-node] ${m}\n`),
     });
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
-    await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
-    await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
-    await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
-    await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${POOL}`);
-    await ensureAgentCrd(cluster.cp.kc);
+    await prepareChartNode(cluster, { pool: POOL });
   });
 
   afterAll(async () => {
@@ -177,7 +143,7 @@ describe('webhook certificates kept by the operator, on a real node', () => {
     const release = 'kpc';
     const secretName = `${release}-webhook-certs`;
     await installChart(cluster, release, ...SHORT_LIFETIMES);
-    await isolateTenant();
+    await isolateTenantAndWait();
     const readView = async (): Promise<SecretView> =>
       viewOf((await core.readNamespacedSecret({ name: secretName, namespace: RELEASE_NS })).data);
     const first = await readView();
@@ -300,7 +266,7 @@ describe('webhook certificates kept by the operator, on a real node', () => {
         { timeoutMs: 180_000 },
       );
     }
-    await isolateTenant();
+    await isolateTenantAndWait();
     const secretBefore = (await core.readNamespacedSecret({ name: `${release}-webhook-certs`, namespace: RELEASE_NS }))
       .data;
 

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { FatalWaitError, projectImage, type RealNodeCluster, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type KubectlResult, kubectl as runKubectl } from '../../src/demo/kubectl.js';
+import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION } from './operator.js';
 
 const run = promisify(execFile);
 
@@ -135,4 +136,84 @@ export async function runProbe(
   );
   const log = await core.readNamespacedPodLog({ namespace, name });
   return { phase: done.status?.phase ?? '', log: String(log), pod: done };
+}
+
+/**
+ * What every chart suite on the real node starts from: the release namespace (restricted Pod
+ * Security, as a user would give the chart), KubePlus's platform namespace, the Agent Kind, and,
+ * with `pool`, the node labelled for that pool.
+ */
+export async function prepareChartNode(cluster: RealNodeCluster, opts: { pool?: string } = {}): Promise<void> {
+  await kubectl(cluster, 'create', 'namespace', RELEASE_NS);
+  await kubectl(cluster, 'label', 'namespace', RELEASE_NS, 'pod-security.kubernetes.io/enforce=restricted');
+  await kubectl(cluster, 'create', 'namespace', PLATFORM_NS);
+  if (opts.pool !== undefined) await kubectl(cluster, 'label', 'node', cluster.nodeName, `pool=${opts.pool}`);
+  await ensureAgentCrd(cluster.cp.kc);
+}
+
+/** The pool's mandate is on `pod`: its nodeSelector, and its toleration exactly once. */
+export function carriesPoolMandate(pool: string, pod: V1Pod): boolean {
+  return (
+    pod.spec?.nodeSelector?.pool === pool &&
+    (pod.spec?.tolerations ?? []).filter((t) => t.key === 'dedicated' && t.value === pool).length === 1
+  );
+}
+
+/**
+ * A tenant Pod of the imported pause image. `parked`: a nodeSelector no node matches besides
+ * whatever the webhook merges, so stored Pods stay Pending instead of running by the dozen on a
+ * 2-core node.
+ */
+export function tenantPod(name: string, opts: { parked?: boolean } = {}): V1Pod {
+  return {
+    metadata: { name },
+    spec: {
+      containers: [{ name: 'main', image: 'kubeplus-isolation.local/pause:1', imagePullPolicy: 'Never' }],
+      terminationGracePeriodSeconds: 0,
+      ...(opts.parked ? { nodeSelector: { 'kubeplus-isolation.e2e/parked': 'true' } } : {}),
+    },
+  };
+}
+
+/**
+ * Server-side dry-run Pod CREATEs in `namespace`, back to back, until `done()`: the admission
+ * chain runs in full for each, nothing is stored. How many were admitted, and those without the
+ * pool's mandate.
+ */
+export async function admitDryRunWhile(
+  kc: KubeConfig,
+  namespace: string,
+  pool: string,
+  done: () => boolean,
+): Promise<{ admitted: number; unpatched: string[] }> {
+  const core = kc.makeApiClient(CoreV1Api);
+  let admitted = 0;
+  const unpatched: string[] = [];
+  for (let i = 0; !done(); i++) {
+    const pod = await core.createNamespacedPod({ namespace, body: tenantPod(`load-${i}`), dryRun: 'All' });
+    admitted++;
+    if (!carriesPoolMandate(pool, pod)) unpatched.push(`load-${i}`);
+  }
+  return { admitted, unpatched };
+}
+
+/**
+ * An Agent in the platform namespace asking for `mandate`: waits until the operator has labelled
+ * its tenant namespace and the namespace's default ServiceAccount exists (Pods can be created).
+ */
+export async function isolateTenant(cluster: RealNodeCluster, tenant: string, mandate: unknown): Promise<void> {
+  const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+  await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION]: JSON.stringify(mandate) });
+  await waitFor(
+    `namespace ${tenant} isolated`,
+    async () =>
+      (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
+        'true' || undefined,
+    { timeoutMs: 60_000 },
+  );
+  await waitFor(
+    'ServiceAccount default in the tenant namespace',
+    () => core.readNamespacedServiceAccount({ name: 'default', namespace: tenant }),
+    { timeoutMs: 30_000 },
+  );
 }
