@@ -100,6 +100,8 @@ export class DemoEnvironment {
       args: [
         `--kubeconfig=${cp.kubeconfigPath}`,
         '--leader-elect=false',
+        // The fail-open audit, which also writes the compliance Reports, every 5 s (default 5m), for step 11.
+        '--audit-interval=5s',
         `--metrics-port=${port}`,
         '--bind-address=127.0.0.1',
       ],
@@ -125,6 +127,9 @@ export class DemoEnvironment {
       // Every admission in the webhook's log, for step 6.
       '--set',
       'webhook.logLevel=debug',
+      // The fail-open audit, which also writes the compliance Reports, every 5 s (default 5m), for step 11.
+      '--set',
+      'operator.extraArgs[0]=--audit-interval=5s',
       // The system Pods on the one node that runs Pods (node-b and node-c are fake).
       '--set',
       `webhook.nodeSelector.kubernetes\\.io/hostname=${REAL_NODE}`,

@@ -8,7 +8,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { installAgentSandbox } from '../harness/agent-sandbox.js';
-import { installSandboxCrds } from '../harness/crds.js';
+import { installOpenReportsCrds, installSandboxCrds } from '../harness/crds.js';
 import { scrapeApiServerMetrics, sumMetric } from '../harness/metrics.js';
 import { isApiStatus } from '../harness/node-api.js';
 import { waitFor } from '../harness/wait.js';
@@ -339,6 +339,9 @@ export class Scenario {
                 `Agent Sandbox CRDs installed unmodified except their conversion webhook (no Agent Sandbox controller runs here): ${crds.join(', ')}`,
               );
             }
+            // The compliance reports' API, as a platform running Policy Reporter or Kyverno has it.
+            const reportCrds = await installOpenReportsCrds(this.kc);
+            r.note(`OpenReports CRDs (github.com/openreports/reports-api, pinned module): ${reportCrds.join(', ')}`);
             const agent = await this.apply('agent-crd.yaml', AGENT_CRD);
             const established = await this.sh([
               'wait',
@@ -932,6 +935,40 @@ export class Scenario {
           denied.stderr.trim() || `exit ${denied.code}`,
           denied.code !== 0 && /denied/i.test(denied.stderr),
         );
+        // Not retroactive, but visible: the namespace's compliance Report (OpenReports) fails the
+        // Sandboxes admitted before the tightening (the operator's audit, every 5 s in the demo).
+        // legacy-tool (runc); notebook names the instance's own class, which now has handler kata.
+        const weak = existing
+          .filter((s) => s.spec.podTemplate.spec.runtimeClassName === 'runc')
+          .map((s) => s.metadata.name)
+          .sort();
+        await this.eventually(
+          `the compliance Report of ${TEAM_B_NAMESPACE} fails the Sandbox still on runc (weaker than kata)`,
+          `sandbox-isolation fail: ${weak.join(', ')}`,
+          async (observe) => {
+            const res = await this.env.kubectl([
+              'get',
+              'reports.openreports.io',
+              'kubeplus-isolation',
+              '-n',
+              TEAM_B_NAMESPACE,
+              '-o',
+              'json',
+            ]);
+            if (res.code !== 0) return false;
+            const report = JSON.parse(res.stdout) as {
+              results?: Array<{ policy: string; result: string; resources?: Array<{ name: string }> }>;
+            };
+            const failing = (report.results ?? [])
+              .filter((x) => x.policy === 'sandbox-isolation' && x.result === 'fail')
+              .flatMap((x) => x.resources?.map((o) => o.name) ?? [])
+              .sort();
+            observe(failing);
+            return json(failing) === json(weak) && failing;
+          },
+          (failing) => `sandbox-isolation fail: ${failing.join(', ')}`,
+        );
+        await this.sh(['get', 'reports', '-n', TEAM_B_NAMESPACE]);
       },
     );
 
