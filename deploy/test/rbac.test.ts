@@ -75,7 +75,7 @@ describe('RBAC', () => {
               apiGroups: [''],
               resources: ['secrets'],
               resourceNames: [`${RELEASE}-webhook-certs`],
-              verbs: ['get', 'update', 'patch'],
+              verbs: ['get', 'patch'],
             },
           });
         }
@@ -173,7 +173,7 @@ describe('RBAC', () => {
         apiGroups: [''],
         resources: ['secrets'],
         resourceNames: [`${RELEASE}-webhook-certs`],
-        verbs: ['get', 'update', 'patch'],
+        verbs: ['get', 'patch'],
       },
     ]);
     const clusterRole = one(objects, 'ClusterRole', WEBHOOK_CERTIFICATES);
@@ -182,7 +182,7 @@ describe('RBAC', () => {
         apiGroups: ['admissionregistration.k8s.io'],
         resources: ['mutatingwebhookconfigurations'],
         resourceNames: [one(objects, 'MutatingWebhookConfiguration').metadata.name],
-        verbs: ['get', 'update', 'patch'],
+        verbs: ['update'],
       },
     ]);
     const subject = [{ kind: 'ServiceAccount', name: `${RELEASE}-operator`, namespace: NAMESPACE }];

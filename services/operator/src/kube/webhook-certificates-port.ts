@@ -4,7 +4,8 @@
  * precondition (409 if it changed since it was read; a removed key is patched to null), and
  * replace the webhook configuration with new caBundles (its resourceVersion, from the cache,
  * makes that conditional too). RBAC: secrets get/patch and mutatingwebhookconfigurations
- * update, each on the one named object the chart grants.
+ * update, each on the one named object the chart grants (the configuration is read from the
+ * list/watch cache, never with a GET).
  */
 import { httpStatusOf } from '@kubeplus-isolation/service';
 import {
