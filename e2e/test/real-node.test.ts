@@ -132,40 +132,71 @@ describe('a real node, contained', () => {
   });
 });
 
+/**
+ * A child process runs a real node, reports it Ready, and is sent `signal`: the host must end up
+ * as it was before. Returns how the child exited.
+ */
+async function interruptNodeRun(
+  signal: NodeJS.Signals,
+  settle: (check: () => boolean) => Promise<void>,
+): Promise<NodeJS.Signals | number | null> {
+  const nft = join(await resolveNodeAssets(), 'nft');
+  const before = hostState(nft);
+  const harness = join(repoRoot(), 'e2e', 'dist', 'harness', 'index.js');
+  const script = `import { startRealNodeCluster } from ${JSON.stringify(harness)};
+    const c = await startRealNodeCluster();
+    console.log('READY', c.namespace.network.slot, c.layout.dir);
+    setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d) => {
+    output += String(d);
+  });
+  child.stderr.on('data', (d) => {
+    output += String(d);
+  });
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => {
+    child.on('exit', (code, sig) => resolve(sig ?? code));
+  });
+  await waitFor(
+    'the child to report its node Ready',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`child exited: ${output}`);
+      return output.includes('READY') || undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
+  const [, slot, dir] = /READY (\d+) (\S+)/.exec(output) ?? [];
+  const own = { slot: Number(slot), dir: dir ?? '' };
+  expect(hostState(nft, own)).not.toEqual(before); // a node really runs: the veth, the routes, the cgroups
+  child.kill(signal);
+  const how = await exited;
+  const restored = (): boolean => {
+    const [a, b] = comparableHostStates(before, hostState(nft, own));
+    return JSON.stringify(a) === JSON.stringify(b);
+  };
+  await settle(restored);
+  const [a, b] = comparableHostStates(before, hostState(nft, own));
+  expect(b).toEqual(a);
+  return how;
+}
+
 describe('a Ctrl-C while a real node runs', () => {
   test('restores the host: the interrupted process cleans up before it dies of the signal', async () => {
-    const nft = join(await resolveNodeAssets(), 'nft');
-    const before = hostState(nft);
-    const harness = join(repoRoot(), 'e2e', 'dist', 'harness', 'index.js');
-    const script = `import { startRealNodeCluster } from ${JSON.stringify(harness)};
-      const c = await startRealNodeCluster();
-      console.log('READY', c.namespace.network.slot, c.layout.dir);
-      setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d) => {
-      output += String(d);
+    // Synchronous cleanup in the signal handler: restored by the time the process is gone.
+    expect(await interruptNodeRun('SIGINT', async () => {})).toBe('SIGINT');
+  });
+});
+
+describe('a SIGKILL while a real node runs', () => {
+  test('restores the host: the node reaper and the control plane reaper clean up after the dead process', async () => {
+    // Nothing runs in a SIGKILLed process: the watchdogs notice within 500 ms and tear down.
+    const how = await interruptNodeRun('SIGKILL', async (restored) => {
+      await waitFor('the host restored by the reapers', async () => restored() || undefined, {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      });
     });
-    child.stderr.on('data', (d) => {
-      output += String(d);
-    });
-    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => {
-      child.on('exit', (code, signal) => resolve(signal ?? code));
-    });
-    await waitFor(
-      'the child to report its node Ready',
-      async () => {
-        if (child.exitCode !== null) throw new Error(`child exited: ${output}`);
-        return output.includes('READY') || undefined;
-      },
-      { timeoutMs: 180_000, intervalMs: 250 },
-    );
-    const [, slot, dir] = /READY (\d+) (\S+)/.exec(output) ?? [];
-    const own = { slot: Number(slot), dir: dir ?? '' };
-    expect(hostState(nft, own)).not.toEqual(before); // a node really runs: the veth, the routes, the cgroups
-    child.kill('SIGINT');
-    expect(await exited).toBe('SIGINT');
-    const [a, b] = comparableHostStates(before, hostState(nft, own));
-    expect(b).toEqual(a);
+    expect(how).toBe('SIGKILL');
   });
 });

@@ -33,6 +33,8 @@ export interface NodeNamespace {
   exec(command: string, args: readonly string[], input?: string): string;
   /** SIGKILLs every process in the node's mount namespace, holder last (synchronous). */
   killAll(): void;
+  /** What another process needs to tear the namespace down (the node reaper). */
+  ref(): NodeNamespaceRef;
 }
 
 const OVERLAID = ['/var', '/run', '/opt', '/etc'] as const;
@@ -100,19 +102,8 @@ export async function createNodeNamespace(dir: string, logDir: string): Promise<
     logPath: join(logDir, 'node-namespace.log'),
   });
   let hostLink: { name: string; ifindex: string } | undefined;
-  const killAll = (): void => {
-    killNamespace(holder, mountNs);
-    // The kernel tears a dead network namespace down asynchronously (its veth, with the host's
-    // routes, can outlive the holder for a moment): delete the host end now, synchronously.
-    // Only OUR link: once ours is gone, another run may have claimed the same name.
-    if (hostLink !== undefined && readIfindex(hostLink.name) === hostLink.ifindex) {
-      try {
-        execFileSync('ip', ['link', 'del', hostLink.name], { stdio: 'ignore' });
-      } catch {
-        // gone with the namespace meanwhile
-      }
-    }
-  };
+  const ref = (): NodeNamespaceRef => ({ holderPid: holder.pid, mountNs, hostLink });
+  const killAll = (): void => killNodeNamespace(ref());
   let mountNs = '';
   try {
     await waitFor(
@@ -145,6 +136,7 @@ export async function createNodeNamespace(dir: string, logDir: string): Promise<
       enter,
       exec: (command, args, input) => run(...enter(command, args), input),
       killAll,
+      ref,
     };
   } catch (error) {
     killAll();
@@ -194,10 +186,31 @@ export function processesInMountNamespace(mountNs: string): number[] {
   return pids;
 }
 
-function killNamespace(holder: ManagedProcess, mountNs: string): void {
-  if (mountNs !== '') {
+/** What identifies a node's namespace on the host: enough to tear it down from another process. */
+export interface NodeNamespaceRef {
+  holderPid: number;
+  /** "mnt:[…]" of the holder; '' before it was read. */
+  mountNs: string;
+  /** The host end of the veth, with the ifindex it had when this run created it. */
+  hostLink?: { name: string; ifindex: string } | undefined;
+}
+
+/**
+ * SIGKILLs every process in the node's mount namespace, holder last, and deletes the host end of
+ * its veth if it is still ours (synchronous; used by stop, Ctrl-C and the node reaper). A pid is
+ * signalled only while it is in that mount namespace, so a reused pid is never hit.
+ */
+export function killNodeNamespace(ref: NodeNamespaceRef): void {
+  const inNamespace = (pid: number): boolean => {
+    try {
+      return ref.mountNs !== '' && readlinkSync(`/proc/${pid}/ns/mnt`) === ref.mountNs;
+    } catch {
+      return false;
+    }
+  };
+  if (ref.mountNs !== '') {
     for (let attempt = 0; attempt < 100; attempt++) {
-      const pids = processesInMountNamespace(mountNs).filter((p) => p !== holder.pid);
+      const pids = processesInMountNamespace(ref.mountNs).filter((p) => p !== ref.holderPid);
       if (pids.length === 0) break;
       for (const pid of pids) {
         try {
@@ -209,9 +222,22 @@ function killNamespace(holder: ManagedProcess, mountNs: string): void {
       sleepSync(50);
     }
   }
-  try {
-    process.kill(holder.pid, 'SIGKILL');
-  } catch {
-    // already gone
+  if (ref.mountNs === '' || inNamespace(ref.holderPid)) {
+    try {
+      process.kill(ref.holderPid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  // The kernel tears a dead network namespace down asynchronously (its veth, with the host's
+  // routes, can outlive the holder for a moment): delete the host end now, synchronously.
+  // Only OUR link: once ours is gone, another run may have claimed the same name.
+  const link = ref.hostLink;
+  if (link !== undefined && readIfindex(link.name) === link.ifindex) {
+    try {
+      execFileSync('ip', ['link', 'del', link.name], { stdio: 'ignore' });
+    } catch {
+      // gone with the namespace meanwhile
+    }
   }
 }

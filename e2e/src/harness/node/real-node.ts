@@ -20,6 +20,7 @@ import {
 } from './config.js';
 import { holdKubeletSysctls, releaseKubeletSysctls } from './host-sysctls.js';
 import { createNodeNamespace, type NodeNamespace, processesInMountNamespace } from './namespace.js';
+import { armNodeReaper } from './node-reaper.js';
 import { assertRealNodeSupported } from './preflight.js';
 
 const execFile = promisify(execFileCb);
@@ -103,7 +104,8 @@ export interface RealNodeCluster {
  * network and mount namespace of its own (namespace.ts). Order: preflight (one message naming what
  * the machine lacks) → binaries → namespace + veth → control plane → cgroup root → containerd (+
  * image import) → kubelet + kube-proxy → Node Ready. Teardown runs in reverse on stop(), on a
- * start failure, and synchronously on Ctrl-C, and leaves nothing on the host (e2e/README.md).
+ * start failure, synchronously on Ctrl-C, and from a watchdog process (node-reaper.ts) when this
+ * process is SIGKILLed; it leaves nothing on the host (e2e/README.md).
  */
 export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<RealNodeCluster> {
   const log = opts.log ?? ((): void => {});
@@ -119,9 +121,11 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
   let layout: NodeLayout | undefined;
   const processes: ManagedProcess[] = [];
   let removeInterrupt = (): void => {};
+  let disarmReaper = (): void => {};
 
   /** Everything that touches the host, synchronously (also the Ctrl-C path). */
   const restoreHostSync = (): string[] => {
+    disarmReaper();
     const problems: string[] = [];
     if (layout) problems.push(...removeCgroupRoot(layout.cgroupRoot).map((d) => `cgroup ${d} not removed`));
     ns?.killAll();
@@ -175,6 +179,14 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
     layout = l;
     await writeNodeFiles(cp, l);
     createCgroupRoot(l.cgroupRoot);
+    // From here on a SIGKILL of this process is covered too (node-reaper.ts).
+    disarmReaper = armNodeReaper({
+      parentPid: process.pid,
+      namespace: ns.ref(),
+      cgroupRoot: l.cgroupRoot,
+      dir,
+      keepDir: keepTmpOnFailure,
+    });
 
     const nsRef = ns;
     const launch = (name: string, command: string, args: string[]): ManagedProcess => {
