@@ -179,11 +179,27 @@ describe('the chart over its life on a real node', () => {
     );
   });
 
-  test('helm upgrade --set webhook.replicas=3 scales the webhook only; the operator Pods are not restarted', async () => {
-    const operatorBefore = (await podsOf('operator')).map((p) => p.metadata?.uid).sort();
+  test('helm upgrade --set webhook.replicas=3 scales the webhook only; the operator Pods and certificates stay', async () => {
+    // The live operator Pods: the previous upgrade's --wait returns while an old one may still be terminating.
+    const liveOperatorPods = async (): Promise<(string | undefined)[]> =>
+      (await podsOf('operator'))
+        .filter((p) => !p.metadata?.deletionTimestamp)
+        .map((p) => p.metadata?.uid)
+        .sort();
+    const operatorBefore = await liveOperatorPods();
     const operatorGeneration = (
       await apps.readNamespacedDeployment({ name: `${RELEASE}-operator`, namespace: RELEASE_NS })
     ).metadata?.generation;
+    // What the operator wrote (the certificates, the caBundle) is rendered back unchanged.
+    const certificates = async (): Promise<unknown> => [
+      (await core.readNamespacedSecret({ name: `${RELEASE}-webhook-certs`, namespace: RELEASE_NS })).data,
+      (
+        await cluster.cp.kc
+          .makeApiClient(AdmissionregistrationV1Api)
+          .readMutatingWebhookConfiguration({ name: `${RELEASE}-webhook` })
+      ).webhooks?.map((w) => w.clientConfig.caBundle),
+    ];
+    const certificatesBefore = await certificates();
     await helmNs(
       'upgrade',
       RELEASE,
@@ -195,11 +211,12 @@ describe('the chart over its life on a real node', () => {
       '--timeout',
       '180s',
     );
+    expect(await certificates()).toEqual(certificatesBefore);
     const webhook = await apps.readNamespacedDeployment({ name: `${RELEASE}-webhook`, namespace: RELEASE_NS });
     expect(webhook.status?.readyReplicas).toBe(3);
     const operator = await apps.readNamespacedDeployment({ name: `${RELEASE}-operator`, namespace: RELEASE_NS });
     expect(operator.metadata?.generation).toBe(operatorGeneration);
-    expect((await podsOf('operator')).map((p) => p.metadata?.uid).sort()).toEqual(operatorBefore);
+    expect(await liveOperatorPods()).toEqual(operatorBefore);
     process.stderr.write(`[lifecycle] ${await kubectl(cluster, 'get', 'deploy', '-n', RELEASE_NS)}\n`);
   });
 
