@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { type Config, parseConfig } from '../src/config.js';
+import type { Config } from '../src/config.js';
 import { createOperator, type Operator } from '../src/operator.js';
 import type { EventSink } from '../src/runtime/event-recorder.js';
 import type { ManagerExit } from '../src/runtime/manager.js';
 import { FakeWorld } from './fake-world.js';
 import { crd } from './fixtures.js';
+import { settle, testConfig } from './operator-harness.js';
 import { captureLogger, FakeClock, MemoryLease, type MemoryLeaseLock } from './runtime/fakes.js';
 
 const SANDBOX = 'kubeplus.io/sandbox-isolation';
@@ -14,12 +15,6 @@ const KATA = '{"minRuntimeClass":"kata","enforce":true}';
 const RUNSC = '{"minRuntimeClass":"runsc","enforce":true}';
 const NODE_SPEC = '{"nodeSelector":{"pool":"team-a-pool"},"tolerations":[]}';
 const LABELLED = { 'registered-by': 'kubeplus' };
-
-function config(...argv: string[]): Config {
-  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', ...argv], { env: {} });
-  if (r.kind !== 'config') throw new Error(JSON.stringify(r));
-  return r.config;
-}
 
 interface Replica {
   operator: Operator;
@@ -75,11 +70,6 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
 }
 
 /** Lets watch events, queues and reconciles run to quiescence (plus `ms` of fake time). */
-async function settle(clock: FakeClock, ms = 0): Promise<void> {
-  for (let i = 0; i < 10; i++) await clock.advance(10);
-  if (ms > 0) await clock.advance(ms);
-  for (let i = 0; i < 10; i++) await clock.advance(10);
-}
 
 async function httpGet(r: Replica, path: string): Promise<{ status: number; body: string }> {
   const port = r.operator.server()?.port;
@@ -107,9 +97,9 @@ describe('operator wiring', () => {
     const key = world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
     world.sync();
 
-    const a = replica(world, clock, 'a', config(), lease);
+    const a = replica(world, clock, 'a', testConfig(), lease);
     await settle(clock);
-    const b = replica(world, clock, 'b', config(), lease);
+    const b = replica(world, clock, 'b', testConfig(), lease);
     await settle(clock);
 
     expect(a.operator.manager.isLeading()).toBe(true);
@@ -160,9 +150,9 @@ describe('operator wiring', () => {
     world.putCrd(crd({ labels: LABELLED }));
     world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
     world.sync();
-    const a = replica(world, clock, 'a', config(), lease);
+    const a = replica(world, clock, 'a', testConfig(), lease);
     await settle(clock);
-    const b = replica(world, clock, 'b', config(), lease);
+    const b = replica(world, clock, 'b', testConfig(), lease);
     await settle(clock);
     expect(a.operator.manager.isLeading()).toBe(true);
 
@@ -193,7 +183,7 @@ describe('operator wiring', () => {
   it('picks up an instance Kind registered after start, and forgets one that is removed', async () => {
     const world = new FakeWorld();
     const clock = new FakeClock();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     expect(r.operator.kinds.list()).toEqual([]);
 
@@ -237,7 +227,7 @@ describe('operator wiring', () => {
     world.cluster.putInstance({ name: 'agent-y', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
     world.sync();
     // Present before start (the fake lists CRDs at once): leadership must not wait for it either.
-    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock, 60_000);
 
     const readyz = await httpGet(r, '/readyz');
@@ -281,7 +271,7 @@ describe('operator wiring', () => {
     world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: RUNSC } });
     world.cluster.putInstance({ name: 'plain', namespace: 'team-b', annotations: {} });
     world.sync();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     const vap = (): string =>
       JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-x-enforce'));
@@ -304,7 +294,7 @@ describe('operator wiring', () => {
     world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
     world.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: { [SANDBOX]: KATA } });
     world.sync();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     const vap = (instance: string): string =>
       JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', `kubeplus-sandbox-${instance}-enforce`));
@@ -352,7 +342,7 @@ describe('operator wiring', () => {
       annotations: { [SANDBOX]: '{"minRuntimeClass":"vm"}' },
     });
     world.sync();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     // A binding: nothing but its own deletion event points back at its owner.
     const binding = 'kubeplus-sandbox-agent-x-enforce';
@@ -382,7 +372,7 @@ describe('operator wiring', () => {
     world.putCrd(crd({ labels: LABELLED }));
     const key = world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
     world.sync();
-    const first = replica(world, clock, 'first', config('--leader-elect=false'));
+    const first = replica(world, clock, 'first', testConfig('--leader-elect=false'));
     await settle(clock);
     expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')).toBeDefined();
     first.stop.abort();
@@ -392,7 +382,7 @@ describe('operator wiring', () => {
     world.cluster.deleteInstance(key);
     world.cluster.forceRemoveFinalizers(key);
     world.sync();
-    const second = replica(world, clock, 'second', config('--leader-elect=false'));
+    const second = replica(world, clock, 'second', testConfig('--leader-elect=false'));
     await settle(clock);
     expect(world.cluster.storedOfKind('RuntimeClass')).toEqual([]);
     expect(world.cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);

@@ -135,6 +135,8 @@ export class WebhookCertificatesReconciler implements Reconciler {
         servingCertificate: plan.issueLeaf,
       });
     }
+    // The Secret as it now is: what was written, else what was read (parsed once).
+    const current = contents === stored ? state : readTlsState(contents.data, contents.annotations);
     const caBundle = caBundleOf(contents);
     const stale = (configuration.webhooks ?? []).some((w) => w.clientConfig?.caBundle !== caBundle);
     if (stale) {
@@ -146,12 +148,9 @@ export class WebhookCertificatesReconciler implements Reconciler {
         throw err;
       }
       wrote = true;
-      this.logger.info('webhook configuration caBundle updated', {
-        ...fields,
-        cas: readTlsState(contents.data).cas.length,
-      });
+      this.logger.info('webhook configuration caBundle updated', { ...fields, cas: current.cas.length });
     }
-    hooks?.expiries(name, wrote ? readTlsState(contents.data, contents.annotations) : state);
+    hooks?.expiries(name, current);
     // After a write, look again at once: the next decision is made on what was written.
     return { requeueAfterMs: wrote ? MIN_REQUEUE_MS : plan.requeueAfterMs };
   }

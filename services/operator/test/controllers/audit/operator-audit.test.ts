@@ -5,13 +5,14 @@
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { type Config, parseConfig } from '../../../src/config.js';
+import type { Config } from '../../../src/config.js';
 import type { PodLike } from '../../../src/controllers/audit/unisolated.js';
 import { createOperator, type Operator } from '../../../src/operator.js';
 import type { EventSink } from '../../../src/runtime/event-recorder.js';
 import type { ManagerExit } from '../../../src/runtime/manager.js';
 import { FakeWorld } from '../../fake-world.js';
 import { crd } from '../../fixtures.js';
+import { operatorMetrics, settle, testConfig } from '../../operator-harness.js';
 import { captureLogger, FakeClock, MemoryLease } from '../../runtime/fakes.js';
 
 const NODE = 'kubeplus.io/node-isolation';
@@ -27,12 +28,6 @@ const placed = (name: string): PodLike => ({
   spec: { nodeSelector: { pool: 'team-a-pool' }, tolerations: [DEDICATED] },
 });
 const tolerationOnly = (name: string): PodLike => ({ metadata: { name }, spec: { tolerations: [DEDICATED] } });
-
-function config(...argv: string[]): Config {
-  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', ...argv], { env: {} });
-  if (r.kind !== 'config') throw new Error(JSON.stringify(r));
-  return r.config;
-}
 
 interface Replica {
   operator: Operator;
@@ -84,16 +79,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
   return r;
 }
 
-async function settle(clock: FakeClock, ms = 0): Promise<void> {
-  for (let i = 0; i < 10; i++) await clock.advance(10);
-  if (ms > 0) await clock.advance(ms);
-  for (let i = 0; i < 10; i++) await clock.advance(10);
-}
-
-async function metrics(r: Replica): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${r.operator.server()?.port}/metrics`);
-  return res.text();
-}
+const metrics = (r: Replica): Promise<string> => operatorMetrics(r.operator);
 
 function unisolated(text: string): Record<string, number> {
   const out: Record<string, number> = {};
@@ -119,9 +105,9 @@ describe('the fail-open audit, wired', () => {
     world.pods.set('manual', [bare('m-1')]);
     world.sync();
 
-    const a = replica(world, clock, 'a', config('--audit-interval=1m'), lease);
+    const a = replica(world, clock, 'a', testConfig('--audit-interval=1m'), lease);
     await settle(clock);
-    const b = replica(world, clock, 'b', config('--audit-interval=1m'), lease);
+    const b = replica(world, clock, 'b', testConfig('--audit-interval=1m'), lease);
     await settle(clock);
     expect(a.operator.manager.isLeading()).toBe(true);
     // The operator isolated team-a, which made the audit look at it (a namespace event).
@@ -168,7 +154,7 @@ describe('the fail-open audit, wired', () => {
     world.cluster.putNamespace('manual', { [ENABLED]: 'true' }, { [RESOLVED]: MANDATE });
     world.pods.set('manual', [placed('ok')]);
     world.sync();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false', '--audit-interval=10m'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false', '--audit-interval=10m'));
     await settle(clock);
     expect(r.pods.listCalls).toEqual(['manual']);
     expect(unisolated(await metrics(r)).both).toBe(0);
@@ -216,7 +202,7 @@ describe('the fail-open audit, wired', () => {
     const clock = new FakeClock();
     world.cluster.putNamespace('broken', { [ENABLED]: 'true' }, { [RESOLVED]: '{"nodeSelector": 3}' });
     world.sync();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     expect(r.pods.listCalls).toEqual([]);
     expect(await metrics(r)).toMatch(/^kubeplus_operator_isolated_namespaces\{annotation="invalid"\} 1$/m);
@@ -229,7 +215,7 @@ describe('the fail-open audit, wired', () => {
     world.cluster.putNamespace('manual', { [ENABLED]: 'true' }, { [RESOLVED]: MANDATE });
     world.pods.set('manual', [bare('p')]);
     world.sync();
-    const r = replica(world, clock, 'solo', config('--leader-elect=false', '--audit-interval=0'));
+    const r = replica(world, clock, 'solo', testConfig('--leader-elect=false', '--audit-interval=0'));
     await settle(clock, 3_600_000);
     expect(r.pods.listCalls).toEqual([]);
     const text = await metrics(r);
@@ -241,7 +227,7 @@ describe('the fail-open audit, wired', () => {
     const world = new FakeWorld();
     expect(() =>
       createOperator({
-        config: config('--leader-elect=false'),
+        config: testConfig('--leader-elect=false'),
         logger: captureLogger().logger,
         identity: 'x',
         version: '0.0.0-test',

@@ -5,13 +5,14 @@
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { type Config, parseConfig } from '../../../src/config.js';
+import type { Config } from '../../../src/config.js';
 import type { PodLike } from '../../../src/controllers/audit/unisolated.js';
 import { createOperator, type Operator } from '../../../src/operator.js';
 import type { EventSink } from '../../../src/runtime/event-recorder.js';
 import type { ManagerExit } from '../../../src/runtime/manager.js';
 import { FakeWorld } from '../../fake-world.js';
 import { crd } from '../../fixtures.js';
+import { operatorMetrics, settle, testConfig } from '../../operator-harness.js';
 import { captureLogger, FakeClock } from '../../runtime/fakes.js';
 
 const NODE = 'kubeplus.io/node-isolation';
@@ -40,14 +41,6 @@ afterEach(async () => {
     await r.done.catch(() => undefined);
   }
 });
-
-function config(...argv: string[]): Config {
-  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', '--leader-elect=false', ...argv], {
-    env: {},
-  });
-  if (r.kind !== 'config') throw new Error(JSON.stringify(r));
-  return r.config;
-}
 
 function replica(world: FakeWorld, clock: FakeClock, cfg: Config): Replica {
   const events: CoreV1Event[] = [];
@@ -80,16 +73,7 @@ function replica(world: FakeWorld, clock: FakeClock, cfg: Config): Replica {
   return r;
 }
 
-async function settle(clock: FakeClock, ms = 0): Promise<void> {
-  for (let i = 0; i < 10; i++) await clock.advance(10);
-  if (ms > 0) await clock.advance(ms);
-  for (let i = 0; i < 10; i++) await clock.advance(10);
-}
-
-async function metrics(r: Replica): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${r.operator.server()?.port}/metrics`);
-  return res.text();
-}
+const metrics = (r: Replica): Promise<string> => operatorMetrics(r.operator);
 
 function world(): FakeWorld {
   const w = new FakeWorld();
@@ -117,7 +101,11 @@ describe('compliance reports, wired', () => {
   it('the audit writes a Report per isolated namespace from its own LIST, and a sandbox-isolated one each period', async () => {
     const w = world();
     const clock = new FakeClock();
-    const r = replica(w, clock, config('--audit-interval=1m', '--unisolated-namespaces-metric-limit=1'));
+    const r = replica(
+      w,
+      clock,
+      testConfig('--leader-elect=false', '--audit-interval=1m', '--unisolated-namespaces-metric-limit=1'),
+    );
     await settle(clock);
     const podLists = (): number => Number(/^kubeplus_operator_audit_pod_list_requests_total (\d+)$/m.exec(text)?.[1]);
     let text = await metrics(r);
@@ -167,7 +155,7 @@ describe('compliance reports, wired', () => {
     const w = world();
     w.reportsServed = false;
     const clock = new FakeClock();
-    const r = replica(w, clock, config('--audit-interval=1m'));
+    const r = replica(w, clock, testConfig('--leader-elect=false', '--audit-interval=1m'));
     await settle(clock);
     await settle(clock, 60_000);
     const warnings = r.events.filter((e) => e.reason === 'ReportsApiUnavailable');
@@ -191,7 +179,7 @@ describe('compliance reports, wired', () => {
       metadata: { resourceVersion: '1', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } },
     });
     const clock = new FakeClock();
-    replica(w, clock, config('--audit-interval=1m'));
+    replica(w, clock, testConfig('--leader-elect=false', '--audit-interval=1m'));
     await settle(clock);
     expect(w.reports.has('was-isolated')).toBe(true);
     await settle(clock, 60_000);
@@ -203,7 +191,7 @@ describe('compliance reports, wired', () => {
   it('--reports=false writes no Report and registers no report series', async () => {
     const w = world();
     const clock = new FakeClock();
-    const r = replica(w, clock, config('--audit-interval=1m', '--reports=false'));
+    const r = replica(w, clock, testConfig('--leader-elect=false', '--audit-interval=1m', '--reports=false'));
     await settle(clock);
     await settle(clock, 60_000);
     expect(w.reportWrites).toEqual([]);
