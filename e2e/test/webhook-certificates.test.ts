@@ -2,11 +2,15 @@
  * The webhook's certificates, kept by the operator (the chart's default `webhook.tls.mode:
  * operator`), on the real node with the chart installed as Pods:
  *
- * - installed with lifetimes short enough to watch (CA 150 s, serving certificate 60 s,
+ * - installed with lifetimes short enough to watch (CA 180 s, serving certificate 90 s,
  *   propagation delay 12 s), the operator renews the serving certificate and rotates the CA
- *   (next CA trusted, then signing, then the old one retired) while Pod CREATEs go on back to
- *   back: every Pod admitted carries the mandate, the API server counts no fail-open for the
- *   webhook, and the webhook Pods are seen serving a certificate of the new CA;
+ *   (next CA trusted, then signing, then the old one retired when it expires) while Pod CREATEs
+ *   go on back to back, and for 10 s after: every Pod admitted carries the mandate, the API
+ *   server counts no fail-open for the webhook, and the webhook Pods are seen serving a
+ *   certificate of the new CA. The kubelet here refreshes a mounted Secret every 10 s plus up to
+ *   50% jitter, so a webhook Pod may serve the old certificate 15 s after the Secret changed:
+ *   longer than the delay (a CA retired a delay after the move was once seen failing one Pod in
+ *   12,897 here), shorter than the 30 s a renewed certificate has left;
  * - a `helm template` render (what Argo CD and Flux apply) applied, then applied again and a
  *   fresh render applied on top, under the same load: nothing admitted unpatched, no fail-open
  *   (the render carries no certificate material in this mode, so re-applying changes nothing).
@@ -15,7 +19,7 @@
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import {
   imageArchives,
   type RealNodeCluster,
@@ -48,9 +52,9 @@ const ENTRY = 'node-isolation.kubeplus.io';
 const WEBHOOK_PORT = 8443;
 const SHORT_LIFETIMES = [
   '--set',
-  'operator.webhookCertificates.caValidity=150s',
+  'operator.webhookCertificates.caValidity=180s',
   '--set',
-  'operator.webhookCertificates.certValidity=60s',
+  'operator.webhookCertificates.certValidity=90s',
   '--set',
   'operator.webhookCertificates.propagationDelay=12s',
 ];
@@ -139,6 +143,35 @@ describe('webhook certificates kept by the operator, on a real node', () => {
     await cluster?.stop();
   });
 
+  // A clean slate, whatever the test before left (it may have failed half-way): no release (its
+  // pre-delete hook removes the instances' finalizers), no instance, no tenant namespace.
+  beforeEach(async () => {
+    const releases = (await helm(cluster, 'list', '--namespace', RELEASE_NS, '--short')).split('\n').filter(Boolean);
+    for (const release of releases) {
+      await helm(cluster, 'uninstall', release, '--namespace', RELEASE_NS, '--wait', '--timeout', '120s');
+    }
+    await kubectl(
+      cluster,
+      'delete',
+      'agents.cloudark.io',
+      tenant,
+      '--namespace',
+      PLATFORM_NS,
+      '--ignore-not-found',
+      '--wait',
+      '--timeout=60s',
+    );
+    await core.deleteNamespace({ name: tenant }).catch((e: unknown) => {
+      if ((e as { code?: number }).code !== 404) throw e;
+    });
+    await waitFor(
+      `namespace ${tenant} gone`,
+      async () =>
+        (await core.readNamespace({ name: tenant }).catch(() => undefined)) === undefined ? true : undefined,
+      { timeoutMs: 120_000 },
+    );
+  });
+
   test('the serving certificate renews and the CA rotates under continuous Pod CREATEs: none unpatched, no fail-open', async () => {
     const release = 'kpc';
     const secretName = `${release}-webhook-certs`;
@@ -158,7 +191,7 @@ describe('webhook certificates kept by the operator, on a real node', () => {
     let servedByNewCa = false;
     const failOpensBefore = await failOpens();
     const watcher = (async () => {
-      const deadline = Date.now() + 240_000;
+      const deadline = Date.now() + 300_000;
       while (Date.now() < deadline) {
         const view = await readView();
         if (view.leaf) seenLeaves.add(view.leaf);
@@ -173,6 +206,8 @@ describe('webhook certificates kept by the operator, on a real node', () => {
           const served = await Promise.all(pods.map((p) => servedFingerprint(p.status?.podIP ?? '')));
           if (pods.length > 0 && served.every((fp) => fp === view.leaf)) {
             servedByNewCa = true;
+            // The API servers now drop the old CA from the caBundle: keep the load on meanwhile.
+            await new Promise((r) => setTimeout(r, 10_000));
             break;
           }
         }
@@ -193,33 +228,16 @@ describe('webhook certificates kept by the operator, on a real node', () => {
     expect(maxCas).toBe(2); // the next CA was trusted beside the old one before it signed
     expect(seenLeaves.size).toBeGreaterThanOrEqual(3);
     expect(load.admitted).toBeGreaterThan(0);
-    expect(load.unpatched).toEqual([]);
-    expect(failOpensAfter - failOpensBefore).toBe(0);
+    expect({ unpatched: load.unpatched, failOpens: failOpensAfter - failOpensBefore }).toEqual({
+      unpatched: [],
+      failOpens: 0,
+    });
     const caBundle = (
       await cluster.cp.kc
         .makeApiClient(AdmissionregistrationV1Api)
         .readMutatingWebhookConfiguration({ name: `${release}-webhook` })
     ).webhooks?.[0]?.clientConfig?.caBundle;
     expect(viewOf({ 'ca.crt': caBundle ?? '' }).cas).toEqual((await readView()).cas);
-    // Clean slate for the next test: the release (its pre-delete hook removes the finalizers), the instance, its namespace.
-    await helm(cluster, 'uninstall', release, '--namespace', RELEASE_NS, '--wait', '--timeout', '120s');
-    await kubectl(
-      cluster,
-      'delete',
-      'agents.cloudark.io',
-      tenant,
-      '--namespace',
-      PLATFORM_NS,
-      '--wait',
-      '--timeout=60s',
-    );
-    await core.deleteNamespace({ name: tenant });
-    await waitFor(
-      `namespace ${tenant} gone`,
-      async () =>
-        (await core.readNamespace({ name: tenant }).catch(() => undefined)) === undefined ? true : undefined,
-      { timeoutMs: 120_000 },
-    );
   });
 
   test('a helm template render applied, applied again and re-rendered and applied: no admission fails', async () => {

@@ -410,7 +410,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'WEBHOOK_CERTIFICATES',
     placeholder: '<true|false>',
     default: 'true',
-    help: "Issue and rotate (leader only) the CA and serving certificate of every MutatingWebhookConfiguration labelled isolation.kubeplus.io/certificates=operator: kept in the Secret its isolation.kubeplus.io/certificates-secret annotation names, for the hosts of its certificates-dns-names/-ip-addresses annotations, the CA written into its caBundle. The serving certificate is renewed at 2/3 of its lifetime; a new CA is trusted for --webhook-cert-propagation-delay before it signs, and a retired one stays trusted as long again after it stopped: no admission sees a certificate its caBundle does not trust. Writes only what RBAC grants (the chart: its own webhook's Secret and configuration).",
+    help: "Issue and rotate (leader only) the CA and serving certificate of every MutatingWebhookConfiguration labelled isolation.kubeplus.io/certificates=operator: kept in the Secret its isolation.kubeplus.io/certificates-secret annotation names, for the hosts of its certificates-dns-names/-ip-addresses annotations, the CA written into its caBundle. The serving certificate is renewed at 2/3 of its lifetime; a new CA is trusted for --webhook-cert-propagation-delay before it signs, and a retired one stays trusted until it expires: no admission sees a certificate its caBundle does not trust. Writes only what RBAC grants (the chart: its own webhook's Secret and configuration).",
     parse: boolean,
   },
   {
@@ -437,7 +437,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'WEBHOOK_CERT_PROPAGATION_DELAY',
     placeholder: '<duration>',
     default: '2m',
-    help: 'How long a certificate change takes to reach every API server (the caBundle) and every webhook Pod (the kubelet refreshes a mounted Secret within its sync period, 1m by default, plus its cache TTL): a new CA signs only after being trusted this long, and a retired CA stays trusted this long after the serving certificate moved off it.',
+    help: 'How long a caBundle change takes to reach every API server: a new CA signs only after being trusted this long. (A retired CA stays trusted until it expires, so webhook Pods, which see a mounted Secret change within the kubelet sync period plus jitter, need no such bound.)',
     parse: duration(1_000, 3_600_000),
   },
 ];

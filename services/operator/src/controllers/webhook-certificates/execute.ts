@@ -8,7 +8,6 @@ import { type CertificatePlan, type CertificatePolicy, skewAllowance, type Wante
 import {
   CA_CERT_KEY,
   CA_KEY_KEY,
-  CERT_ISSUED_AT_ANNOTATION,
   NEXT_CA_ADDED_AT_ANNOTATION,
   NEXT_CA_KEY_KEY,
   TLS_CERT_KEY,
@@ -101,7 +100,6 @@ export async function executePlan(input: ExecuteInput): Promise<SecretContents> 
     });
     data[TLS_CERT_KEY] = leaf.cert;
     data[TLS_KEY_KEY] = leaf.key;
-    annotations[CERT_ISSUED_AT_ANNOTATION] = stamp;
   }
   return { data, annotations };
 }

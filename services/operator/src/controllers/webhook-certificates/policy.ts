@@ -4,8 +4,7 @@
  *
  * The rule that keeps every admission verifiable (failurePolicy Ignore turns a TLS failure into
  * a Pod admitted without isolation): a certificate is only ever served while the API server
- * trusts its CA, and a CA is only removed from the trust bundle once nothing can still serve a
- * certificate it signed. Hence, as Gatekeeper's and Kyverno's controllers do, but with overlap:
+ * trusts its CA, and a CA is only removed from the trust bundle once nothing it signed is valid. Hence, as Gatekeeper's and Kyverno's controllers do, but with overlap:
  *
  * 1. The serving certificate is renewed, by the same CA, at 2/3 of its lifetime (cert-manager's
  *    default), or at once when it is missing, broken, for other names, or not the signer's.
@@ -13,8 +12,12 @@
  *    both); it signs nothing yet.
  * 3. Once the configuration has trusted the next CA for the propagation delay (every API server
  *    has it), the next CA becomes the signer and a serving certificate is issued by it.
- * 4. A retired CA leaves the bundle a propagation delay after the serving certificate moved off
- *    it (every webhook Pod has reloaded), or when it expires.
+ * 4. A retired CA stays in the bundle until it expires. The serving certificates it signed never
+ *    outlive it, and a webhook Pod may serve one well after the Secret changed (the kubelet
+ *    refreshes a mounted Secret at its sync period plus up to 50% jitter, later on a busy node):
+ *    removing the CA a fixed delay after the move bets on that lag. Its key left the Secret when
+ *    the next CA was promoted, so keeping it trusts nothing new. A CA removed from `ca.crt` by
+ *    hand leaves the bundle at once.
  *
  * Lifetimes come from the certificates themselves, so a CA or certificate clamped short (a leaf
  * never outlives its CA) renews proportionally sooner, never in a loop.
@@ -125,28 +128,15 @@ export function planCertificates(
   if (leafReason !== undefined) reasons.push(leafReason);
 
   // ---- the trust bundle ----
+  // Every live CA of ca.crt stays (see 4. above); an expired one goes: nothing it signed is valid.
   const keepCas: string[] = [];
-  const recentlyIssued = state.leafIssuedAt !== undefined && now < state.leafIssuedAt + delay;
   for (const ca of state.cas) {
     if (ca.notAfter <= now) {
       reasons.push(`a CA expired and leaves the trust bundle (${ca.fingerprint})`);
       continue;
     }
-    const isSigner = ca.fingerprint === state.signer?.fingerprint;
-    const isNext = ca.fingerprint === next?.fingerprint;
-    // The signer and the next CA stay; so does a retired CA while a serving certificate it
-    // signed may still be served: it issued the current one (being replaced now, perhaps), or its
-    // successor was issued less than a propagation delay ago.
-    const stays = (isSigner && signer !== 'new') || isNext || state.leaf?.issuer === ca.fingerprint || recentlyIssued;
-    if (stays) {
-      keepCas.push(ca.fingerprint);
-      if (!isSigner && !isNext && recentlyIssued && state.leafIssuedAt !== undefined) {
-        deadlines.push(state.leafIssuedAt + delay);
-      }
-      deadlines.push(ca.notAfter);
-    } else {
-      reasons.push(`a retired CA leaves the trust bundle (${ca.fingerprint})`);
-    }
+    keepCas.push(ca.fingerprint);
+    deadlines.push(ca.notAfter);
   }
 
   const soonest = Math.min(...deadlines, now + MAX_REQUEUE_MS);

@@ -33,8 +33,6 @@ export const TLS_KEY_KEY = 'tls.key';
 
 /** When the next CA joined the bundle (RFC 3339): it may sign once the propagation delay has passed. */
 export const NEXT_CA_ADDED_AT_ANNOTATION = 'isolation.kubeplus.io/next-ca-added-at';
-/** When the serving certificate was issued (RFC 3339): a retired CA leaves the bundle a propagation delay later. */
-export const CERT_ISSUED_AT_ANNOTATION = 'isolation.kubeplus.io/cert-issued-at';
 
 export interface TlsState {
   /** The bundle, in order, without duplicates; blocks that are not certificates are left out. */
@@ -45,7 +43,6 @@ export interface TlsState {
   next: CertInfo | undefined;
   leaf: LeafInfo | undefined;
   nextAddedAt: number | undefined;
-  leafIssuedAt: number | undefined;
 }
 
 function time(text: string | undefined): number | undefined {
@@ -74,7 +71,6 @@ export function readTlsState(
     next: nextCert && nextCert.fingerprint256 !== signerCert?.fingerprint256 ? certInfo(nextCert) : undefined,
     leaf: leafCert && leafInfo(leafCert, parsePrivateKey(data[TLS_KEY_KEY]), caCerts),
     nextAddedAt: time(annotations[NEXT_CA_ADDED_AT_ANNOTATION]),
-    leafIssuedAt: time(annotations[CERT_ISSUED_AT_ANNOTATION]),
   };
 }
 

@@ -39,7 +39,7 @@ function leaf(
 /** CA A valid [0, 300 s], leaf by A valid [0, 60 s]; nothing else. */
 function steady(): TlsState {
   const a = ca('A', 0, 300 * S);
-  return { cas: [a], signer: a, next: undefined, leaf: leaf('A', 0, 60 * S), nextAddedAt: undefined, leafIssuedAt: 0 };
+  return { cas: [a], signer: a, next: undefined, leaf: leaf('A', 0, 60 * S), nextAddedAt: undefined };
 }
 
 describe('planCertificates', () => {
@@ -50,7 +50,6 @@ describe('planCertificates', () => {
       next: undefined,
       leaf: undefined,
       nextAddedAt: undefined,
-      leafIssuedAt: undefined,
     };
     const plan = planCertificates(empty, NAMES, POLICY, 1_000, new Set());
     expect(plan).toMatchObject({ signer: 'new', addNext: false, issueLeaf: true, keepCas: [] });
@@ -109,7 +108,6 @@ describe('planCertificates', () => {
       next: b,
       leaf: leaf('A', 190 * S, 250 * S),
       nextAddedAt: 200 * S,
-      leafIssuedAt: 190 * S,
     };
     // Not yet in the caBundle: no promotion however long it waited.
     const untrusted = planCertificates(state, NAMES, POLICY, 260 * S, new Set(['A']));
@@ -124,24 +122,48 @@ describe('planCertificates', () => {
     expect(due).toMatchObject({ signer: 'promote-next', issueLeaf: true, keepCas: ['A', 'B'] });
   });
 
-  it('keeps a retired CA for a propagation delay after the serving certificate moved off it, then drops it', () => {
+  it('keeps a retired CA until it expires, however long after the serving certificate moved off it', () => {
     const a = ca('A', 0, 300 * S);
     const b = ca('B', 200 * S, 500 * S);
-    const moved: TlsState = {
+    const moved = (leafFrom: number): TlsState => ({
       cas: [a, b],
       signer: b,
       next: undefined,
-      leaf: leaf('B', 210 * S, 270 * S),
+      leaf: leaf('B', leafFrom, leafFrom + 60 * S),
       nextAddedAt: undefined,
-      leafIssuedAt: 210 * S,
+    });
+    // A webhook Pod may still serve A's last certificate: A stays, whether a propagation delay
+    // (10 s) has passed since the move or many have.
+    for (const now of [215, 230, 299]) {
+      const state = moved(now >= 250 ? 260 * S : 210 * S); // the certificate renewed once in between
+      const plan = planCertificates(state, NAMES, POLICY, now * S, new Set(['A', 'B']));
+      expect({ now, keepCas: plan.keepCas, noop: isNoop(plan, state) }).toEqual({
+        now,
+        keepCas: ['A', 'B'],
+        noop: true,
+      });
+    }
+    // Looked at again when A expires (300 s), before the serving certificate is due (310 s).
+    expect(planCertificates(moved(270 * S), NAMES, POLICY, 280 * S, new Set(['A', 'B'])).requeueAfterMs).toBe(20 * S);
+    const expired = planCertificates(moved(270 * S), NAMES, POLICY, 300 * S, new Set(['A', 'B']));
+    expect(expired.keepCas).toEqual(['B']);
+    expect(expired.reasons).toEqual(['a CA expired and leaves the trust bundle (A)']);
+  });
+
+  it('keeps a live CA that signs nothing (seeded, or its key lost) and drops one removed from ca.crt', () => {
+    const a = ca('A', 0, 300 * S);
+    const b = ca('B', 0, 400 * S);
+    const state: TlsState = {
+      cas: [a, b],
+      signer: b,
+      next: undefined,
+      leaf: leaf('B', 0, 60 * S),
+      nextAddedAt: undefined,
     };
-    const soon = planCertificates(moved, NAMES, POLICY, 215 * S, new Set(['A', 'B']));
-    expect(soon.keepCas).toEqual(['A', 'B']);
-    expect(isNoop(soon, moved)).toBe(true);
-    expect(soon.requeueAfterMs).toBe(5 * S);
-    const later = planCertificates(moved, NAMES, POLICY, 220 * S, new Set(['A', 'B']));
-    expect(later.keepCas).toEqual(['B']);
-    expect(later.reasons).toEqual(['a retired CA leaves the trust bundle (A)']);
+    expect(planCertificates(state, NAMES, POLICY, 10 * S, new Set(['A', 'B'])).keepCas).toEqual(['A', 'B']);
+    // What ca.crt no longer holds is no longer in the plan's bundle, though the configuration still trusts it.
+    const edited = planCertificates({ ...state, cas: [b] }, NAMES, POLICY, 10 * S, new Set(['A', 'B']));
+    expect(edited.keepCas).toEqual(['B']);
   });
 
   it('drops an expired CA and replaces an expired signer, keeping live CAs that may still be served', () => {
@@ -153,7 +175,6 @@ describe('planCertificates', () => {
       next: undefined,
       leaf: leaf('B', 0, 150 * S),
       nextAddedAt: undefined,
-      leafIssuedAt: 0,
     };
     const plan = planCertificates(state, NAMES, POLICY, 120 * S, new Set(['A', 'B']));
     expect(plan).toMatchObject({ signer: 'new', issueLeaf: true, keepCas: ['B'] });
@@ -173,7 +194,6 @@ describe('planCertificates', () => {
       next: undefined,
       leaf: leaf('A', 0, year),
       nextAddedAt: undefined,
-      leafIssuedAt: 0,
     };
     expect(planCertificates(state, NAMES, POLICY, S, new Set(['A'])).requeueAfterMs).toBe(MAX_REQUEUE_MS);
   });
@@ -187,7 +207,6 @@ describe('planCertificates', () => {
       next: b,
       leaf: leaf('A', 190 * S, 250 * S),
       nextAddedAt: undefined,
-      leafIssuedAt: 190 * S,
     };
     const plan = planCertificates(state, NAMES, POLICY, 205 * S, new Set(['A', 'B']));
     expect(plan.signer).toBe('keep');

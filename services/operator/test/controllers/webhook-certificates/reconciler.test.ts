@@ -109,12 +109,18 @@ function asOf<T extends { at: number }>(writes: readonly T[], t: number): T | un
 }
 
 describe('WebhookCertificatesReconciler', () => {
-  // Webhook Pods see a Secret change, and API servers a caBundle change, up to 80% of the
-  // propagation delay late: the slow and the fast side each way round.
+  // API servers see a caBundle change up to 80% of the propagation delay late (the delay is
+  // what they are given). Webhook Pods see a Secret change late too, and not only within the
+  // delay: the kubelet refreshes a mounted Secret at its sync period plus up to 50% jitter, later
+  // on a busy node. A Pod 1.8 delays late (18 s, still inside the third of a serving
+  // certificate's life left when it is renewed) must serve nothing untrusted: a retired CA stays
+  // in the bundle until it expires, not merely a delay after the serving certificate moved off it.
   it.each([
     { pods: 0.8, apiServers: 0.8 },
     { pods: 0.8, apiServers: 0 },
     { pods: 0, apiServers: 0.8 },
+    { pods: 1.8, apiServers: 0.8 },
+    { pods: 1.8, apiServers: 0 },
   ])(
     'through two CA lifetimes, every certificate a webhook Pod serves is trusted by the API server (lags: %o)',
     async (lags) => {
@@ -154,9 +160,10 @@ describe('WebhookCertificatesReconciler', () => {
       // Bootstrap + a next CA in each of two rotations; serving certificates every 40 s or so.
       expect(hooks.ca).toBeGreaterThanOrEqual(3);
       expect(hooks.serving).toBeGreaterThanOrEqual(12);
-      // The bundle never grows without bound: at most the retiring, the signing and the next CA.
+      // The bundle never grows: a retired CA expires before the next CA after its successor is
+      // due (2/3 of a CA lifetime), so at most two CAs are trusted at once.
       for (const w of world.bundleWrites) {
-        expect(splitPemBundle(Buffer.from(w.caBundle, 'base64').toString()).length).toBeLessThanOrEqual(3);
+        expect(splitPemBundle(Buffer.from(w.caBundle, 'base64').toString()).length).toBeLessThanOrEqual(2);
       }
     },
   );
