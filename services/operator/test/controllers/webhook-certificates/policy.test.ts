@@ -36,21 +36,20 @@ function leaf(
   };
 }
 
+/** A state without a next CA unless one is given. */
+function tls(state: Pick<TlsState, 'cas' | 'signer' | 'leaf'> & Partial<TlsState>): TlsState {
+  return { next: undefined, nextAddedAt: undefined, ...state };
+}
+
 /** CA A valid [0, 300 s], leaf by A valid [0, 60 s]; nothing else. */
 function steady(): TlsState {
   const a = ca('A', 0, 300 * S);
-  return { cas: [a], signer: a, next: undefined, leaf: leaf('A', 0, 60 * S), nextAddedAt: undefined };
+  return tls({ cas: [a], signer: a, leaf: leaf('A', 0, 60 * S) });
 }
 
 describe('planCertificates', () => {
   it('bootstraps an empty Secret: a new CA signs a serving certificate at once', () => {
-    const empty: TlsState = {
-      cas: [],
-      signer: undefined,
-      next: undefined,
-      leaf: undefined,
-      nextAddedAt: undefined,
-    };
+    const empty = tls({ cas: [], signer: undefined, leaf: undefined });
     const plan = planCertificates(empty, NAMES, POLICY, 1_000, new Set());
     expect(plan).toMatchObject({ signer: 'new', addNext: false, issueLeaf: true, keepCas: [] });
     expect(plan.reasons).toContain('no signing CA (ca.crt and ca.key missing or not a pair)');
@@ -125,13 +124,8 @@ describe('planCertificates', () => {
   it('keeps a retired CA until it expires, however long after the serving certificate moved off it', () => {
     const a = ca('A', 0, 300 * S);
     const b = ca('B', 200 * S, 500 * S);
-    const moved = (leafFrom: number): TlsState => ({
-      cas: [a, b],
-      signer: b,
-      next: undefined,
-      leaf: leaf('B', leafFrom, leafFrom + 60 * S),
-      nextAddedAt: undefined,
-    });
+    const moved = (leafFrom: number): TlsState =>
+      tls({ cas: [a, b], signer: b, leaf: leaf('B', leafFrom, leafFrom + 60 * S) });
     // A webhook Pod may still serve A's last certificate: A stays, whether a propagation delay
     // (10 s) has passed since the move or many have.
     for (const now of [215, 230, 299]) {
@@ -153,13 +147,7 @@ describe('planCertificates', () => {
   it('keeps a live CA that signs nothing (seeded, or its key lost) and drops one removed from ca.crt', () => {
     const a = ca('A', 0, 300 * S);
     const b = ca('B', 0, 400 * S);
-    const state: TlsState = {
-      cas: [a, b],
-      signer: b,
-      next: undefined,
-      leaf: leaf('B', 0, 60 * S),
-      nextAddedAt: undefined,
-    };
+    const state = tls({ cas: [a, b], signer: b, leaf: leaf('B', 0, 60 * S) });
     expect(planCertificates(state, NAMES, POLICY, 10 * S, new Set(['A', 'B'])).keepCas).toEqual(['A', 'B']);
     // What ca.crt no longer holds is no longer in the plan's bundle, though the configuration still trusts it.
     const edited = planCertificates({ ...state, cas: [b] }, NAMES, POLICY, 10 * S, new Set(['A', 'B']));
@@ -169,13 +157,7 @@ describe('planCertificates', () => {
   it('drops an expired CA and replaces an expired signer, keeping live CAs that may still be served', () => {
     const a = ca('A', 0, 100 * S);
     const b = ca('B', 0, 400 * S);
-    const state: TlsState = {
-      cas: [a, b],
-      signer: a,
-      next: undefined,
-      leaf: leaf('B', 0, 150 * S),
-      nextAddedAt: undefined,
-    };
+    const state = tls({ cas: [a, b], signer: a, leaf: leaf('B', 0, 150 * S) });
     const plan = planCertificates(state, NAMES, POLICY, 120 * S, new Set(['A', 'B']));
     expect(plan).toMatchObject({ signer: 'new', issueLeaf: true, keepCas: ['B'] });
     expect(plan.reasons).toEqual([
@@ -188,13 +170,7 @@ describe('planCertificates', () => {
   it('never asks to wait longer than an hour (long timers overflow; clocks jump)', () => {
     const year = 365 * 24 * 3_600 * S;
     const a = ca('A', 0, 5 * year);
-    const state: TlsState = {
-      cas: [a],
-      signer: a,
-      next: undefined,
-      leaf: leaf('A', 0, year),
-      nextAddedAt: undefined,
-    };
+    const state = tls({ cas: [a], signer: a, leaf: leaf('A', 0, year) });
     expect(planCertificates(state, NAMES, POLICY, S, new Set(['A'])).requeueAfterMs).toBe(MAX_REQUEUE_MS);
   });
 
