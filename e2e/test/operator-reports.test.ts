@@ -11,7 +11,11 @@
  *   per Sandbox admitted before the minimum was raised; the summary counts exactly;
  * - an unchanged namespace costs no write across audits (same resourceVersion, no write request);
  * - a Pod deleted or recreated placed, and a weak Sandbox deleted, leave it at the next audit;
- * - a namespace no longer isolated loses its Report.
+ * - a namespace no longer isolated loses its Report;
+ * - with an audit period of an hour, a sandbox policy applied, raised and removed is reported at
+ *   once (the namespace's policy and its generated RuntimeClass changing bring the audit forward):
+ *   after the raise only the Sandbox left on a platform runc class fails, not the one on the
+ *   instance's own class, which the operator recreated with the kata handler.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
@@ -355,8 +359,11 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
       { timeoutMs: 30_000, intervalMs: 250 },
     );
     await createSandbox('after', ownClass);
-    const report = await waitForReport('name the Sandbox left weaker than kata', (r) =>
-      (r.results ?? []).some((x) => x.policy === 'sandbox-isolation'),
+    // The raise is reported at once (before 'after' exists); 'after' is counted at the next
+    // period (Sandbox events do not trigger an audit).
+    const report = await waitForReport(
+      'name the Sandbox left weaker than kata, and count the one created after',
+      (r) => (r.results ?? []).some((x) => x.policy === 'sandbox-isolation') && r.summary.pass === 2,
     );
     expect(report.summary).toEqual({ pass: 2, fail: 3, warn: 0, error: 0, skip: 0 });
     const sandboxResults = (report.results ?? []).filter((r) => r.policy === 'sandbox-isolation');
@@ -417,5 +424,62 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     });
     expect(await metric('kubeplus_operator_report_writes_total', { result: 'deleted' })).toBe(1);
     expect(await metric('kubeplus_operator_report_writes_total', { result: 'error' })).toBe(errorsBefore);
+  });
+
+  test('auditing hourly, a sandbox policy applied, raised and removed is reported at once', async () => {
+    if (rbac === undefined || proxy === undefined) throw new Error('no operator RBAC or proxy');
+    // The suite's operator (3 s period) makes way for one auditing hourly: whatever is reported
+    // from now on comes from a change, never from a period.
+    await operator?.service.stop();
+    operator = await startChartOperator(cluster, {
+      name: operatorName,
+      namespace: releaseNs,
+      rbac,
+      kubeconfigPath: proxy.kubeconfigPath,
+      args: ['--audit-interval=1h'],
+    });
+    const sandboxFailures = (r: ReportObject): string[] =>
+      (r.results ?? []).filter((x) => x.policy === 'sandbox-isolation').map((x) => x.resources[0]?.name ?? '');
+    const within = { timeoutMs: 60_000, intervalMs: 250 };
+
+    await setSandboxMinimum('runc');
+    await waitFor(
+      `${ownClass} to carry the runc handler`,
+      async () => {
+        try {
+          return (await kc.makeApiClient(NodeV1Api).readRuntimeClass({ name: ownClass })).handler === 'runc';
+        } catch (error) {
+          if (isApiStatus(error, 404)) return false;
+          throw error;
+        }
+      },
+      within,
+    );
+    await createSandbox('platform-runc', plainClass);
+    await waitFor('a Report of the sandbox-isolated namespace', async () => (await readReport()) !== undefined, within);
+
+    await setSandboxMinimum('kata');
+    // Exactly that one: the Sandbox on the own class, recreated with the kata handler, passes.
+    await waitFor(
+      'the Report to fail the Sandbox left on the platform runc class, and only it',
+      async (observe) => {
+        const report = await readReport();
+        observe({ failing: report && sandboxFailures(report) });
+        return report !== undefined && sandboxFailures(report).join() === 'platform-runc' ? true : undefined;
+      },
+      within,
+    );
+    expect((await kc.makeApiClient(NodeV1Api).readRuntimeClass({ name: ownClass })).handler).toBe('kata');
+
+    await custom.patchNamespacedCustomObject(
+      {
+        ...widget,
+        namespace: tenantNs,
+        name: instance,
+        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': null } } },
+      },
+      mergePatch,
+    );
+    await waitFor('the Report to be deleted', async () => (await readReport()) === undefined, within);
   });
 });

@@ -354,7 +354,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'REPORTS',
     placeholder: '<true|false>',
     default: 'true',
-    help: "Write one compliance Report (openreports.io/v1alpha1, named kubeplus-isolation) per audited tenant namespace at every audit (leader only; needs --audit-interval > 0): a fail result per Pod lacking its mandated node placement (policy node-isolation, naming the missing selector pairs and tolerations) and per Sandbox whose runtime class is weaker than the namespace's current sandbox-isolation minimum (policy sandbox-isolation), with exact pass/fail counts. Reuses the audit's Pod LIST; written only when its content changed. Without the OpenReports CRDs it says so once (a ReportsApiUnavailable Warning Event on the operator Pod, kubeplus_operator_reports_api_available 0) and starts writing when they appear.",
+    help: "Write one compliance Report (openreports.io/v1alpha1, named kubeplus-isolation) per audited tenant namespace at every audit (leader only; needs --audit-interval > 0): a fail result per Pod lacking its mandated node placement (policy node-isolation, naming the missing selector pairs and tolerations) and per Sandbox whose runtime class is weaker than the namespace's current sandbox-isolation minimum (policy sandbox-isolation), with exact pass/fail counts. Reuses the audit's Pod LIST; written only when its content changed. A namespace is also audited at once when its sandbox-isolation policy or its instance's generated RuntimeClass changes. Without the OpenReports CRDs it says so once (a ReportsApiUnavailable Warning Event on the operator Pod, kubeplus_operator_reports_api_available 0) and starts writing when they appear.",
     parse: boolean,
   },
   {

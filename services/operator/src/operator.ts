@@ -18,8 +18,9 @@
  *   `owned-objects` ← add/update of owned objects → `cleanupOrphan` (see controllers/owned-objects/keys.ts);
  *   `node-isolation-audit` ← isolated-namespace events and a period → list the namespace's Pods,
  *                     report those lacking the mandated placement (audit/; never writes Pods);
- *                     with --reports, also every sandbox-isolated namespace each period, and
- *                     write the namespace's compliance Report from the same findings (compliance/).
+ *                     with --reports, also every sandbox-isolated namespace each period and at
+ *                     once when its sandbox policy or generated RuntimeClass changes, and write
+ *                     the namespace's compliance Report from the same findings (compliance/).
  */
 
 import type { Logger } from '@kubeplus-isolation/service';
@@ -42,6 +43,7 @@ import {
   type PodLister,
 } from './controllers/audit/controller.js';
 import { registerReportMetrics } from './controllers/compliance/report-metrics.js';
+import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './controllers/compliance/report-sources.js';
 import { NamespaceReporter, type ReportStore, type SandboxLister } from './controllers/compliance/reporter.js';
 import { namespaceSandboxPolicy, sandboxTenantNamespaces } from './controllers/compliance/weak-sandboxes.js';
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
@@ -418,6 +420,14 @@ export function createOperator(deps: OperatorDeps): Operator {
               ...reports.knownNamespaces(),
             ],
       onTermStart: reports === undefined ? undefined : () => void reports.discover(),
+      // And at once when a namespace's sandbox policy or its generated RuntimeClass changes.
+      extraSources:
+        reports === undefined
+          ? undefined
+          : [
+              sandboxPolicyChanges(instances, (g) => kinds.kindOf(g), config.platformNamespace),
+              generatedRuntimeClassChanges(runtimeClasses, config.platformNamespace),
+            ],
       namespaceMetricLimit: config.unisolatedNamespacesMetricLimit,
     });
     manager.addController(audit.controller);

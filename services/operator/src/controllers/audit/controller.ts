@@ -12,6 +12,7 @@ import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
 import type { InstanceIdentity } from '../../desired/instance.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { EventHandlers, Lister } from '../../runtime/informer.js';
+import type { KeySource } from '../../runtime/key-sources.js';
 import type { ControllerOptions } from '../../runtime/manager.js';
 import { registerAuditMetrics } from './audit-metrics.js';
 import { isolatedNamespaceEvents, periodicAudit } from './audit-sources.js';
@@ -40,6 +41,8 @@ export interface NodeIsolationAuditOptions {
   reportPods?: number;
   /** Further namespaces audited every period (the reports' sandbox-isolated namespaces). */
   extraKeys?: () => Iterable<string>;
+  /** Further triggers of an audit (the reports': a namespace's sandbox policy changed). */
+  extraSources?: readonly KeySource[];
   /** Called when a leadership term starts (the reports learn which namespaces hold one). */
   onTermStart?: () => void;
   /** Namespaces shown in kubeplus_operator_unisolated_pods_by_namespace. */
@@ -81,6 +84,7 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
           extraKeys: options.extraKeys,
           onTermStart: options.onTermStart,
         }),
+        ...(options.extraSources ?? []),
       ],
       concurrency: 1,
     },

@@ -98,7 +98,7 @@ function world(): FakeWorld {
 }
 
 describe('compliance reports, wired', () => {
-  it('the audit writes a Report per isolated namespace from its own LIST, and a sandbox-isolated one each period', async () => {
+  it('the audit writes a Report per isolated namespace from its own LIST, and a sandbox-isolated one at once and each period', async () => {
     const w = world();
     const clock = new FakeClock();
     const r = replica(
@@ -116,11 +116,7 @@ describe('compliance reports, wired', () => {
       ],
     });
     expect(w.reports.get('manual')).toMatchObject({ summary: { pass: 0, fail: 3 } });
-    // Only node-isolated namespaces so far: the sandbox-isolated one waits for the period.
-    expect(w.reports.has('team-b')).toBe(false);
-    expect(podLists()).toBe(2);
-
-    await settle(clock, 60_000);
+    // The sandbox-isolated namespace too, without waiting for the period (its policy became known).
     expect(w.reports.get('team-b')).toMatchObject({
       summary: { pass: 1, fail: 1 },
       results: [
@@ -130,13 +126,17 @@ describe('compliance reports, wired', () => {
         }),
       ],
     });
+    expect(podLists()).toBe(2);
+
+    await settle(clock, 60_000);
     text = await metrics(r);
-    // The period listed Pods once more per node-isolated namespace, never for team-b.
+    // The period listed Pods once more per node-isolated namespace, never for team-b, and wrote
+    // nothing new: every Report was current.
     expect(podLists()).toBe(4);
     expect(text).toMatch(/^kubeplus_operator_report_writes_total\{result="created"\} 3$/m);
-    expect(text).toMatch(/^kubeplus_operator_reports_unchanged_total 2$/m);
+    expect(text).toMatch(/^kubeplus_operator_reports_unchanged_total 3$/m);
     expect(text).toMatch(/^kubeplus_operator_reports_api_available 1$/m);
-    expect(text).toMatch(/^kubeplus_operator_audit_sandbox_list_requests_total 1$/m);
+    expect(text).toMatch(/^kubeplus_operator_audit_sandbox_list_requests_total 2$/m);
     // Bounded: the one namespace with the most unisolated Pods only.
     expect(text.match(/^kubeplus_operator_unisolated_pods_by_namespace\{.*$/gm)).toEqual([
       'kubeplus_operator_unisolated_pods_by_namespace{tenant_namespace="manual"} 3',
@@ -149,6 +149,63 @@ describe('compliance reports, wired', () => {
     await settle(clock, 60_000);
     expect(w.reports.get('team-a')).toMatchObject({ summary: { pass: 2, fail: 0 }, results: [] });
     expect(r.events.filter((e) => e.reason?.startsWith('ReportsApi'))).toEqual([]);
+  });
+
+  it('a raised minimum is reported at once: the Sandbox left weaker fails, the one on the recreated class passes', async () => {
+    const w = world();
+    w.cluster.putRuntimeClass('platform-runc', 'runc');
+    w.cluster.putInstance({
+      name: 'agent-y',
+      namespace: 'team-b',
+      annotations: { [SANDBOX]: '{"minRuntimeClass":"runc","enforce":true}' },
+    });
+    w.sandboxes.set('team-b', [
+      { metadata: { name: 'own' }, spec: { podTemplate: { spec: { runtimeClassName: 'kubeplus-sandbox-agent-y' } } } },
+      { metadata: { name: 'platform' }, spec: { podTemplate: { spec: { runtimeClassName: 'platform-runc' } } } },
+    ]);
+    w.sync();
+    const clock = new FakeClock();
+    const r = replica(w, clock, testConfig('--leader-elect=false', '--audit-interval=1h'));
+    await settle(clock);
+    expect(w.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-y')?.handler).toBe('runc');
+    expect(w.reports.get('team-b')).toMatchObject({ summary: { pass: 2, fail: 0 } });
+
+    // Raised to kata: no period passes (1 h), yet the Report names the Sandbox left on runc, and
+    // only it: the operator recreated the instance's own class with the kata handler, and that
+    // change brought a second audit that judges the new handler.
+    w.cluster.putInstance({
+      name: 'agent-y',
+      namespace: 'team-b',
+      annotations: { [SANDBOX]: '{"minRuntimeClass":"kata","enforce":true}' },
+    });
+    w.sync();
+    await settle(clock, 5_000);
+    expect(w.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-y')?.handler).toBe('kata');
+    expect(w.reports.get('team-b')).toMatchObject({
+      summary: { pass: 1, fail: 1 },
+      results: [
+        expect.objectContaining({
+          policy: 'sandbox-isolation',
+          resources: [expect.objectContaining({ kind: 'Sandbox', name: 'platform' })],
+        }),
+      ],
+    });
+
+    // Sandbox isolation removed: the Report goes at once too.
+    w.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: {} });
+    w.sync();
+    await settle(clock, 5_000);
+    expect(w.reports.has('team-b')).toBe(false);
+    // An unrelated change of the instance (same policy) audits nothing more.
+    const lists = (await metrics(r)).match(/^kubeplus_operator_audit_sandbox_list_requests_total (\d+)$/m)?.[1];
+    w.cluster.putInstance({
+      name: 'agent-y',
+      namespace: 'team-b',
+      annotations: { note: 'unrelated' },
+    });
+    w.sync();
+    await settle(clock, 5_000);
+    expect((await metrics(r)).match(/^kubeplus_operator_audit_sandbox_list_requests_total (\d+)$/m)?.[1]).toBe(lists);
   });
 
   it('without the Report API: one Warning Event on the operator Pod, the gauge at 0, and the audit goes on', async () => {
