@@ -15,7 +15,8 @@
  * - with an audit period of an hour, a sandbox policy applied, raised and removed is reported at
  *   once (the namespace's policy and its generated RuntimeClass changing bring the audit forward):
  *   after the raise only the Sandbox left on a platform runc class fails, not the one on the
- *   instance's own class, which the operator recreated with the kata handler.
+ *   instance's own class, which the operator recreated with the kata handler; the annotation
+ *   made invalid leaves the Report as it was (judged by the last good minimum).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
@@ -470,6 +471,34 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
       within,
     );
     expect((await kc.makeApiClient(NodeV1Api).readRuntimeClass({ name: ownClass })).handler).toBe('kata');
+
+    // The annotation made invalid: its last good policies stay (and the class with its kata
+    // handler), so the Report judges by kata still. The change is audited at once and the
+    // Report found unchanged: no write, the same failure.
+    const kept = await readReport();
+    const unchangedBefore = await metric('kubeplus_operator_reports_unchanged_total');
+    await custom.patchNamespacedCustomObject(
+      {
+        ...widget,
+        namespace: tenantNs,
+        name: instance,
+        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': '{"minRuntimeClass":' } } },
+      },
+      mergePatch,
+    );
+    await waitFor(
+      'the audit of the namespace after the annotation turned invalid',
+      async () => (await metric('kubeplus_operator_reports_unchanged_total')) > unchangedBefore,
+      within,
+    );
+    const invalid = await core.listNamespacedEvent({
+      namespace: tenantNs,
+      fieldSelector: `involvedObject.name=${instance},reason=InvalidSandboxIsolation`,
+    });
+    expect(invalid.items.length).toBeGreaterThan(0);
+    const judged = await readReport();
+    expect(judged?.metadata.resourceVersion).toBe(kept?.metadata.resourceVersion);
+    expect(judged && sandboxFailures(judged)).toEqual(['platform-runc']);
 
     await custom.patchNamespacedCustomObject(
       {

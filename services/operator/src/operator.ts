@@ -45,7 +45,11 @@ import {
 import { registerReportMetrics } from './controllers/compliance/report-metrics.js';
 import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './controllers/compliance/report-sources.js';
 import { NamespaceReporter, type ReportStore, type SandboxLister } from './controllers/compliance/reporter.js';
-import { namespaceSandboxPolicy, sandboxTenantNamespaces } from './controllers/compliance/weak-sandboxes.js';
+import {
+  lastGoodMinimums,
+  namespaceSandboxPolicy,
+  sandboxTenantNamespaces,
+} from './controllers/compliance/weak-sandboxes.js';
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
   cachedOwner,
@@ -383,13 +387,21 @@ export function createOperator(deps: OperatorDeps): Operator {
     // Events go to an instance that exists and is watched, else only the metric and log report.
     const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => cachedOwner(instanceCaches, owner);
     const reportIo = reporting ? deps.reports : undefined;
+    // An instance whose sandbox annotation is invalid still enforces its last good minimum.
+    const lastGoodSandboxMinimums = () =>
+      lastGoodMinimums(
+        runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
+        config.levelHandlers,
+        config.handlerLevels,
+      );
     const reports =
       reportIo === undefined
         ? undefined
         : new NamespaceReporter({
             store: reportIo.store,
             sandboxes: reportIo.sandboxes,
-            sandboxPolicy: (ns) => namespaceSandboxPolicy(sandboxInstances(), ns, config.platformNamespace),
+            sandboxPolicy: (ns) =>
+              namespaceSandboxPolicy(sandboxInstances(), ns, config.platformNamespace, lastGoodSandboxMinimums()),
             runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
             handlerLevels: config.handlerLevels,
             maxResults: config.reportMaxResults,
@@ -416,7 +428,7 @@ export function createOperator(deps: OperatorDeps): Operator {
         reports === undefined
           ? undefined
           : () => [
-              ...sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace),
+              ...sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace, lastGoodSandboxMinimums()),
               ...reports.knownNamespaces(),
             ],
       onTermStart: reports === undefined ? undefined : () => void reports.discover(),

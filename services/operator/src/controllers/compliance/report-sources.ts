@@ -13,6 +13,9 @@
  *   forward may have judged the old handler; this one judges the new. A platform RuntimeClass
  *   changing (rare, and never the operator's doing) waits for the period.
  *
+ * An annotation turned invalid leaves the index, so its namespace is audited once more; the audit
+ * judges by the last good minimum (`lastGoodMinimums`), so the Report stays as it was (no write).
+ *
  * Both keep only what they need to tell a change (per instance its tenant and annotation, per
  * namespace a fingerprint of its policy; per generated class its handler) and replay on
  * subscribe, like every key source: a new leadership term audits each such namespace once.

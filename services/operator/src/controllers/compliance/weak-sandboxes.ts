@@ -6,8 +6,10 @@
  * the minimum is not retroactive. A Sandbox admitted before the tightening keeps running on its
  * weaker class; this finds it, so the compliance report can name it.
  *
- * A namespace's minimum is the strongest of every valid `kubeplus.io/sandbox-isolation` bound to
- * it (every bound policy applies: `sandbox-peers.ts`). A Sandbox falls short when its class is
+ * A namespace's minimum is the strongest of every `kubeplus.io/sandbox-isolation` bound to it
+ * (every bound policy applies: `sandbox-peers.ts`). An invalid one counts with its last good
+ * minimum: the operator keeps its policies and its RuntimeClass while it is invalid, and the
+ * class's handler is that minimum's (`lastGoodMinimums`); one never valid binds nothing. A Sandbox falls short when its class is
  * unset (every policy refuses that), or names a RuntimeClass that does not exist or whose handler
  * does not meet the minimum (an unknown handler meets only `runc`). Whether the class is another
  * tenant's generated one is not judged here: only strength is.
@@ -20,9 +22,10 @@ import {
   levelOfHandler,
   parseSandboxIsolation,
   type RuntimeLevel,
+  runtimeClassName,
 } from '@kubeplus-isolation/spec';
 import { RUNTIME_CLASS_PATH } from '../../desired/agent-sandbox.js';
-import { DEFAULT_PLATFORM_NAMESPACE } from '../../desired/instance.js';
+import { DEFAULT_PLATFORM_NAMESPACE, type InstanceIdentity, instanceIdentity } from '../../desired/instance.js';
 import { type SandboxInstanceMeta, tenantOf } from '../../desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../../desired/sandbox-policy.js';
 
@@ -34,27 +37,64 @@ export interface NamespaceSandboxPolicy {
   enforce: boolean;
 }
 
+/** The last good minimum of an instance whose annotation is invalid; undefined when none is known. */
+export type LastGoodMinimum = (instance: InstanceIdentity) => RuntimeLevel | undefined;
+
+/**
+ * Last good minimums, from the RuntimeClasses the operator generated: `kubeplus-sandbox-<instance>`
+ * owned by the instance carries the handler of its minimum (`levelHandlers`), and is kept while
+ * the annotation is invalid. A handler no level maps to is read by `handlerLevels`.
+ */
+export function lastGoodMinimums(
+  classes: readonly RuntimeClassInfo[],
+  levelHandlers: Readonly<Record<RuntimeLevel, string>>,
+  handlerLevels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
+): LastGoodMinimum {
+  const handlerOf = new Map<string, string>();
+  for (const rc of classes) {
+    if (rc.generated && rc.owner !== undefined && rc.name === runtimeClassName(rc.owner.name)) {
+      handlerOf.set(instanceIdentity(rc.owner), rc.handler);
+    }
+  }
+  const levelOf = new Map<string, RuntimeLevel>();
+  for (const [level, handler] of Object.entries(levelHandlers) as Array<[RuntimeLevel, string]>) {
+    if (!levelOf.has(handler)) levelOf.set(handler, level);
+  }
+  return (instance) => {
+    const handler = handlerOf.get(instanceIdentity(instance));
+    return handler === undefined ? undefined : (levelOf.get(handler) ?? levelOfHandler(handler, handlerLevels));
+  };
+}
+
+/** What one instance binds: its annotation's policy, else (invalid) its last good minimum, mode unknown (advisory). */
+function boundPolicy(instance: SandboxInstanceMeta, lastGood?: LastGoodMinimum): NamespaceSandboxPolicy | undefined {
+  const parsed = parseSandboxIsolation(instance.annotation);
+  if (parsed.ok) return { minimum: parsed.value.minRuntimeClass, enforce: parsed.value.enforce };
+  const minimum = lastGood?.(instance);
+  return minimum === undefined ? undefined : { minimum, enforce: false };
+}
+
 /**
  * The sandbox isolation in force in `namespace`, from every cached instance asking for it;
- * undefined when no valid one is bound there.
+ * undefined when none is bound there.
  */
 export function namespaceSandboxPolicy(
   instances: Iterable<SandboxInstanceMeta>,
   namespace: string,
   platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
+  lastGood?: LastGoodMinimum,
 ): NamespaceSandboxPolicy | undefined {
   let policy: NamespaceSandboxPolicy | undefined;
   for (const instance of instances) {
     if (tenantOf(instance, platformNamespace) !== namespace) continue;
-    const parsed = parseSandboxIsolation(instance.annotation);
-    if (!parsed.ok) continue;
-    const { minRuntimeClass, enforce } = parsed.value;
+    const bound = boundPolicy(instance, lastGood);
+    if (bound === undefined) continue;
     policy =
       policy === undefined
-        ? { minimum: minRuntimeClass, enforce }
+        ? bound
         : {
-            minimum: compareLevels(minRuntimeClass, policy.minimum) > 0 ? minRuntimeClass : policy.minimum,
-            enforce: policy.enforce || enforce,
+            minimum: compareLevels(bound.minimum, policy.minimum) > 0 ? bound.minimum : policy.minimum,
+            enforce: policy.enforce || bound.enforce,
           };
   }
   return policy;
@@ -64,11 +104,12 @@ export function namespaceSandboxPolicy(
 export function sandboxTenantNamespaces(
   instances: Iterable<SandboxInstanceMeta>,
   platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
+  lastGood?: LastGoodMinimum,
 ): string[] {
   const out = new Set<string>();
   for (const instance of instances) {
     const tenant = tenantOf(instance, platformNamespace);
-    if (tenant !== undefined && parseSandboxIsolation(instance.annotation).ok) out.add(tenant);
+    if (tenant !== undefined && boundPolicy(instance, lastGood) !== undefined) out.add(tenant);
   }
   return [...out].sort();
 }

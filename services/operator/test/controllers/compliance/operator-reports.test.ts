@@ -191,6 +191,20 @@ describe('compliance reports, wired', () => {
       ],
     });
 
+    // The annotation made invalid: the operator keeps the last good policies and class, and the
+    // Report keeps judging by that minimum (kata, read from the kept class).
+    const before = w.reports.get('team-b')?.metadata.resourceVersion;
+    w.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: { [SANDBOX]: '{"minRuntimeClass":' } });
+    w.sync();
+    await settle(clock, 5_000);
+    expect(r.events.some((e) => e.reason === 'InvalidSandboxIsolation')).toBe(true);
+    expect(w.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-y')?.handler).toBe('kata');
+    expect(w.reports.get('team-b')?.metadata.resourceVersion).toBe(before);
+    expect(w.reports.get('team-b')).toMatchObject({ summary: { pass: 1, fail: 1 } });
+    // ... and at every period too (an hour on).
+    await settle(clock, 3_700_000);
+    expect(w.reports.get('team-b')?.metadata.resourceVersion).toBe(before);
+
     // Sandbox isolation removed: the Report goes at once too.
     w.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: {} });
     w.sync();

@@ -40,7 +40,8 @@ describe('SandboxPolicyIndex', () => {
     const index = new SandboxPolicyIndex('kubeplus');
     expect(index.update('a', { ...meta('team-a', 'x', 'runsc'), annotation: '{not json' })).toEqual([]);
     expect(index.update('p', meta('kubeplus', 'team-p', 'runsc'))).toEqual(['team-p']);
-    // An annotation turned invalid binds nothing any more (as namespaceSandboxPolicy reads it).
+    // An annotation turned invalid leaves the index: the namespace is audited once more, and the
+    // audit judges by the last good minimum (from the kept class; weak-sandboxes.ts).
     expect(index.update('p', { ...meta('kubeplus', 'team-p', 'runsc'), annotation: '' })).toEqual(['team-p']);
   });
 });

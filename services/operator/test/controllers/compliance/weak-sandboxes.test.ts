@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { parseHandlerLevels } from '@kubeplus-isolation/spec';
 import {
   findWeakSandboxes,
+  lastGoodMinimums,
   namespaceSandboxPolicy,
   runtimeClassOf,
   type SandboxLike,
@@ -53,6 +54,39 @@ describe('namespaceSandboxPolicy', () => {
     expect(sandboxTenantNamespaces([...instances, instance('b', 'i', spec('runc')), instance('a', 'i', 'x')])).toEqual([
       'b',
       'tenant-x',
+    ]);
+  });
+
+  it('counts an invalid annotation with its last good minimum, read from the class generated for it', () => {
+    const owner = (name: string, namespace = 'team-c') => ({ group: 'cloudark.io', kind: 'Agent', namespace, name });
+    const classes: RuntimeClassInfo[] = [
+      ...CLASSES,
+      { name: 'kubeplus-sandbox-was-kata', handler: 'kata', generated: true, owner: owner('was-kata') },
+      { name: 'kubeplus-sandbox-was-odd', handler: 'kata-fc', generated: true, owner: owner('was-odd') },
+      // Generated for the instance but not its own name (held by another): says nothing of it.
+      { name: 'something-else', handler: 'kata', generated: true, owner: owner('other') },
+    ];
+    const lastGood = lastGoodMinimums(classes, { runc: 'runc', runsc: 'runsc', kata: 'kata' });
+    expect(lastGood(owner('was-kata'))).toBe('kata');
+    expect(lastGood(owner('was-odd'))).toBe('kata'); // not a configured handler: by its prefix
+    expect(lastGood(owner('other'))).toBeUndefined();
+    expect(lastGood(owner('was-kata', 'team-d'))).toBeUndefined(); // another instance of that name
+
+    const invalid = instance('team-c', 'was-kata', '{not json');
+    const weaker = instance('team-c', 'valid', spec('runsc', true));
+    expect(namespaceSandboxPolicy([invalid, weaker], 'team-c', undefined, lastGood)).toEqual({
+      minimum: 'kata',
+      enforce: true,
+    });
+    expect(namespaceSandboxPolicy([invalid], 'team-c', undefined, lastGood)).toEqual({
+      minimum: 'kata',
+      enforce: false,
+    });
+    // Never valid (no class): binds nothing, as without a last good lookup at all.
+    expect(namespaceSandboxPolicy([instance('team-c', 'never', 'x')], 'team-c', undefined, lastGood)).toBeUndefined();
+    expect(namespaceSandboxPolicy([invalid], 'team-c')).toBeUndefined();
+    expect(sandboxTenantNamespaces([invalid, instance('team-e', 'never', 'x')], undefined, lastGood)).toEqual([
+      'team-c',
     ]);
   });
 
