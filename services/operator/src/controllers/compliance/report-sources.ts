@@ -35,7 +35,9 @@ import { namespaceSandboxPolicy } from './weak-sandboxes.js';
  * changed (at most two: the one it binds and the one it bound).
  */
 export class SandboxPolicyIndex {
-  private readonly byInstance = new Map<string, { tenant: string; meta: SandboxInstanceMeta }>();
+  /** Instance key → the tenant namespace it binds. */
+  private readonly tenantOfInstance = new Map<string, string>();
+  /** Tenant namespace → the instances bound to it. */
   private readonly byTenant = new Map<string, Map<string, SandboxInstanceMeta>>();
   private readonly fingerprints = new Map<string, string>();
 
@@ -43,20 +45,20 @@ export class SandboxPolicyIndex {
 
   /** `meta`: the instance's sandbox annotation, undefined when it has none or was deleted. */
   update(instanceKey: string, meta: SandboxInstanceMeta | undefined): string[] {
-    const before = this.byInstance.get(instanceKey);
+    const before = this.tenantOfInstance.get(instanceKey);
     const tenant = meta === undefined ? undefined : tenantOf(meta, this.platformNamespace);
     if (before !== undefined) {
-      this.byInstance.delete(instanceKey);
-      this.byTenant.get(before.tenant)?.delete(instanceKey);
+      this.tenantOfInstance.delete(instanceKey);
+      this.byTenant.get(before)?.delete(instanceKey);
     }
     if (meta !== undefined && tenant !== undefined) {
-      this.byInstance.set(instanceKey, { tenant, meta });
+      this.tenantOfInstance.set(instanceKey, tenant);
       const bound = this.byTenant.get(tenant) ?? new Map<string, SandboxInstanceMeta>();
       bound.set(instanceKey, meta);
       this.byTenant.set(tenant, bound);
     }
     const changed: string[] = [];
-    for (const t of new Set([before?.tenant, tenant])) {
+    for (const t of new Set([before, tenant])) {
       if (t === undefined) continue;
       const bound = this.byTenant.get(t);
       if (bound?.size === 0) this.byTenant.delete(t);

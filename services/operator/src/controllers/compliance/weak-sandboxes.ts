@@ -9,9 +9,11 @@
  * A namespace's minimum is the strongest of every `kubeplus.io/sandbox-isolation` bound to it
  * (every bound policy applies: `sandbox-peers.ts`). An invalid one counts with its last good
  * minimum: the operator keeps its policies and its RuntimeClass while it is invalid, and the
- * class's handler is that minimum's (`lastGoodMinimums`); one never valid binds nothing. A Sandbox falls short when its class is
- * unset (every policy refuses that), or names a RuntimeClass that does not exist or whose handler
- * does not meet the minimum (an unknown handler meets only `runc`). Whether the class is another
+ * class's handler is that minimum's (`lastGoodMinimums`); one never valid binds nothing.
+ *
+ * A Sandbox falls short when its class is unset (every policy refuses that), or names a
+ * RuntimeClass that does not exist or whose handler does not meet the minimum (an unknown handler
+ * meets only `runc`). Whether the class is another
  * tenant's generated one is not judged here: only strength is.
  */
 import {

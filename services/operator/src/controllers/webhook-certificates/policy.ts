@@ -4,7 +4,8 @@
  *
  * The rule that keeps every admission verifiable (failurePolicy Ignore turns a TLS failure into
  * a Pod admitted without isolation): a certificate is only ever served while the API server
- * trusts its CA, and a CA is only removed from the trust bundle once nothing it signed is valid. Hence, as Gatekeeper's and Kyverno's controllers do, but with overlap:
+ * trusts its CA, and a CA is only removed from the trust bundle once nothing it signed is valid.
+ * Hence, as Gatekeeper's and Kyverno's controllers do, but with overlap:
  *
  * 1. The serving certificate is renewed, by the same CA, at 2/3 of its lifetime (cert-manager's
  *    default), or at once when it is missing, broken, for other names, or not the signer's.
