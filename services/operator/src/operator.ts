@@ -46,6 +46,7 @@ import { registerReportMetrics } from './controllers/compliance/report-metrics.j
 import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './controllers/compliance/report-sources.js';
 import { NamespaceReporter, type ReportStore, type SandboxLister } from './controllers/compliance/reporter.js';
 import {
+  type LastGoodMinimum,
   lastGoodMinimums,
   namespaceSandboxPolicy,
   sandboxTenantNamespaces,
@@ -387,13 +388,14 @@ export function createOperator(deps: OperatorDeps): Operator {
     // Events go to an instance that exists and is watched, else only the metric and log report.
     const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => cachedOwner(instanceCaches, owner);
     const reportIo = reporting ? deps.reports : undefined;
-    // An instance whose sandbox annotation is invalid still enforces its last good minimum.
-    const lastGoodSandboxMinimums = () =>
+    // An instance whose sandbox annotation is invalid still enforces its last good minimum
+    // (looked up from the RuntimeClass cache for such an instance only: rare).
+    const lastGoodSandboxMinimum: LastGoodMinimum = (instance) =>
       lastGoodMinimums(
         runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
         config.levelHandlers,
         config.handlerLevels,
-      );
+      )(instance);
     const reports =
       reportIo === undefined
         ? undefined
@@ -401,7 +403,7 @@ export function createOperator(deps: OperatorDeps): Operator {
             store: reportIo.store,
             sandboxes: reportIo.sandboxes,
             sandboxPolicy: (ns) =>
-              namespaceSandboxPolicy(sandboxInstances(), ns, config.platformNamespace, lastGoodSandboxMinimums()),
+              namespaceSandboxPolicy(sandboxInstances(), ns, config.platformNamespace, lastGoodSandboxMinimum),
             runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
             handlerLevels: config.handlerLevels,
             maxResults: config.reportMaxResults,
@@ -428,7 +430,7 @@ export function createOperator(deps: OperatorDeps): Operator {
         reports === undefined
           ? undefined
           : () => [
-              ...sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace, lastGoodSandboxMinimums()),
+              ...sandboxTenantNamespaces(sandboxInstances(), config.platformNamespace, lastGoodSandboxMinimum),
               ...reports.knownNamespaces(),
             ],
       onTermStart: reports === undefined ? undefined : () => void reports.discover(),
