@@ -16,13 +16,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  imageArchives,
-  installAgentSandbox,
-  type RealNodeCluster,
-  startRealNodeCluster,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+import { installAgentSandbox, type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import {
   createAgent,
@@ -32,7 +26,15 @@ import {
   NODE_ISOLATION,
   SANDBOX_ISOLATION,
 } from './support/operator.js';
-import { installChart, kubectl, kubectlWithInput, PLATFORM_NS, poolMandate, RELEASE_NS } from './support/real-node.js';
+import {
+  installChart,
+  kubectl,
+  kubectlWithInput,
+  PLATFORM_NS,
+  poolMandate,
+  RELEASE_NS,
+  startProjectNode,
+} from './support/real-node.js';
 
 const POOL = 'sandbox-pool';
 const MANDATE = poolMandate(POOL);
@@ -97,10 +99,7 @@ describe('Agent Sandbox for real, with both isolation layers', () => {
   };
 
   beforeAll(async () => {
-    cluster = await startRealNodeCluster({
-      images: imageArchives(),
-      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
-    });
+    cluster = await startProjectNode();
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     custom = cluster.cp.kc.makeApiClient(CustomObjectsApi);
     const { crds } = await installAgentSandbox(cluster.cp.kc);

@@ -34,12 +34,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  imageArchives,
   installOpenReportsCrds,
   parsePrometheusText,
   type RealNodeCluster,
   repoRoot,
-  startRealNodeCluster,
   sumMetric,
   waitFor,
 } from '@kubeplus-isolation/e2e';
@@ -65,6 +63,7 @@ import {
   poolMandate,
   prepareChartNode,
   RELEASE_NS,
+  startProjectNode,
   tenantPod,
 } from './support/real-node.js';
 
@@ -123,10 +122,7 @@ describe('the chart over its life on a real node', () => {
       const tar = execFile('tar', ['-x', '-C', previousChartDir], (error) => (error ? reject(error) : resolve()));
       tar.stdin?.end(stdout);
     });
-    cluster = await startRealNodeCluster({
-      images: imageArchives(),
-      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
-    });
+    cluster = await startProjectNode();
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     apps = cluster.cp.kc.makeApiClient(AppsV1Api);
     await prepareChartNode(cluster, { pool: POOL });

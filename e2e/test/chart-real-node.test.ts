@@ -23,15 +23,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  imageArchives,
-  parsePrometheusText,
-  type RealNodeCluster,
-  repoRoot,
-  startRealNodeCluster,
-  sumMetric,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+import { parsePrometheusText, type RealNodeCluster, repoRoot, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, ENABLED_LABEL, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
 import {
@@ -43,6 +35,7 @@ import {
   prepareChartNode,
   probeImage,
   RELEASE_NS,
+  startProjectNode,
 } from './support/real-node.js';
 
 const run = promisify(execFile);
@@ -60,10 +53,7 @@ describe('the chart on a real node', () => {
   let apiServerPort: number;
 
   beforeAll(async () => {
-    cluster = await startRealNodeCluster({
-      images: imageArchives(),
-      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
-    });
+    cluster = await startProjectNode();
     // The namespace a user would give the chart runs under the restricted Pod Security Standard.
     await prepareChartNode(cluster);
     await kubectl(

@@ -18,16 +18,14 @@ import {
   comparableHostStates,
   type HostState,
   hostState,
-  imageArchives,
   ipInCidr,
   type RealNodeCluster,
   repoRoot,
   resolveNodeAssets,
-  startRealNodeCluster,
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { kubectl, probePod, runProbe } from './support/real-node.js';
+import { kubectl, probePod, runProbe, startProjectNode } from './support/real-node.js';
 
 const run = promisify(execFile);
 
@@ -46,10 +44,7 @@ describe('a real node, contained', () => {
   beforeAll(async () => {
     nft = join(await resolveNodeAssets(), 'nft');
     before = hostState(nft);
-    cluster = await startRealNodeCluster({
-      images: imageArchives(),
-      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
-    });
+    cluster = await startProjectNode();
   });
 
   afterAll(async () => {

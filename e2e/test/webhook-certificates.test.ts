@@ -20,14 +20,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
-import {
-  imageArchives,
-  type RealNodeCluster,
-  scrapeApiServerMetrics,
-  startRealNodeCluster,
-  sumMetric,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+import { type RealNodeCluster, scrapeApiServerMetrics, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
 import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
 import {
   admitDryRunWhile,
@@ -43,6 +36,7 @@ import {
   poolMandate,
   prepareChartNode,
   RELEASE_NS,
+  startProjectNode,
   tenantPod,
 } from './support/real-node.js';
 
@@ -131,10 +125,7 @@ describe('webhook certificates kept by the operator, on a real node', () => {
   };
 
   beforeAll(async () => {
-    cluster = await startRealNodeCluster({
-      images: imageArchives(),
-      log: (m) => process.stderr.write(`[real-node] ${m}\n`),
-    });
+    cluster = await startProjectNode();
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     await prepareChartNode(cluster, { pool: POOL });
   });

@@ -1,7 +1,15 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { FatalWaitError, projectImage, type RealNodeCluster, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
+import {
+  FatalWaitError,
+  imageArchives,
+  projectImage,
+  type RealNodeCluster,
+  repoRoot,
+  startRealNodeCluster,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type KubectlResult, kubectl as runKubectl } from '../../src/demo/kubectl.js';
 import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION } from './operator.js';
@@ -136,6 +144,14 @@ export async function runProbe(
   );
   const log = await core.readNamespacedPodLog({ namespace, name });
   return { phase: done.status?.phase ?? '', log: String(log), pod: done };
+}
+
+/** A real node with the project's image archives imported, its progress logged as `[real-node]`. */
+export function startProjectNode(): Promise<RealNodeCluster> {
+  return startRealNodeCluster({
+    images: imageArchives(),
+    log: (m) => process.stderr.write(`[real-node] ${m}\n`),
+  });
 }
 
 /**

@@ -47,6 +47,13 @@ function steady(): TlsState {
   return tls({ cas: [a], signer: a, leaf: leaf('A', 0, 60 * S) });
 }
 
+/** Mid-rotation: A (valid [0, 300 s]) signs, B ([200, 500 s]) is the next CA, the leaf is A's. */
+function rotating(nextAddedAt: number | undefined): TlsState {
+  const a = ca('A', 0, 300 * S);
+  const b = ca('B', 200 * S, 500 * S);
+  return { cas: [a, b], signer: a, next: b, leaf: leaf('A', 190 * S, 250 * S), nextAddedAt };
+}
+
 describe('planCertificates', () => {
   it('bootstraps an empty Secret: a new CA signs a serving certificate at once', () => {
     const empty = tls({ cas: [], signer: undefined, leaf: undefined });
@@ -99,15 +106,7 @@ describe('planCertificates', () => {
   });
 
   it('promotes the next CA only once the webhook configuration has trusted it for the propagation delay', () => {
-    const a = ca('A', 0, 300 * S);
-    const b = ca('B', 200 * S, 500 * S);
-    const state: TlsState = {
-      cas: [a, b],
-      signer: a,
-      next: b,
-      leaf: leaf('A', 190 * S, 250 * S),
-      nextAddedAt: 200 * S,
-    };
+    const state = rotating(200 * S);
     // Not yet in the caBundle: no promotion however long it waited.
     const untrusted = planCertificates(state, NAMES, POLICY, 260 * S, new Set(['A']));
     expect(untrusted.signer).toBe('keep');
@@ -175,15 +174,7 @@ describe('planCertificates', () => {
   });
 
   it('a next CA without its start time is stamped (not a no-op), so its wait can end', () => {
-    const a = ca('A', 0, 300 * S);
-    const b = ca('B', 200 * S, 500 * S);
-    const state: TlsState = {
-      cas: [a, b],
-      signer: a,
-      next: b,
-      leaf: leaf('A', 190 * S, 250 * S),
-      nextAddedAt: undefined,
-    };
+    const state = rotating(undefined);
     const plan = planCertificates(state, NAMES, POLICY, 205 * S, new Set(['A', 'B']));
     expect(plan.signer).toBe('keep');
     expect(isNoop(plan, state)).toBe(false);
