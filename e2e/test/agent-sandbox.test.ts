@@ -35,44 +35,29 @@ import {
   RELEASE_NS,
   startProjectNode,
 } from './support/real-node.js';
+import {
+  isReady,
+  podOfSandbox,
+  readSandbox,
+  SANDBOX_IMAGE,
+  type SandboxStatus,
+  sandboxYaml,
+} from './support/sandboxes.js';
 
 const POOL = 'sandbox-pool';
 const MANDATE = poolMandate(POOL);
-const IMAGE = 'kubeplus-isolation.local/pause:1';
-
-interface SandboxStatus {
-  metadata: { name: string; uid: string; annotations?: Record<string, string> };
-  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[]; nodeName?: string };
-}
-
-const sandboxYaml = (name: string, namespace: string, runtimeClassName: string, version = 'v1beta1'): string => `
-apiVersion: agents.x-k8s.io/${version}
-kind: Sandbox
-metadata: {name: ${name}, namespace: ${namespace}}
-spec:
-  podTemplate:
-    spec:
-      runtimeClassName: ${runtimeClassName}
-      containers:
-      - {name: agent, image: ${IMAGE}, imagePullPolicy: Never}
-`;
+const IMAGE = SANDBOX_IMAGE;
 
 describe('Agent Sandbox for real, with both isolation layers', () => {
   let cluster: RealNodeCluster;
   let core: CoreV1Api;
   let custom: CustomObjectsApi;
 
-  const sandbox = async (namespace: string, name: string): Promise<SandboxStatus | undefined> =>
-    (await custom
-      .getNamespacedCustomObject({ group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes', namespace, name })
-      .catch(() => undefined)) as SandboxStatus | undefined;
-  const ready = (sb: SandboxStatus | undefined): boolean =>
-    sb?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-  const podOf = async (namespace: string, sandboxName: string): Promise<V1Pod | undefined> => {
-    const sb = await sandbox(namespace, sandboxName);
-    const name = sb?.metadata.annotations?.['agents.x-k8s.io/pod-name'];
-    return name ? core.readNamespacedPod({ namespace, name }).catch(() => undefined) : undefined;
-  };
+  const sandbox = (namespace: string, name: string): Promise<SandboxStatus | undefined> =>
+    readSandbox(custom, namespace, name);
+  const ready = isReady;
+  const podOf = (namespace: string, sandboxName: string): Promise<V1Pod | undefined> =>
+    podOfSandbox(core, custom, namespace, sandboxName);
   const isolate = async (instance: string, minRuntimeClass: string): Promise<void> => {
     await createAgent(cluster.cp.kc, PLATFORM_NS, instance, {
       [NODE_ISOLATION]: JSON.stringify(MANDATE),
