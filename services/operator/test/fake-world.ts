@@ -16,7 +16,7 @@ import type { PodLister } from '../src/controllers/audit/auditor.js';
 import type { PodLike } from '../src/controllers/audit/unisolated.js';
 import type { ExistingReport, Report } from '../src/controllers/compliance/openreport.js';
 import type { ReportStore, SandboxLister } from '../src/controllers/compliance/reporter.js';
-import type { SandboxLike } from '../src/controllers/compliance/weak-sandboxes.js';
+import type { SandboxLike, PodLike as SandboxPodLike } from '../src/controllers/compliance/weak-sandboxes.js';
 import type { ClusterPortOptions, InformerSources } from '../src/operator.js';
 import { type GroupVersionResource, gvrString } from '../src/runtime/gvr.js';
 import { FakeCluster } from './cluster/fake-cluster.js';
@@ -45,6 +45,8 @@ export class FakeWorld {
   readonly pods = new Map<string, PodLike[]>();
   /** Sandboxes by namespace, for the reports' LIST. */
   readonly sandboxes = new Map<string, SandboxLike[]>();
+  /** Per namespace, the Pods the Sandbox controller labelled (what the Sandboxes run). */
+  readonly sandboxPods = new Map<string, SandboxPodLike[]>();
   /** Compliance Reports by namespace; `reportsServed` false: the Report API is not served (404). */
   readonly reports = new Map<string, ExistingReport & { metadata: { resourceVersion: string } }>();
   reportsServed = true;
@@ -119,6 +121,7 @@ export class FakeWorld {
         items: this.sandboxes.get(namespace) ?? [],
         apiVersion: 'agents.x-k8s.io/v1beta1',
       }),
+      listSandboxPods: async (namespace) => ({ items: this.sandboxPods.get(namespace) ?? [] }),
     };
     return { store, sandboxes };
   }

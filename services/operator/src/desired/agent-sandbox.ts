@@ -37,3 +37,22 @@ export const RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'podTemplate', 'sp
 
 /** The same path as a JSON Pointer (RFC 6901), for JSON Patch. */
 export const RUNTIME_CLASS_POINTER = `/${RUNTIME_CLASS_PATH.join('/')}`;
+
+/**
+ * How the upstream controller (sandbox_controller.go, v0.5.0) ties a Pod to a Sandbox. It looks
+ * the Pod up by the Sandbox's `agents.x-k8s.io/pod-name` annotation, else by the Sandbox's name,
+ * and takes it as it is: a Pod owned by the Sandbox is used, an ownerless one is ADOPTED (an
+ * UPDATE adding the Sandbox as controller) when it carries the adoptable label or the
+ * Sandbox's name-hash label, any other is refused. It never compares the Pod's spec with the
+ * template. So a Pod that is, or can become, a Sandbox's Pod is exactly one owned by a Sandbox
+ * or carrying either label: the annotation alone cannot make the controller take any other.
+ */
+export const SANDBOX_OWNER = { group: 'agents.x-k8s.io', kind: 'Sandbox' } as const;
+export const ADOPTABLE_LABEL = 'agents.x-k8s.io/adoptable';
+export const NAME_HASH_LABEL = 'agents.x-k8s.io/sandbox-name-hash';
+export const POD_NAME_ANNOTATION = 'agents.x-k8s.io/pod-name';
+/** The labels that let the controller adopt an ownerless Pod. */
+export const ADOPTION_LABELS: readonly string[] = [ADOPTABLE_LABEL, NAME_HASH_LABEL];
+
+/** Path of the runtime class in a Pod. */
+export const POD_RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'runtimeClassName'];

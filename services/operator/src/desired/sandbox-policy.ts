@@ -31,7 +31,14 @@ import type {
   V1Validation,
   V1Variable,
 } from '@kubernetes/client-node';
-import { RUNTIME_CLASS_PATH, RUNTIME_CLASS_POINTER, SANDBOX_RESOURCES } from './agent-sandbox.js';
+import {
+  ADOPTION_LABELS,
+  POD_RUNTIME_CLASS_PATH,
+  RUNTIME_CLASS_PATH,
+  RUNTIME_CLASS_POINTER,
+  SANDBOX_OWNER,
+  SANDBOX_RESOURCES,
+} from './agent-sandbox.js';
 import { celOptionalString, celString, celStringList } from './cel.js';
 import type { Instance, InstanceIdentity } from './instance.js';
 import {
@@ -213,18 +220,26 @@ function asManaged<T extends object>(obj: T): ManagedObject {
  * tomorrow — is converted by the API server (the CRD's own conversion) to the first listed
  * version it can reach and judged there, so a new version can neither bypass the policy nor move
  * `runtimeClassName` out of its sight (DESIGN.md, "Admission policies").
+ *
+ * `pods`: the validating policies also match core Pods (CREATE and UPDATE; never a subresource,
+ * so the kubelet's status writes are not judged). Which Pods they judge is the `sandbox-pods`
+ * matchCondition's choice (`SANDBOX_POD_CONDITION`).
  */
-function matchConstraints(operations: readonly string[]): V1MatchResources {
+function matchConstraints(operations: readonly string[], pods = false): V1MatchResources {
+  const sandboxRules = SANDBOX_RESOURCES.flatMap((r) =>
+    r.versions.map((version) => ({
+      apiGroups: [r.group],
+      apiVersions: [version],
+      resources: [r.resource],
+      operations: [...operations],
+      scope: 'Namespaced',
+    })),
+  );
+  const podRules = pods
+    ? [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: [...operations], scope: 'Namespaced' }]
+    : [];
   return {
-    resourceRules: SANDBOX_RESOURCES.flatMap((r) =>
-      r.versions.map((version) => ({
-        apiGroups: [r.group],
-        apiVersions: [version],
-        resources: [r.resource],
-        operations: [...operations],
-        scope: 'Namespaced',
-      })),
-    ),
+    resourceRules: [...sandboxRules, ...podRules],
     matchPolicy: 'Equivalent',
     // Empty values here are asserted: an added selector or exclusion is drift and is reverted.
     namespaceSelector: {},
@@ -232,6 +247,32 @@ function matchConstraints(operations: readonly string[]): V1MatchResources {
     excludeResourceRules: [],
   };
 }
+
+/** CEL: the request is for a core Pod. */
+const IS_POD = "request.resource.group == '' && request.resource.resource == 'pods'";
+
+/** CEL: `obj` (a Pod) carries one of the labels that let the controller adopt it. */
+function carriesAdoptionLabel(obj: string): string {
+  return `(has(${obj}.metadata.labels) && ${celStringList(ADOPTION_LABELS)}.exists(k, k in ${obj}.metadata.labels))`;
+}
+
+/**
+ * CEL: the Pod is, or can become, a Sandbox's Pod (`agent-sandbox.ts`, `SANDBOX_OWNER`): owned by
+ * a Sandbox (any version of its group), or carrying a label that lets the controller adopt it.
+ */
+export const SANDBOX_POD_EXPRESSION =
+  `(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == ${celString(SANDBOX_OWNER.kind)} && r.apiVersion.startsWith(${celString(`${SANDBOX_OWNER.group}/`)}))) || ` +
+  carriesAdoptionLabel('object');
+
+/**
+ * The validating policies' one matchCondition: every Sandbox and SandboxTemplate request, and of
+ * the Pods only those that are or can become a Sandbox's Pod — a Sandbox judged compliant could
+ * otherwise be backed by a weaker Pod the tenant made (the controller adopts it as it is).
+ */
+export const SANDBOX_POD_CONDITION = {
+  name: 'sandbox-objects-and-sandbox-pods',
+  expression: `!(${IS_POD}) || ${SANDBOX_POD_EXPRESSION}`,
+} as const;
 
 function tenantMatch(tenantNamespace: string): V1MatchResources {
   return {
@@ -242,22 +283,41 @@ function tenantMatch(tenantNamespace: string): V1MatchResources {
   };
 }
 
+/** CEL: the runtime class of `root` (`object` or `oldObject`), a Pod's or a Sandbox's template's; `''` when unset. */
+function runtimeClassOf(root: string): string {
+  return `${IS_POD} ? (${celOptionalString(root, POD_RUNTIME_CLASS_PATH)}) : (${celOptionalString(root, RUNTIME_CLASS_PATH)})`;
+}
+
 /** CEL variables of the validating policies. */
 export function validationVariables(min: RuntimeLevel, allowed: readonly string[]): V1Variable[] {
+  const labelsOf = (obj: string): string => `(has(${obj}.metadata.labels) ? ${obj}.metadata.labels : {})`;
   const vars: V1Variable[] = [
-    { name: 'runtimeClassName', expression: celOptionalString('object', RUNTIME_CLASS_PATH) },
+    { name: 'runtimeClassName', expression: runtimeClassOf('object') },
+    {
+      // Who is judged, as the messages name it: the Sandbox's kind as before; a Pod by name, with why.
+      name: 'subject',
+      expression: `${IS_POD} ? ${celString('Pod ')} + (has(object.metadata.name) ? object.metadata.name : '') + ${celString(" (it is, or can become, a Sandbox's Pod):")} : object.kind`,
+    },
+    {
+      name: 'runtimeClassField',
+      expression: `${IS_POD} ? 'spec.runtimeClassName' : ${celString(RUNTIME_CLASS_PATH.join('.'))}`,
+    },
     {
       // On UPDATE an unchanged runtime class is never judged again: tightening the minimum
       // is not retroactive for Sandboxes that already exist (their controller keeps writing
       // status and annotations). Unless the UPDATE gives the object a new owner: adopting it
-      // (a SandboxClaim taking a warm-pool Sandbox, a warm pool taking an orphan) hands it to
-      // someone new, so it is judged like a new object, and a Sandbox left weaker than the
-      // minimum by a tightening is never handed out again. Dropping an owner (orphaning) is not.
+      // (a SandboxClaim taking a warm-pool Sandbox, a warm pool taking an orphan, a Sandbox
+      // taking a Pod) hands it to someone new, so it is judged like a new object, and a Sandbox
+      // or Pod left weaker than the minimum by a tightening is never handed out again. Nor when
+      // it gives a Pod a label that lets the controller adopt it. Dropping an owner (orphaning)
+      // is not judged.
       name: 'unchanged',
       expression:
-        `request.operation == 'UPDATE' && (${celOptionalString('oldObject', RUNTIME_CLASS_PATH)}) == variables.runtimeClassName && ` +
+        `request.operation == 'UPDATE' && (${runtimeClassOf('oldObject')}) == variables.runtimeClassName && ` +
         `(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []).all(r, ` +
-        `(has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []).exists(o, o.uid == r.uid))`,
+        `(has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []).exists(o, o.uid == r.uid)) && ` +
+        `(!(${IS_POD}) || ${celStringList(ADOPTION_LABELS)}.all(k, !(k in ${labelsOf('object')}) || ` +
+        `(k in ${labelsOf('oldObject')} && ${labelsOf('oldObject')}[k] == ${labelsOf('object')}[k])))`,
     },
   ];
   if (min !== 'runc') vars.push({ name: 'allowedRuntimeClasses', expression: celStringList(allowed) });
@@ -279,7 +339,7 @@ export function validations(
     {
       expression: "variables.unchanged || variables.runtimeClassName != ''",
       message: `spec.podTemplate.spec.runtimeClassName is unset; ${requirement}; ${hint}`,
-      messageExpression: `object.kind + ${celString(` spec.podTemplate.spec.runtimeClassName is unset; ${requirement}; ${hint}`)}`,
+      messageExpression: `variables.subject + ' ' + variables.runtimeClassField + ${celString(` is unset; ${requirement}; ${hint}`)}`,
       reason: 'Forbidden',
     },
   ];
@@ -288,7 +348,7 @@ export function validations(
       expression:
         "variables.unchanged || variables.runtimeClassName == '' || variables.runtimeClassName in variables.allowedRuntimeClasses",
       message: `spec.podTemplate.spec.runtimeClassName names a RuntimeClass that is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`,
-      messageExpression: `object.kind + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`)}`,
+      messageExpression: `variables.subject + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`)}`,
       reason: 'Forbidden',
     });
   }
@@ -309,8 +369,8 @@ function validatingPolicy(
     spec: {
       // Fail: an evaluation error denies under enforce and, bound [Warn, Audit], only warns in advisory mode.
       failurePolicy: 'Fail',
-      matchConstraints: matchConstraints(['CREATE', 'UPDATE']),
-      matchConditions: [],
+      matchConstraints: matchConstraints(['CREATE', 'UPDATE'], true),
+      matchConditions: [{ ...SANDBOX_POD_CONDITION }],
       variables: validationVariables(input.spec.minRuntimeClass, allowed),
       validations: validations(input.spec.minRuntimeClass, input.tenantNamespace, recommended),
       auditAnnotations: [],

@@ -36,7 +36,7 @@ export async function kubeOperatorDeps(
       : undefined,
     reports: {
       store: kubeReportStore(kc.makeApiClient(CustomObjectsApi)),
-      sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi)),
+      sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi), kc.makeApiClient(CoreV1Api)),
     },
     self: operatorPod(process.env),
     leaseLock: config.leaderElect

@@ -3,12 +3,13 @@
  * (openreports.io/v1alpha1, named `kubeplus-isolation`) read with a LIST by name — a LIST never
  * answers 404 for a served resource, so its 404 says the API is not served, unambiguously, in the
  * same one request — and created, replaced or deleted; the namespaces holding one (a LIST across
- * the cluster, by label and name); and a paginated LIST of a namespace's
- * Sandboxes at the first Agent Sandbox version the API server serves.
+ * the cluster, by label and name); a paginated LIST of a namespace's
+ * Sandboxes at the first Agent Sandbox version the API server serves; and a paginated LIST of the
+ * namespace's unfinished Pods labelled by the Sandbox controller (what the Sandboxes run).
  */
 import { httpStatusOf } from '@kubeplus-isolation/service';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kubeplus-isolation/spec';
-import type { CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
 import {
   type ExistingReport,
   REPORT_GROUP,
@@ -17,7 +18,8 @@ import {
   REPORT_VERSION,
 } from '../controllers/compliance/openreport.js';
 import type { ReportStore, SandboxLister } from '../controllers/compliance/reporter.js';
-import { SANDBOX_RESOURCES } from '../desired/agent-sandbox.js';
+import { NAME_HASH_LABEL, SANDBOX_RESOURCES } from '../desired/agent-sandbox.js';
+import { UNFINISHED_PODS_FIELD_SELECTOR } from './pod-lister.js';
 
 const REPORT = { group: REPORT_GROUP, version: REPORT_VERSION, plural: REPORT_PLURAL };
 
@@ -72,10 +74,20 @@ export function kubeReportStore(api: CustomObjectsApi): ReportStore {
 
 const SANDBOX = SANDBOX_RESOURCES.find((r) => r.kind === 'Sandbox');
 
-export function kubeSandboxLister(api: CustomObjectsApi): SandboxLister {
+export function kubeSandboxLister(api: CustomObjectsApi, core: CoreV1Api): SandboxLister {
   if (SANDBOX === undefined) throw new Error('no Sandbox resource known');
   const { group, resource, versions } = SANDBOX;
   return {
+    async listSandboxPods(namespace, { limit, continueToken }) {
+      const list = await core.listNamespacedPod({
+        namespace,
+        limit,
+        _continue: continueToken,
+        labelSelector: NAME_HASH_LABEL,
+        fieldSelector: UNFINISHED_PODS_FIELD_SELECTOR,
+      });
+      return { items: list.items, continueToken: list.metadata?._continue };
+    },
     async listSandboxes(namespace, { limit, continueToken }) {
       for (const version of versions) {
         try {

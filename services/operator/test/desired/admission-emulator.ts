@@ -25,11 +25,21 @@ interface Validation {
   message: string;
 }
 
+/** The resource a request is for, as the API server names it, from the object's kind. */
+const RESOURCES: Record<string, { group: string; version: string; resource: string }> = {
+  Pod: { group: '', version: 'v1', resource: 'pods' },
+  Sandbox: { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes' },
+  SandboxTemplate: { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxtemplates' },
+};
+
 function context(req: AdmissionRequest): Record<string, unknown> {
+  const kind = String(req.object.kind ?? '');
+  const resource = RESOURCES[kind];
+  if (resource === undefined) throw new Error(`the emulator knows no resource for kind ${JSON.stringify(kind)}`);
   return {
     object: req.object,
     oldObject: req.oldObject ?? null,
-    request: { operation: req.operation, namespace: 'team-a' },
+    request: { operation: req.operation, namespace: 'team-a', resource },
     variables: {},
   };
 }

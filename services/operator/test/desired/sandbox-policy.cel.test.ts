@@ -138,6 +138,111 @@ describe('the validating policy for minimum kata, evaluated', () => {
   });
 });
 
+/** A Pod as the tenant or the Sandbox controller writes it. */
+function pod(
+  runtimeClassName: string | undefined,
+  meta: { labels?: Record<string, string>; owners?: { apiVersion: string; kind: string; uid: string }[] } = {},
+): Record<string, unknown> {
+  const spec: Record<string, unknown> = { containers: [{ name: 'c', image: 'i' }] };
+  if (runtimeClassName !== undefined) spec.runtimeClassName = runtimeClassName;
+  const metadata: Record<string, unknown> = { name: 'agent-1' };
+  if (meta.labels !== undefined) metadata.labels = meta.labels;
+  if (meta.owners !== undefined) metadata.ownerReferences = meta.owners.map((o) => ({ ...o, name: o.uid }));
+  return { apiVersion: 'v1', kind: 'Pod', metadata, spec };
+}
+
+const ADOPTABLE = { 'agents.x-k8s.io/adoptable': 'true' };
+const NAME_HASH = { 'agents.x-k8s.io/sandbox-name-hash': 'a1b2c3d4' };
+const SANDBOX_OWNER = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', uid: 'sb-1' };
+
+describe('the validating policy on the Pods a Sandbox runs or can adopt (the controller never compares a Pod with the template)', () => {
+  const vap = vapOf('kata');
+  /** Judged: selected by the matchCondition, then validated. */
+  const judged = (req: AdmissionRequest): string[] | 'not selected' =>
+    matches(vap, req) ? validate(vap, req) : 'not selected';
+
+  it.each([
+    ['labelled adoptable', { labels: ADOPTABLE }],
+    ["carrying a Sandbox's name-hash label", { labels: NAME_HASH }],
+    ['owned by a Sandbox', { owners: [SANDBOX_OWNER] }],
+    ['owned by a v1alpha1 Sandbox', { owners: [{ ...SANDBOX_OWNER, apiVersion: 'agents.x-k8s.io/v1alpha1' }] }],
+  ])('refuses a runc Pod %s at CREATE, naming the Pod and why it is judged', (_what, meta) => {
+    const failures = judged({ operation: 'CREATE', object: pod('runc', meta) });
+    expect(failures).toEqual([
+      `Pod agent-1 (it is, or can become, a Sandbox's Pod): runtimeClassName "runc" is not allowed here: its handler is weaker than kata or unknown, or it is another instance's class; namespace "team-a" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${OWN}"`,
+    ]);
+  });
+
+  it('refuses such a Pod without a runtime class, naming the Pod field', () => {
+    expect(judged({ operation: 'CREATE', object: pod(undefined, { labels: ADOPTABLE }) })).toEqual([
+      `Pod agent-1 (it is, or can become, a Sandbox's Pod): spec.runtimeClassName is unset; namespace "team-a" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${OWN}"`,
+    ]);
+  });
+
+  it("admits such a Pod on an allowed class (the controller's own Pods from a compliant template)", () => {
+    expect(judged({ operation: 'CREATE', object: pod(OWN, { labels: NAME_HASH, owners: [SANDBOX_OWNER] }) })).toEqual(
+      [],
+    );
+    expect(judged({ operation: 'CREATE', object: pod('kata-qemu', { labels: ADOPTABLE }) })).toEqual([]);
+  });
+
+  it('leaves every other Pod to the other isolation layers: not selected, whatever its class', () => {
+    expect(judged({ operation: 'CREATE', object: pod('runc') })).toBe('not selected');
+    expect(judged({ operation: 'CREATE', object: pod(undefined, { labels: { app: 'web' } }) })).toBe('not selected');
+    const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', uid: 'rs-1' };
+    expect(judged({ operation: 'CREATE', object: pod('runc', { owners: [rs] }) })).toBe('not selected');
+    // A kind named Sandbox in another group is not the Agent Sandbox.
+    const lookalike = { apiVersion: 'example.com/v1', kind: 'Sandbox', uid: 'x-1' };
+    expect(judged({ operation: 'CREATE', object: pod('runc', { owners: [lookalike] }) })).toBe('not selected');
+  });
+
+  it('judges an UPDATE that adopts a weak Pod (adds the Sandbox as owner), as the controller does', () => {
+    const orphan = pod('runc', { labels: NAME_HASH });
+    const adopted = pod('runc', { labels: NAME_HASH, owners: [SANDBOX_OWNER] });
+    expect(judged({ operation: 'UPDATE', object: adopted, oldObject: orphan })).toHaveLength(1);
+    // A compliant one may be adopted.
+    expect(
+      judged({
+        operation: 'UPDATE',
+        object: pod(OWN, { labels: NAME_HASH, owners: [SANDBOX_OWNER] }),
+        oldObject: pod(OWN, { labels: NAME_HASH }),
+      }),
+    ).toEqual([]);
+  });
+
+  it('judges an UPDATE that labels a weak Pod for adoption, or re-labels it for another Sandbox', () => {
+    expect(
+      judged({ operation: 'UPDATE', object: pod('runc', { labels: ADOPTABLE }), oldObject: pod('runc') }),
+    ).toHaveLength(1);
+    expect(
+      judged({
+        operation: 'UPDATE',
+        object: pod('runc', { labels: { 'agents.x-k8s.io/sandbox-name-hash': 'ffff0000' } }),
+        oldObject: pod('runc', { labels: NAME_HASH }),
+      }),
+    ).toHaveLength(1);
+  });
+
+  it('never judges again a weak Pod its Sandbox already owns (tightening is not retroactive), nor orphaning it', () => {
+    const owned = pod('runc', { labels: { ...NAME_HASH, team: 'a' }, owners: [SANDBOX_OWNER] });
+    const relabelled = pod('runc', { labels: { ...NAME_HASH, team: 'b' }, owners: [SANDBOX_OWNER] });
+    expect(judged({ operation: 'UPDATE', object: relabelled, oldObject: owned })).toEqual([]);
+    expect(judged({ operation: 'UPDATE', object: pod('runc', { labels: NAME_HASH }), oldObject: owned })).toEqual([]);
+  });
+
+  it('advisory judges the same Pods the same way (its binding only warns)', () => {
+    const advisory = vapOf('kata', false);
+    const req = { operation: 'CREATE' as const, object: pod('runc', { labels: ADOPTABLE }) };
+    expect(matches(advisory, req)).toBe(true);
+    expect(validate(advisory, req)).toEqual(validate(vap, req));
+  });
+
+  it('keeps the Sandbox messages exactly as before', () => {
+    expect(judged(create('runc'))[0]).toMatch(/^Sandbox runtimeClassName "runc" is not allowed here/);
+    expect(judged(create(undefined))[0]).toMatch(/^Sandbox spec\.podTemplate\.spec\.runtimeClassName is unset/);
+  });
+});
+
 describe('the validating policy for other minimums', () => {
   it('runsc admits gVisor and Kata classes, rejects runc', () => {
     const vap = vapOf('runsc');

@@ -202,7 +202,7 @@ describe('desiredSandboxPolicy: enforce', () => {
     }
   });
 
-  it('matches Sandbox and SandboxTemplate at every version, CREATE and UPDATE: one rule per known version, storage first, Equivalent', () => {
+  it('matches Sandbox and SandboxTemplate at every version, and core Pods, CREATE and UPDATE: one rule per known version, storage first, Equivalent', () => {
     const vap = spec(policy.objects[1]);
     expect(vap.failurePolicy).toBe('Fail');
     const rule = (group: string, resource: string, version: string) => ({
@@ -220,6 +220,8 @@ describe('desiredSandboxPolicy: enforce', () => {
         rule('agents.x-k8s.io', 'sandboxes', 'v1alpha1'),
         rule('extensions.agents.x-k8s.io', 'sandboxtemplates', 'v1beta1'),
         rule('extensions.agents.x-k8s.io', 'sandboxtemplates', 'v1alpha1'),
+        // The Pods a Sandbox runs or can adopt (the matchCondition picks them): never a subresource.
+        rule('', 'pods', 'v1'),
       ],
       matchPolicy: 'Equivalent',
       namespaceSelector: {},
@@ -259,7 +261,12 @@ describe('desiredSandboxPolicy: enforce', () => {
     const vap = spec(
       desiredSandboxPolicy(policyInput({ spec: { minRuntimeClass: 'runc', enforce: true } })).objects[1],
     );
-    expect((vap.variables as { name: string }[]).map((v) => v.name)).toEqual(['runtimeClassName', 'unchanged']);
+    expect((vap.variables as { name: string }[]).map((v) => v.name)).toEqual([
+      'runtimeClassName',
+      'subject',
+      'runtimeClassField',
+      'unchanged',
+    ]);
     expect(vap.validations).toHaveLength(1);
   });
 

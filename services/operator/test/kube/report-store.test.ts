@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { CustomObjectsApi } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { kubeReportStore, kubeSandboxLister } from '../../src/kube/report-store.js';
 import { HttpError } from '../runtime/fakes.js';
 
@@ -84,13 +84,20 @@ describe('kubeReportStore', () => {
   });
 });
 
+/** Sandbox LISTs never touch the core API. */
+const unusedCore = fakeApi(() => {
+  throw new Error('CoreV1Api called');
+}).api as unknown as CoreV1Api;
+
 describe('kubeSandboxLister', () => {
   it('lists at the first served Agent Sandbox version, passing the page on', async () => {
     const { api, calls } = fakeApi((call) => {
       if (call.params.version === 'v1beta1') throw new HttpError(404);
       return { items: [{ metadata: { name: 's' } }], metadata: { continue: 'next' } };
     });
-    expect(await kubeSandboxLister(api).listSandboxes('team-a', { limit: 500, continueToken: 'tok' })).toEqual({
+    expect(
+      await kubeSandboxLister(api, unusedCore).listSandboxes('team-a', { limit: 500, continueToken: 'tok' }),
+    ).toEqual({
       items: [{ metadata: { name: 's' } }],
       continueToken: 'next',
       apiVersion: 'agents.x-k8s.io/v1alpha1',
@@ -105,12 +112,35 @@ describe('kubeSandboxLister', () => {
     const none = fakeApi(() => {
       throw new HttpError(404);
     });
-    expect(await kubeSandboxLister(none.api).listSandboxes('team-a', { limit: 500 })).toBeUndefined();
+    expect(await kubeSandboxLister(none.api, unusedCore).listSandboxes('team-a', { limit: 500 })).toBeUndefined();
     const forbidden = fakeApi(() => {
       throw new HttpError(403);
     });
-    await expect(kubeSandboxLister(forbidden.api).listSandboxes('team-a', { limit: 500 })).rejects.toMatchObject({
+    await expect(
+      kubeSandboxLister(forbidden.api, unusedCore).listSandboxes('team-a', { limit: 500 }),
+    ).rejects.toMatchObject({
       code: 403,
     });
+  });
+
+  it("lists the namespace's unfinished Pods the Sandbox controller labelled, passing the page on", async () => {
+    const core = fakeApi(() => ({ items: [{ metadata: { name: 'p' } }], metadata: { _continue: 'more' } }));
+    const lister = kubeSandboxLister(fakeApi(() => ({})).api, core.api as unknown as CoreV1Api);
+    expect(await lister.listSandboxPods('team-a', { limit: 500, continueToken: 'tok' })).toEqual({
+      items: [{ metadata: { name: 'p' } }],
+      continueToken: 'more',
+    });
+    expect(core.calls).toEqual([
+      {
+        method: 'listNamespacedPod',
+        params: {
+          namespace: 'team-a',
+          limit: 500,
+          _continue: 'tok',
+          labelSelector: 'agents.x-k8s.io/sandbox-name-hash',
+          fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed',
+        },
+      },
+    ]);
   });
 });

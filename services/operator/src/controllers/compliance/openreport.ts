@@ -13,7 +13,7 @@
  */
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type RuntimeLevel, type Toleration } from '@kubeplus-isolation/spec';
 import type { UnisolatedPod } from '../audit/unisolated.js';
-import type { WeakSandbox } from './weak-sandboxes.js';
+import type { JudgedClass, WeakSandbox } from './weak-sandboxes.js';
 
 export const REPORT_GROUP = 'openreports.io';
 export const REPORT_VERSION = 'v1alpha1';
@@ -151,31 +151,48 @@ export function podResult(namespace: string, pod: UnisolatedPod): ReportResult {
   };
 }
 
+/** How a judged class reads in a message: `RuntimeClass "x" (handler h, level l)`, or why it has none. */
+function classText(c: JudgedClass, verb: string): string {
+  if (c.runtimeClassName === '') return 'sets no runtimeClassName';
+  if (c.handler === undefined) return `names RuntimeClass ${JSON.stringify(c.runtimeClassName)}, which does not exist`;
+  return `${verb} RuntimeClass ${JSON.stringify(c.runtimeClassName)} (handler ${c.handler}, ${c.level === undefined ? 'level unknown' : `level ${c.level}`})`;
+}
+
 export function sandboxResult(
   namespace: string,
   apiVersion: string,
   minimum: RuntimeLevel,
   sandbox: WeakSandbox,
 ): ReportResult {
-  const why =
-    sandbox.runtimeClassName === ''
-      ? 'sets no runtimeClassName'
-      : sandbox.handler === undefined
-        ? `names RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)}, which does not exist`
-        : `runs RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)} (handler ${sandbox.handler}, ${sandbox.level === undefined ? 'level unknown' : `level ${sandbox.level}`})`;
+  const { pod } = sandbox;
+  const message =
+    pod === undefined
+      ? `Sandbox ${sandbox.name} ${classText(sandbox, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
+        'It was admitted before the minimum was raised (a tightening is not retroactive for existing Sandboxes); ' +
+        `recreate it with a RuntimeClass whose handler is ${minimum} or stronger.`
+      : `Sandbox ${sandbox.name} asks for RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)}, but its Pod ${pod.name} ` +
+        `${classText(pod, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
+        "The Pod was not made from the Sandbox's template: the Sandbox controller adopted an existing Pod as it was " +
+        '(before the minimum was raised, or before its Pod policy was in force); ' +
+        `delete Pod ${pod.name} and the controller recreates it from the template.`;
   return {
     source: REPORT_SOURCE,
     policy: SANDBOX_ISOLATION_POLICY,
     result: 'fail',
-    message:
-      `Sandbox ${sandbox.name} ${why}: weaker than the namespace's minimum ${minimum}. ` +
-      'It was admitted before the minimum was raised (a tightening is not retroactive for existing Sandboxes); ' +
-      `recreate it with a RuntimeClass whose handler is ${minimum} or stronger.`,
+    message,
     properties: {
       minimum,
       runtimeClassName: sandbox.runtimeClassName,
       ...(sandbox.handler === undefined ? {} : { handler: sandbox.handler }),
       level: sandbox.level ?? 'unknown',
+      ...(pod === undefined
+        ? {}
+        : {
+            pod: pod.name,
+            podRuntimeClassName: pod.runtimeClassName,
+            ...(pod.handler === undefined ? {} : { podHandler: pod.handler }),
+            podLevel: pod.level ?? 'unknown',
+          }),
     },
     resources: [
       {
@@ -185,6 +202,7 @@ export function sandboxResult(
         name: sandbox.name,
         ...(sandbox.uid === undefined ? {} : { uid: sandbox.uid }),
       },
+      ...(pod === undefined ? [] : [{ apiVersion: 'v1', kind: 'Pod', namespace, name: pod.name }]),
     ],
   };
 }

@@ -28,14 +28,21 @@ export function registerReportMetrics(registry: Registry): ReportHooks {
     help: 'LIST requests for Sandboxes made by the compliance reports (one per sandbox-isolated namespace per audit, more over 500 Sandboxes).',
     registers,
   });
+  const sandboxPodLists = new Counter({
+    name: 'kubeplus_operator_audit_sandbox_pod_list_requests_total',
+    help: "LIST requests for Sandboxes' Pods (label agents.x-k8s.io/sandbox-name-hash) made by the compliance reports, to judge the runtime class each Sandbox actually runs (one per sandbox-isolated namespace holding Sandboxes per audit, more over 500 Pods).",
+    registers,
+  });
   for (const result of REPORT_WRITE_RESULTS) writes.inc({ result }, 0);
   unchanged.inc(0);
   available.set(0);
   sandboxLists.inc(0);
+  sandboxPodLists.inc(0);
   return {
     write: (result) => writes.inc({ result }),
     unchanged: () => unchanged.inc(),
     apiAvailable: (yes) => available.set(yes ? 1 : 0),
     sandboxListRequest: () => sandboxLists.inc(),
+    sandboxPodListRequest: () => sandboxPodLists.inc(),
   };
 }

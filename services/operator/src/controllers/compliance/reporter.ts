@@ -29,7 +29,7 @@ import {
   reportChange,
   type SandboxFindings,
 } from './openreport.js';
-import { findWeakSandboxes, type NamespaceSandboxPolicy, type SandboxLike } from './weak-sandboxes.js';
+import { findWeakSandboxes, type NamespaceSandboxPolicy, type PodLike, type SandboxLike } from './weak-sandboxes.js';
 
 /** The Report in one namespace, or that the Report API is not served. */
 export type ReportRead = { served: false } | { served: true; report: ExistingReport | undefined };
@@ -52,12 +52,26 @@ export interface SandboxPage {
   apiVersion: string;
 }
 
+export interface SandboxPodPage {
+  items: readonly PodLike[];
+  continueToken?: string | undefined;
+}
+
 /** A paginated LIST of one namespace's Sandboxes; undefined when no Sandbox API is served. */
 export interface SandboxLister {
   listSandboxes(
     namespace: string,
     page: { limit: number; continueToken?: string | undefined },
   ): Promise<SandboxPage | undefined>;
+  /**
+   * A paginated LIST of one namespace's unfinished Pods that carry the controller's
+   * `agents.x-k8s.io/sandbox-name-hash` label: every Pod a Sandbox runs (the controller sets it
+   * on the Pods it creates and on those it adopts), so what runs is judged, not only the spec.
+   */
+  listSandboxPods(
+    namespace: string,
+    page: { limit: number; continueToken?: string | undefined },
+  ): Promise<SandboxPodPage>;
 }
 
 export const REPORT_WRITE_RESULTS = ['created', 'updated', 'deleted', 'error'] as const;
@@ -71,6 +85,8 @@ export interface ReportHooks {
   apiAvailable(available: boolean): void;
   /** One LIST request for Sandboxes. */
   sandboxListRequest(): void;
+  /** One LIST request for Sandboxes' Pods. */
+  sandboxPodListRequest(): void;
 }
 
 export const REPORTS_API_UNAVAILABLE_REASON = 'ReportsApiUnavailable';
@@ -190,12 +206,15 @@ export class NamespaceReporter {
     const levels = this.options.handlerLevels ?? DEFAULT_HANDLER_LEVELS;
     let findings: SandboxFindings | undefined;
     let continueToken: string | undefined;
+    let pods: Map<string, PodLike> | undefined;
     do {
       if (signal.aborted) throw signal.reason;
       const page = await this.options.sandboxes.listSandboxes(namespace, { limit: this.pageSize, continueToken });
       this.options.hooks?.sandboxListRequest();
       if (page === undefined) return undefined;
-      const weak = findWeakSandboxes(policy.minimum, page.items, classes, levels);
+      // Listed once, and only when there are Sandboxes to judge.
+      if (pods === undefined && page.items.length > 0) pods = await this.sandboxPods(namespace, signal);
+      const weak = findWeakSandboxes(policy.minimum, page.items, classes, levels, pods);
       const before = findings ?? {
         minimum: policy.minimum,
         apiVersion: page.apiVersion,
@@ -212,6 +231,22 @@ export class NamespaceReporter {
       continueToken = page.continueToken || undefined;
     } while (continueToken !== undefined);
     return findings;
+  }
+
+  private async sandboxPods(namespace: string, signal: AbortSignal): Promise<Map<string, PodLike>> {
+    const pods = new Map<string, PodLike>();
+    let continueToken: string | undefined;
+    do {
+      if (signal.aborted) throw signal.reason;
+      const page = await this.options.sandboxes.listSandboxPods(namespace, { limit: this.pageSize, continueToken });
+      this.options.hooks?.sandboxPodListRequest();
+      for (const pod of page.items) {
+        const name = pod.metadata?.name;
+        if (typeof name === 'string' && name !== '') pods.set(name, pod);
+      }
+      continueToken = page.continueToken || undefined;
+    } while (continueToken !== undefined);
+    return pods;
   }
 
   private failed(namespace: string, step: 'read' | 'write', err: unknown): void {

@@ -102,6 +102,37 @@ describe('what a Pod lacks, named', () => {
     expect(weak.message).toContain('runs RuntimeClass "fast" (handler runc, level runc)');
     expect(at({ name: 's4', runtimeClassName: 'odd', handler: 'odd' }).properties.level).toBe('unknown');
   });
+
+  it('says when a compliant Sandbox runs a weaker Pod, naming both and what to do', () => {
+    const r = sandboxResult('team-a', 'agents.x-k8s.io/v1beta1', 'kata', {
+      name: 'agent-1',
+      uid: 'u1',
+      runtimeClassName: 'vm',
+      handler: 'kata',
+      level: 'kata',
+      pod: { name: 'spare', runtimeClassName: 'fast', handler: 'runc', level: 'runc' },
+    });
+    expect(r.message).toBe(
+      'Sandbox agent-1 asks for RuntimeClass "vm", but its Pod spare runs RuntimeClass "fast" (handler runc, level runc): ' +
+        "weaker than the namespace's minimum kata. The Pod was not made from the Sandbox's template: the Sandbox " +
+        'controller adopted an existing Pod as it was (before the minimum was raised, or before its Pod policy was in ' +
+        'force); delete Pod spare and the controller recreates it from the template.',
+    );
+    expect(r.properties).toEqual({
+      minimum: 'kata',
+      runtimeClassName: 'vm',
+      handler: 'kata',
+      level: 'kata',
+      pod: 'spare',
+      podRuntimeClassName: 'fast',
+      podHandler: 'runc',
+      podLevel: 'runc',
+    });
+    expect(r.resources).toEqual([
+      { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', namespace: 'team-a', name: 'agent-1', uid: 'u1' },
+      { apiVersion: 'v1', kind: 'Pod', namespace: 'team-a', name: 'spare' },
+    ]);
+  });
 });
 
 describe('buildReport', () => {

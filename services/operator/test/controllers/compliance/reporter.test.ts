@@ -38,6 +38,7 @@ class Harness {
   readonly availability: boolean[] = [];
   unchanged = 0;
   sandboxLists = 0;
+  sandboxPodLists = 0;
   readonly policies = new Map<string, NamespaceSandboxPolicy>();
   readonly log = captureLogger('debug');
   readonly hooks: ReportHooks = {
@@ -45,6 +46,7 @@ class Harness {
     unchanged: () => this.unchanged++,
     apiAvailable: (a) => this.availability.push(a),
     sandboxListRequest: () => this.sandboxLists++,
+    sandboxPodListRequest: () => this.sandboxPodLists++,
   };
 
   reporter(over: Partial<ReporterOptions> = {}): NamespaceReporter {
@@ -137,6 +139,32 @@ describe('NamespaceReporter', () => {
     expect(h.writes.at(-1)).toBe('error');
   });
 
+  it('judges the Pod each Sandbox runs: one Pod LIST per namespace holding Sandboxes, none without', async () => {
+    const h = new Harness();
+    h.policies.set('team-a', { minimum: 'kata', enforce: true });
+    h.world.sandboxes.set('team-a', [{ ...sandbox('agent-1', 'vm'), metadata: { name: 'agent-1', uid: 'sb-1' } }]);
+    h.world.sandboxPods.set('team-a', [
+      { metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1' }] }, spec: { runtimeClassName: 'fast' } },
+    ]);
+    await h.reporter().sync('team-a', undefined, signal);
+    const report = h.world.reports.get('team-a');
+    expect(report?.summary).toMatchObject({ pass: 0, fail: 1 });
+    expect(report?.results).toEqual([
+      expect.objectContaining({ message: expect.stringContaining('but its Pod agent-1 runs RuntimeClass "fast"') }),
+    ]);
+    expect(h.sandboxPodLists).toBe(1);
+    // The Pod replaced from the template: compliant again.
+    h.world.sandboxPods.set('team-a', [
+      { metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1' }] }, spec: { runtimeClassName: 'vm' } },
+    ]);
+    await h.reporter().sync('team-a', undefined, signal);
+    expect(h.world.reports.get('team-a')?.summary).toMatchObject({ pass: 1, fail: 0 });
+    // No Sandbox: no Pod LIST.
+    h.policies.set('team-b', { minimum: 'kata', enforce: true });
+    await h.reporter().sync('team-b', undefined, signal);
+    expect(h.sandboxPodLists).toBe(2);
+  });
+
   it('reports the Sandboxes weaker than the namespace minimum, listing them page by page', async () => {
     const h = new Harness();
     h.policies.set('team-a', { minimum: 'kata', enforce: true });
@@ -166,6 +194,7 @@ describe('NamespaceReporter', () => {
           apiVersion: 'agents.x-k8s.io/v1alpha1',
         };
       },
+      listSandboxPods: async () => ({ items: [] }),
     };
     await paged.reporter({ sandboxes: lister, pageSize: 3, maxResults: 2 }).sync('team-b', undefined, signal);
     const capped = paged.world.reports.get('team-b');
@@ -235,6 +264,7 @@ describe('NamespaceReporter', () => {
         listSandboxes: async () => {
           throw new HttpError(403, 'forbidden');
         },
+        listSandboxPods: async () => ({ items: [] }),
       },
     });
     h.policies.set('b', { minimum: 'kata', enforce: true });

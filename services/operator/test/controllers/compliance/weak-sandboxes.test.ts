@@ -4,8 +4,10 @@ import {
   findWeakSandboxes,
   lastGoodMinimums,
   namespaceSandboxPolicy,
+  type PodLike,
   runtimeClassOf,
   type SandboxLike,
+  sandboxPodName,
   sandboxTenantNamespaces,
 } from '../../../src/controllers/compliance/weak-sandboxes.js';
 import { countSandboxModes, type SandboxInstanceMeta } from '../../../src/desired/sandbox-peers.js';
@@ -148,5 +150,79 @@ describe('findWeakSandboxes', () => {
     expect(runtimeClassOf({ spec: { runtimeClassName: 'vm' } })).toBe('');
     expect(runtimeClassOf({ spec: { podTemplate: [] } })).toBe('');
     expect(runtimeClassOf({})).toBe('');
+  });
+});
+
+describe('findWeakSandboxes judges what runs: the Pod behind each Sandbox', () => {
+  const withPod = (name: string, runtimeClassName: string, uid: string, podName?: string): SandboxLike => ({
+    metadata: {
+      name,
+      uid,
+      ...(podName === undefined ? {} : { annotations: { 'agents.x-k8s.io/pod-name': podName } }),
+    },
+    spec: { podTemplate: { spec: { runtimeClassName } } },
+  });
+  const pod = (name: string, runtimeClassName: string | undefined, ownerUid?: string): PodLike => ({
+    metadata: { name, ...(ownerUid === undefined ? {} : { ownerReferences: [{ uid: ownerUid }] }) },
+    spec: runtimeClassName === undefined ? {} : { runtimeClassName },
+  });
+  const pods = (...list: PodLike[]) => new Map(list.map((p) => [p.metadata?.name ?? '', p]));
+
+  it('fails a compliant Sandbox whose own Pod (by name) runs a weaker class, naming the Pod', () => {
+    expect(
+      findWeakSandboxes(
+        'kata',
+        [withPod('agent-1', 'vm', 'sb-1')],
+        CLASSES,
+        undefined,
+        pods(pod('agent-1', 'fast', 'sb-1')),
+      ),
+    ).toEqual([
+      {
+        name: 'agent-1',
+        uid: 'sb-1',
+        runtimeClassName: 'vm',
+        handler: 'kata-qemu',
+        level: 'kata',
+        pod: { name: 'agent-1', runtimeClassName: 'fast', handler: 'runc', level: 'runc' },
+      },
+    ]);
+  });
+
+  it('follows the pod-name annotation (a warm-pool Pod, or one re-pointed to), and judges an unset Pod class', () => {
+    const found = findWeakSandboxes(
+      'kata',
+      [withPod('s', 'vm', 'sb-2', 'spare')],
+      CLASSES,
+      undefined,
+      pods(pod('s', 'vm', 'sb-2'), pod('spare', undefined, 'sb-2')),
+    );
+    expect(found.map((w) => w.pod)).toEqual([{ name: 'spare', runtimeClassName: '' }]);
+    expect(sandboxPodName(withPod('s', 'vm', 'sb-2', 'spare'))).toBe('spare');
+    expect(sandboxPodName(withPod('s', 'vm', 'sb-2'))).toBe('s');
+  });
+
+  it('passes a Sandbox whose Pod meets the minimum, whose Pod is not its own, or that has no Pod yet', () => {
+    const list = [withPod('ok', 'vm', 'u-ok'), withPod('foreign', 'vm', 'u-f'), withPod('none', 'vm', 'u-n')];
+    const found = findWeakSandboxes(
+      'kata',
+      list,
+      CLASSES,
+      undefined,
+      // 'foreign': a weak Pod of that name the controller refused to adopt does not run behind it.
+      pods(pod('ok', 'vm', 'u-ok'), pod('foreign', 'fast')),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it('reports the Sandbox itself, not its Pod, when its own class already falls short', () => {
+    const found = findWeakSandboxes(
+      'kata',
+      [withPod('w', 'fast', 'u-w')],
+      CLASSES,
+      undefined,
+      pods(pod('w', 'fast', 'u-w')),
+    );
+    expect(found).toEqual([{ name: 'w', uid: 'u-w', runtimeClassName: 'fast', handler: 'runc', level: 'runc' }]);
   });
 });
