@@ -101,8 +101,11 @@ export async function installAgentSandbox(
   const crdsDir = sandboxCrdsDir();
   const moduleDir = dirname(dirname(crdsDir));
   const image = agentSandboxImage(agentSandboxVersion(moduleDir));
-  await createAll(kc, agentSandboxManifests(moduleDir, image, opts.nodeSelector));
+  // CRDs first: the controller patches its CA into them once, at start, and skips a CRD it does
+  // not find ("CRD not found, skipping patch", cmd/agent-sandbox-controller/tls.go) — a controller
+  // that starts before its CRDs exist never converts them.
   const crds = await installCrds(kc, loadCrds(crdsDir, { keepConversion: true }));
+  await createAll(kc, agentSandboxManifests(moduleDir, image, opts.nodeSelector));
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const apps = kc.makeApiClient(AppsV1Api);
   await waitFor(
