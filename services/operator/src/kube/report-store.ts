@@ -19,7 +19,7 @@ import {
 } from '../controllers/compliance/openreport.js';
 import type { ReportStore, SandboxLister } from '../controllers/compliance/reporter.js';
 import { NAME_HASH_LABEL, SANDBOX_RESOURCES } from '../desired/agent-sandbox.js';
-import { UNFINISHED_PODS_FIELD_SELECTOR } from './pod-lister.js';
+import { listUnfinishedPods } from './pod-lister.js';
 
 const REPORT = { group: REPORT_GROUP, version: REPORT_VERSION, plural: REPORT_PLURAL };
 
@@ -78,16 +78,7 @@ export function kubeSandboxLister(api: CustomObjectsApi, core: CoreV1Api): Sandb
   if (SANDBOX === undefined) throw new Error('no Sandbox resource known');
   const { group, resource, versions } = SANDBOX;
   return {
-    async listSandboxPods(namespace, { limit, continueToken }) {
-      const list = await core.listNamespacedPod({
-        namespace,
-        limit,
-        _continue: continueToken,
-        labelSelector: NAME_HASH_LABEL,
-        fieldSelector: UNFINISHED_PODS_FIELD_SELECTOR,
-      });
-      return { items: list.items, continueToken: list.metadata?._continue };
-    },
+    listSandboxPods: (namespace, page) => listUnfinishedPods(core, namespace, page, NAME_HASH_LABEL),
     async listSandboxes(namespace, { limit, continueToken }) {
       for (const version of versions) {
         try {
