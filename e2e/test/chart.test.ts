@@ -55,6 +55,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
+import { FINALIZER as CLEANUP, NODE_ISOLATION as NODE, SANDBOX_ISOLATION as SANDBOX } from './support/operator.js';
 
 const run = promisify(execFile);
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -421,6 +422,12 @@ describe('the umbrella Helm chart on a real control plane', () => {
               resources: ['nodeisolations'],
               verbs: ['get', 'create', 'update', 'patch', 'delete'],
             },
+            // A tenant that may write its own instances (an instance outside the platform namespace).
+            {
+              apiGroups: [INSTANCE_GROUP],
+              resources: ['widgets'],
+              verbs: ['get', 'create', 'update', 'patch', 'delete'],
+            },
           ],
         },
       });
@@ -751,6 +758,87 @@ describe('the umbrella Helm chart on a real control plane', () => {
       await forbidden(
         tenantCustom.deleteNamespacedCustomObject({ ...params, namespace: tenantNs, name: 'node-isolation' }),
       );
+    });
+
+    test('a tenant that may update its instance cannot weaken its isolation or its finalizer', async () => {
+      const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
+      const tenantCustom = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${tenantUser}-widget.kubeconfig`), tenantUser, cert),
+      ).makeApiClient(CustomObjectsApi);
+      const at = { ...widget, namespace: tenantNs, name: instance };
+      const patchAnnotations = (api: CustomObjectsApi, annotations: Record<string, string | null>) =>
+        api.patchNamespacedCustomObject({ ...at, body: { metadata: { annotations } } }, mergePatch);
+      const lowered = await forbidden(
+        patchAnnotations(tenantCustom, { [SANDBOX]: JSON.stringify({ minRuntimeClass: 'runc', enforce: true }) }),
+      );
+      expect(lowered).toContain(
+        `Widget ${tenantNs}/${instance}: annotation(s) ${SANDBOX} are the instance's isolation and may be set, changed or removed only by`,
+      );
+      expect(lowered).toContain(operatorUser());
+      expect(lowered).toContain('system:masters');
+      expect(await forbidden(patchAnnotations(tenantCustom, { [NODE]: null }))).toContain(`annotation(s) ${NODE}`);
+      // Removing the finalizer, by JSON patch as kubectl's documented recipe does.
+      const current = (await custom.getNamespacedCustomObject(at)) as { metadata: { finalizers?: string[] } };
+      expect(current.metadata.finalizers).toContain(CLEANUP);
+      const unfinalized = await forbidden(
+        tenantCustom.patchNamespacedCustomObject(
+          { ...at, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        ),
+      );
+      expect(unfinalized).toContain(`Widget ${tenantNs}/${instance}: the finalizer ${CLEANUP}`);
+      // Creating an instance that already names its own isolation is the same way in.
+      const forged = await forbidden(
+        tenantCustom.createNamespacedCustomObject({
+          ...widget,
+          namespace: tenantNs,
+          body: {
+            apiVersion: `${INSTANCE_GROUP}/v1`,
+            kind: 'Widget',
+            metadata: { name: `${instance}-forged`, annotations: { [NODE]: '{"nodeSelector":{"pool":"other"}}' } },
+          },
+        }),
+      );
+      expect(forged).toContain(`annotation(s) ${NODE}`);
+      // Every other edit of its instance still passes, and so does creating one without isolation.
+      await patchAnnotations(tenantCustom, { 'example.com/owner': 'alice' });
+      await tenantCustom.patchNamespacedCustomObject(
+        { ...at, body: { metadata: { labels: { team: 'a' } }, spec: { size: 2 } } },
+        mergePatch,
+      );
+      await tenantCustom.createNamespacedCustomObject({
+        ...widget,
+        namespace: tenantNs,
+        body: { apiVersion: `${INSTANCE_GROUP}/v1`, kind: 'Widget', metadata: { name: `${instance}-plain` } },
+      });
+      await tenantCustom.deleteNamespacedCustomObject({ ...widget, namespace: tenantNs, name: `${instance}-plain` });
+      // The isolation stands as the platform wrote it.
+      const after = (await custom.getNamespacedCustomObject(at)) as {
+        metadata: { annotations: Record<string, string>; finalizers: string[] };
+      };
+      expect(JSON.parse(after.metadata.annotations[SANDBOX] ?? '{}')).toEqual({
+        minRuntimeClass: 'kata',
+        enforce: true,
+      });
+      expect(after.metadata.annotations[NODE]).toBeDefined();
+      expect(after.metadata.finalizers).toContain(CLEANUP);
+      const [runtimeClass] = (await admin.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: owned() })).items;
+      expect(runtimeClass?.handler).toBe('kata');
+    });
+
+    test('the platform’s identities may change an instance’s isolation', async () => {
+      const at = { ...widget, namespace: tenantNs, name: instance };
+      const set = (api: CustomObjectsApi, minRuntimeClass: string) =>
+        api.patchNamespacedCustomObject(
+          {
+            ...at,
+            body: { metadata: { annotations: { [SANDBOX]: JSON.stringify({ minRuntimeClass, enforce: true }) } } },
+          },
+          mergePatch,
+        );
+      // A cluster admin (system:masters).
+      await set(custom, 'runsc');
+      await set(custom, 'kata');
     });
 
     test('an admission policy binding deleted behind its back is restored (admission cannot guard it)', async () => {
