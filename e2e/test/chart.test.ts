@@ -106,6 +106,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
   let helmBin: string;
   const release = uniqueName('kpi');
   const tenantUser = uniqueName('tenant');
+  /** A platform identity exempted from the instance guard only (as KubePlus's own ServiceAccounts would be). */
+  const platformUser = uniqueName('platform');
   let releaseNs = '';
   let installed = false;
   let webhookPort = 0;
@@ -182,6 +184,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
           tls: { mode: 'helm' },
         },
         operator: { instanceGroups: [{ group: INSTANCE_GROUP, resources: ['widgets'] }] },
+        tamperProtection: { instances: { exemptUsers: [platformUser] } },
         // Both engines: every webhook check below still holds, and the policy engine's objects,
         // RBAC and guard are exercised too.
         global: { nodeIsolation: { engine: 'both' } },
@@ -435,7 +438,11 @@ describe('the umbrella Helm chart on a real control plane', () => {
         body: {
           metadata: { name: tenantUser },
           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantUser },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantUser }],
+          subjects: [
+            { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantUser },
+            // The same rights: only the instance guard's exemption tells the two apart.
+            { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: platformUser },
+          ],
         },
       });
       const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
@@ -839,6 +846,31 @@ describe('the umbrella Helm chart on a real control plane', () => {
       // A cluster admin (system:masters).
       await set(custom, 'runsc');
       await set(custom, 'kata');
+      // A user in tamperProtection.instances.exemptUsers, with the tenant's RBAC: may set the
+      // instance's isolation, and still not the Namespace's (that guard is not widened).
+      const cert = await cluster.issueClientCert(platformUser, ['platform']);
+      const platformKc = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${platformUser}.kubeconfig`), platformUser, cert),
+      );
+      const platform = platformKc.makeApiClient(CustomObjectsApi);
+      await set(platform, 'runsc');
+      await waitFor(
+        'the operator to follow the platform’s new minimum (RuntimeClass handler runsc)',
+        async () =>
+          (await admin.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: owned() })).items[0]?.handler ===
+            'runsc' || undefined,
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+      await set(platform, 'kata');
+      await platform.patchNamespacedCustomObject(
+        { ...at, body: [{ op: 'replace', path: '/metadata/finalizers', value: [CLEANUP] }] },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      );
+      await forbidden(
+        platformKc
+          .makeApiClient(CoreV1Api)
+          .patchNamespace({ name: tenantNs, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch),
+      );
     });
 
     test('an admission policy binding deleted behind its back is restored (admission cannot guard it)', async () => {
