@@ -6,15 +6,18 @@
  */
 import { describe, expect, jest, test } from '@jest/globals';
 import {
+  FINALIZER,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   NAMESPACE_CREATED_FOR_ANNOTATION,
+  NODE_ISOLATION_ANNOTATION,
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
   OWNER_ANNOTATION,
   OWNER_NAME_LABEL,
   OWNER_NAMESPACE_LABEL,
   OWNER_UID_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
 
@@ -23,7 +26,7 @@ jest.setTimeout(60_000);
 interface Policy {
   failurePolicy: string;
   matchConstraints: {
-    resourceRules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+    resourceRules: { apiGroups: string[]; apiVersions?: string[]; resources: string[]; operations: string[] }[];
     objectSelector?: { matchLabels: Record<string, string> };
   };
   matchConditions: { name: string; expression: string }[];
@@ -166,6 +169,99 @@ describe('tamper protection', () => {
         .map((o) => o.metadata.name)
         .sort(),
     ).toEqual([`${PREFIX}-namespace-guard`, `${PREFIX}-owned-objects-guard`]);
+  });
+
+  describe('instances: their isolation annotations and the operator’s finalizer', () => {
+    const instanceGroups = [
+      { group: 'platformapi.kubeplus', resources: ['wordpressservices'] },
+      { group: 'cloudark.io', resources: ['agents'] },
+    ];
+
+    test('every resource of the instance groups is guarded on CREATE and UPDATE, never DELETE', async () => {
+      const objects = await render({ operator: { instanceGroups } });
+      const guard = policy(objects, 'instance-guard');
+      expect(guard.failurePolicy).toBe('Fail');
+      expect(guard.matchConstraints.resourceRules).toEqual([
+        expect.objectContaining({
+          apiGroups: ['platformapi.kubeplus', 'cloudark.io'],
+          apiVersions: ['*'],
+          resources: ['*'],
+          operations: ['CREATE', 'UPDATE'],
+        }),
+      ]);
+      expect(one(objects, 'ValidatingAdmissionPolicyBinding', `${PREFIX}-instance-guard`).spec).toEqual({
+        policyName: `${PREFIX}-instance-guard`,
+        validationActions: ['Deny'],
+      });
+      // The keys the operator obeys, and its own finalizer, exactly as packages/spec spells them.
+      const annotations = JSON.parse(variable(guard, 'changedAnnotations').split('.filter(')[0] as string) as string[];
+      expect(annotations).toEqual([NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION]);
+      const [, finalizerCheck] = guard.validations;
+      expect(finalizerCheck?.expression).toBe(
+        `(${JSON.stringify(FINALIZER)} in variables.newFinalizers) == (${JSON.stringify(FINALIZER)} in variables.oldFinalizers)`,
+      );
+      for (const v of guard.validations) {
+        expect(v.reason).toBe('Forbidden');
+        expect(v.messageExpression).toContain(OPERATOR);
+        expect(v.messageExpression).toContain('system:masters');
+      }
+      expect(guard.matchConditions[0]?.expression).toBe(
+        `!(request.userInfo.username in ["${OPERATOR}"]) && ` +
+          '!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"]))',
+      );
+    });
+
+    test('the platform’s own identities are exempted from the instance guard only', async () => {
+      const objects = await render({
+        operator: { instanceGroups },
+        tamperProtection: {
+          exemptUsers: ['kubeplus-saas'],
+          instances: {
+            exemptUsers: ['system:serviceaccount:kubeplus:kubeplus-saas-provider'],
+            exemptGroups: ['system:serviceaccounts:kubeplus'],
+          },
+        },
+      });
+      const guard = policy(objects, 'instance-guard');
+      expect(guard.matchConditions[0]?.expression).toBe(
+        `!(request.userInfo.username in ["${OPERATOR}","kubeplus-saas","system:serviceaccount:kubeplus:kubeplus-saas-provider"]) && ` +
+          '!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters","system:serviceaccounts:kubeplus"]))',
+      );
+      expect(guard.validations[0]?.messageExpression).toContain(
+        'users kubeplus-saas, system:serviceaccount:kubeplus:kubeplus-saas-provider or members of system:masters, system:serviceaccounts:kubeplus',
+      );
+      // The Namespace guard does not widen: KubePlus's identities still may not label namespaces.
+      const namespaceGuard = policy(objects, 'namespace-guard');
+      expect(namespaceGuard.matchConditions[0]?.expression).not.toContain('kubeplus-saas-provider');
+      expect(namespaceGuard.matchConditions[0]?.expression).not.toContain('system:serviceaccounts:kubeplus');
+    });
+
+    test('extraGroups add groups; without any group, or disabled, there is no instance guard', async () => {
+      const extra = policy(
+        await render({
+          operator: { instanceGroups },
+          tamperProtection: { instances: { extraGroups: ['apps.example.com', 'cloudark.io'] } },
+        }),
+        'instance-guard',
+      );
+      expect(extra.matchConstraints.resourceRules[0]?.apiGroups).toEqual([
+        'platformapi.kubeplus',
+        'cloudark.io',
+        'apps.example.com',
+      ]);
+      const none = await render();
+      expect(none.some((o) => o.metadata.name === `${PREFIX}-instance-guard`)).toBe(false);
+      const onlyExtra = policy(
+        await render({ tamperProtection: { instances: { extraGroups: ['apps.example.com'] } } }),
+        'instance-guard',
+      );
+      expect(onlyExtra.matchConstraints.resourceRules[0]?.apiGroups).toEqual(['apps.example.com']);
+      const off = await render({ operator: { instanceGroups }, tamperProtection: { instances: { enabled: false } } });
+      expect(off.some((o) => o.metadata.name.startsWith(`${PREFIX}-instance-guard`))).toBe(false);
+      expect(await renderError({ tamperProtection: { instances: { extraGroups: ['*'] } } })).toMatch(
+        /tamperProtection\/instances\/extraGroups\/0/,
+      );
+    });
   });
 
   test('principals that would break out of the CEL string literal are refused', async () => {

@@ -22,7 +22,13 @@
  *   Reports included) and its finalizers; afterwards instances delete at once and no generated object remains; installed
  *   again with uninstall.keepGeneratedObjects=true, a hook that fails (its RBAC broken) fails
  *   `helm uninstall` visibly (its Job's log says why) and succeeds once fixed and run again; the
- *   generated objects stay and the finalizers go.
+ *   generated objects stay and the finalizers go;
+ * - what keepGeneratedObjects=true keeps and what stops (the chart README's "Uninstall"): the
+ *   sandbox policies go on refusing, the namespaces stay labeled, but the webhook configuration
+ *   and the NodeIsolation CRD (with its objects) go, so a Pod is admitted unplaced; installed
+ *   again under a stream of stored Pod CREATEs, every Pod of the still-labeled namespace admitted
+ *   without its placement (the gap's and the re-install's) is in its Report and the
+ *   PodsNotIsolated Event.
  *
  * Pod CREATEs under load are server-side dry runs (admission runs in full, nothing is stored),
  * except during the outage, where the audit needs stored Pods.
@@ -35,6 +41,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   installOpenReportsCrds,
+  installSandboxCrds,
   parsePrometheusText,
   type RealNodeCluster,
   repoRoot,
@@ -50,7 +57,14 @@ import {
   RbacAuthorizationV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { createAgent, ENABLED_LABEL, NODE_ISOLATION, SANDBOX_ISOLATION } from './support/operator.js';
+import {
+  createAgent,
+  ENABLED_LABEL,
+  NODE_ISOLATION,
+  RESOLVED_ANNOTATION,
+  SANDBOX_ISOLATION,
+} from './support/operator.js';
+import { createSandbox } from './support/operator-sandbox.js';
 import {
   admitDryRunWhile,
   CHART,
@@ -293,6 +307,29 @@ describe('the chart over its life on a real node', () => {
     expect(classes.map((rc) => rc.metadata?.name).sort()).toEqual([`kubeplus-sandbox-${instance}`]);
   });
 
+  /** The namespace's compliance Report (OpenReports), if there is one. */
+  const readReport = async (
+    namespace: string,
+  ): Promise<
+    | {
+        summary?: { fail?: number };
+        results?: Array<{ policy: string; result: string; resources?: Array<{ name: string }> }>;
+      }
+    | undefined
+  > => {
+    const text = await kubectl(
+      cluster,
+      'get',
+      'reports.openreports.io',
+      'kubeplus-isolation',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+    ).catch(() => '');
+    return text ? JSON.parse(text) : undefined;
+  };
+
   test('every webhook Pod deleted at once: Pods are admitted unpatched and audited; once back, Pods are patched', async () => {
     const webhookPods = (await podsOf('webhook')).map((p) => p.metadata?.name ?? '');
     await Promise.all(
@@ -360,22 +397,7 @@ describe('the chart over its life on a real node', () => {
     const report = await waitFor(
       `the Report of ${tenant} failing ${unpatched.length} Pods`,
       async (observe) => {
-        const text = await kubectl(
-          cluster,
-          'get',
-          'reports.openreports.io',
-          'kubeplus-isolation',
-          '-n',
-          tenant,
-          '-o',
-          'json',
-        ).catch(() => '');
-        const r = text
-          ? (JSON.parse(text) as {
-              summary?: { fail?: number };
-              results?: Array<{ policy: string; result: string; resources?: Array<{ name: string }> }>;
-            })
-          : undefined;
+        const r = await readReport(tenant);
         observe(r?.summary);
         return r?.summary?.fail === unpatched.length ? r : undefined;
       },
@@ -518,5 +540,138 @@ describe('the chart over its life on a real node', () => {
     expect(await generated()).toEqual(before);
     expect(await agentFinalizers('team-d')).toEqual([]);
     await kubectl(cluster, 'delete', 'agent', 'team-d', '-n', PLATFORM_NS, '--timeout=20s');
+  });
+
+  test('keepGeneratedObjects=true: the sandbox policies stay, node isolation stops; a re-install admits no Pod of a still-labeled namespace unreported', async () => {
+    const kept = 'team-k';
+    // The Agent Sandbox CRDs, so the kept sandbox policy has something to judge.
+    await installSandboxCrds(cluster.cp.kc);
+    const values = [...VALUES, '--set', 'global.nodeIsolation.engine=both'];
+    const crds = async (): Promise<string> =>
+      kubectl(cluster, 'get', 'crd', 'nodeisolations.isolation.kubeplus.io', '-o', 'name').catch(() => '');
+    await helmNs(
+      'install',
+      RELEASE,
+      CHART,
+      ...values,
+      '--set',
+      'operator.uninstall.keepGeneratedObjects=true',
+      '--wait',
+      '--timeout',
+      '180s',
+    );
+    await createAgent(cluster.cp.kc, PLATFORM_NS, kept, {
+      [NODE_ISOLATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+    });
+    await waitFor(
+      `the operator to isolate ${kept}: label, RuntimeClass, policy, NodeIsolation parameter`,
+      async (observe) => {
+        const ns = await core.readNamespace({ name: kept }).catch(() => undefined);
+        const param = await kubectl(cluster, 'get', 'nodeisolations', '-n', kept, '-o', 'name').catch(() => '');
+        const objects = await generated();
+        observe({ label: ns?.metadata?.labels?.[ENABLED_LABEL], param, objects });
+        return (
+          (ns?.metadata?.labels?.[ENABLED_LABEL] === 'true' &&
+            param.trim() === 'nodeisolation.isolation.kubeplus.io/node-isolation' &&
+            objects.includes(`RuntimeClass/kubeplus-sandbox-${kept}`) &&
+            objects.some((o) => o.startsWith('ValidatingAdmissionPolicyBinding/'))) ||
+          undefined
+        );
+      },
+      { timeoutMs: 60_000 },
+    );
+    await waitFor(
+      'ServiceAccount default in the tenant namespace',
+      () => core.readNamespacedServiceAccount({ name: 'default', namespace: kept }),
+      { timeoutMs: 30_000 },
+    );
+    // Reports are left out: the audit may still write one before the hook stops the operator.
+    const generatedButReports = async (): Promise<string[]> =>
+      (await generated()).filter((o) => !o.startsWith('Report/'));
+    const before = await generatedButReports();
+    expect(
+      carriesMandate(await core.createNamespacedPod({ namespace: kept, body: podBody('before'), dryRun: 'All' })),
+    ).toBe(true);
+
+    await helmNs('uninstall', RELEASE, '--wait', '--timeout', '180s');
+    // What stays: the generated objects, the namespace's label and resolved annotation.
+    expect(await generatedButReports()).toEqual(before);
+    const ns = await core.readNamespace({ name: kept });
+    expect(ns.metadata?.labels?.[ENABLED_LABEL]).toBe('true');
+    expect(ns.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBeDefined();
+    expect(await agentFinalizers(kept)).toEqual([]);
+    // What stops: the webhook configuration and the policy engine (its CRD, so every NodeIsolation).
+    const adm = cluster.cp.kc.makeApiClient(AdmissionregistrationV1Api);
+    expect((await adm.listMutatingWebhookConfiguration()).items.map((m) => m.metadata?.name)).not.toContain(
+      `${RELEASE}-webhook`,
+    );
+    expect((await adm.listMutatingAdmissionPolicy()).items.map((m) => m.metadata?.name)).toEqual([]);
+    await waitFor('the NodeIsolation CRD to be gone', async () => (await crds()) === '' || undefined, {
+      timeoutMs: 60_000,
+    });
+    // So a Pod of the still-labeled namespace is admitted without its placement, and nothing counts it yet.
+    const gap = await core.createNamespacedPod({ namespace: kept, body: podBody('gap', true) });
+    expect(carriesMandate(gap)).toBe(false);
+    // Sandbox isolation goes on: the kept policy still refuses a Sandbox without a runtime class.
+    const sandbox = await createSandbox(
+      cluster.cp.kc,
+      { kind: 'Sandbox', version: 'v1beta1', namespace: kept, name: 'weak' },
+      undefined,
+      { dryRun: true },
+    );
+    process.stderr.write(`[lifecycle] a Sandbox after the uninstall: ${JSON.stringify(sandbox)}\n`);
+    expect(sandbox.allowed).toBe(false);
+    expect(sandbox.allowed ? '' : sandbox.message).toContain('ValidatingAdmissionPolicy');
+
+    // Re-install under a stream of stored Pod CREATEs in the still-labeled namespace.
+    let installing = true;
+    const created: V1Pod[] = [];
+    const stream = (async () => {
+      for (let i = 0; installing && created.length < 150; i++) {
+        created.push(await core.createNamespacedPod({ namespace: kept, body: podBody(`reinstall-${i}`, true) }));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    try {
+      await helmNs('install', RELEASE, CHART, ...values, '--wait', '--timeout', '180s');
+    } finally {
+      installing = false;
+      await stream;
+    }
+    const unplaced = [gap, ...created].filter((p) => !carriesMandate(p)).map((p) => p.metadata?.name ?? '');
+    process.stderr.write(
+      `[lifecycle] re-install: ${created.length} Pods created while installing, ${unplaced.length - 1} of them (and the gap Pod) admitted without the mandate\n`,
+    );
+    // Every Pod admitted without the mandate is counted and reported by the re-installed operator.
+    const report = await waitFor(
+      `the Report of ${kept} failing exactly the ${unplaced.length} unplaced Pods`,
+      async (observe) => {
+        const r = await readReport(kept);
+        const names = (r?.results ?? []).flatMap((x) => x.resources?.map((res) => res.name) ?? []).sort();
+        observe({ summary: r?.summary, names });
+        return JSON.stringify(names) === JSON.stringify([...unplaced].sort()) ? r : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(new Set(report.results?.map((r) => `${r.policy}/${r.result}`))).toEqual(new Set(['node-isolation/fail']));
+    await waitFor(
+      `a PodsNotIsolated Event on ${kept} counting ${unplaced.length} Pods`,
+      async () =>
+        (
+          await core.listNamespacedEvent({ namespace: PLATFORM_NS, fieldSelector: 'reason=PodsNotIsolated' })
+        ).items.find((e) => e.involvedObject.name === kept && e.message?.startsWith(`${unplaced.length} Pod`)),
+      { timeoutMs: 60_000 },
+    );
+    // And once installed, the namespace's Pods get the mandate again, the parameter is back.
+    expect(
+      carriesMandate(await core.createNamespacedPod({ namespace: kept, body: podBody('after'), dryRun: 'All' })),
+    ).toBe(true);
+    await waitFor(
+      'the NodeIsolation parameter written again',
+      async () =>
+        (await kubectl(cluster, 'get', 'nodeisolations', '-n', kept, '-o', 'name').catch(() => '')).trim() || undefined,
+      { timeoutMs: 30_000 },
+    );
   });
 });

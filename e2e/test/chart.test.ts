@@ -55,6 +55,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
+import { FINALIZER as CLEANUP, NODE_ISOLATION as NODE, SANDBOX_ISOLATION as SANDBOX } from './support/operator.js';
 
 const run = promisify(execFile);
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -105,6 +106,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
   let helmBin: string;
   const release = uniqueName('kpi');
   const tenantUser = uniqueName('tenant');
+  /** A platform identity exempted from the instance guard only (as KubePlus's own ServiceAccounts would be). */
+  const platformUser = uniqueName('platform');
   let releaseNs = '';
   let installed = false;
   let webhookPort = 0;
@@ -181,6 +184,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
           tls: { mode: 'helm' },
         },
         operator: { instanceGroups: [{ group: INSTANCE_GROUP, resources: ['widgets'] }] },
+        tamperProtection: { instances: { exemptUsers: [platformUser] } },
         // Both engines: every webhook check below still holds, and the policy engine's objects,
         // RBAC and guard are exercised too.
         global: { nodeIsolation: { engine: 'both' } },
@@ -421,6 +425,12 @@ describe('the umbrella Helm chart on a real control plane', () => {
               resources: ['nodeisolations'],
               verbs: ['get', 'create', 'update', 'patch', 'delete'],
             },
+            // A tenant that may write its own instances (an instance outside the platform namespace).
+            {
+              apiGroups: [INSTANCE_GROUP],
+              resources: ['widgets'],
+              verbs: ['get', 'create', 'update', 'patch', 'delete'],
+            },
           ],
         },
       });
@@ -428,7 +438,11 @@ describe('the umbrella Helm chart on a real control plane', () => {
         body: {
           metadata: { name: tenantUser },
           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantUser },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantUser }],
+          subjects: [
+            { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantUser },
+            // The same rights: only the instance guard's exemption tells the two apart.
+            { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: platformUser },
+          ],
         },
       });
       const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
@@ -750,6 +764,112 @@ describe('the umbrella Helm chart on a real control plane', () => {
       expect(weakened).toContain(`NodeIsolation ${tenantNs}/node-isolation is kubeplus-isolation state: UPDATE`);
       await forbidden(
         tenantCustom.deleteNamespacedCustomObject({ ...params, namespace: tenantNs, name: 'node-isolation' }),
+      );
+    });
+
+    test('a tenant that may update its instance cannot weaken its isolation or its finalizer', async () => {
+      const cert = await cluster.issueClientCert(tenantUser, ['tenants']);
+      const tenantCustom = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${tenantUser}-widget.kubeconfig`), tenantUser, cert),
+      ).makeApiClient(CustomObjectsApi);
+      const at = { ...widget, namespace: tenantNs, name: instance };
+      const patchAnnotations = (api: CustomObjectsApi, annotations: Record<string, string | null>) =>
+        api.patchNamespacedCustomObject({ ...at, body: { metadata: { annotations } } }, mergePatch);
+      const lowered = await forbidden(
+        patchAnnotations(tenantCustom, { [SANDBOX]: JSON.stringify({ minRuntimeClass: 'runc', enforce: true }) }),
+      );
+      expect(lowered).toContain(
+        `Widget ${tenantNs}/${instance}: annotation(s) ${SANDBOX} are the instance's isolation and may be set, changed or removed only by`,
+      );
+      expect(lowered).toContain(operatorUser());
+      expect(lowered).toContain('system:masters');
+      expect(await forbidden(patchAnnotations(tenantCustom, { [NODE]: null }))).toContain(`annotation(s) ${NODE}`);
+      // Removing the finalizer, by JSON patch as kubectl's documented recipe does.
+      const current = (await custom.getNamespacedCustomObject(at)) as { metadata: { finalizers?: string[] } };
+      expect(current.metadata.finalizers).toContain(CLEANUP);
+      const unfinalized = await forbidden(
+        tenantCustom.patchNamespacedCustomObject(
+          { ...at, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        ),
+      );
+      expect(unfinalized).toContain(`Widget ${tenantNs}/${instance}: the finalizer ${CLEANUP}`);
+      // Creating an instance that already names its own isolation is the same way in.
+      const forged = await forbidden(
+        tenantCustom.createNamespacedCustomObject({
+          ...widget,
+          namespace: tenantNs,
+          body: {
+            apiVersion: `${INSTANCE_GROUP}/v1`,
+            kind: 'Widget',
+            metadata: { name: `${instance}-forged`, annotations: { [NODE]: '{"nodeSelector":{"pool":"other"}}' } },
+          },
+        }),
+      );
+      expect(forged).toContain(`annotation(s) ${NODE}`);
+      // Every other edit of its instance still passes, and so does creating one without isolation.
+      await patchAnnotations(tenantCustom, { 'example.com/owner': 'alice' });
+      await tenantCustom.patchNamespacedCustomObject(
+        { ...at, body: { metadata: { labels: { team: 'a' } }, spec: { size: 2 } } },
+        mergePatch,
+      );
+      await tenantCustom.createNamespacedCustomObject({
+        ...widget,
+        namespace: tenantNs,
+        body: { apiVersion: `${INSTANCE_GROUP}/v1`, kind: 'Widget', metadata: { name: `${instance}-plain` } },
+      });
+      await tenantCustom.deleteNamespacedCustomObject({ ...widget, namespace: tenantNs, name: `${instance}-plain` });
+      // The isolation stands as the platform wrote it.
+      const after = (await custom.getNamespacedCustomObject(at)) as {
+        metadata: { annotations: Record<string, string>; finalizers: string[] };
+      };
+      expect(JSON.parse(after.metadata.annotations[SANDBOX] ?? '{}')).toEqual({
+        minRuntimeClass: 'kata',
+        enforce: true,
+      });
+      expect(after.metadata.annotations[NODE]).toBeDefined();
+      expect(after.metadata.finalizers).toContain(CLEANUP);
+      const [runtimeClass] = (await admin.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: owned() })).items;
+      expect(runtimeClass?.handler).toBe('kata');
+    });
+
+    test('the platform’s identities may change an instance’s isolation', async () => {
+      const at = { ...widget, namespace: tenantNs, name: instance };
+      const set = (api: CustomObjectsApi, minRuntimeClass: string) =>
+        api.patchNamespacedCustomObject(
+          {
+            ...at,
+            body: { metadata: { annotations: { [SANDBOX]: JSON.stringify({ minRuntimeClass, enforce: true }) } } },
+          },
+          mergePatch,
+        );
+      // A cluster admin (system:masters).
+      await set(custom, 'runsc');
+      await set(custom, 'kata');
+      // A user in tamperProtection.instances.exemptUsers, with the tenant's RBAC: may set the
+      // instance's isolation, and still not the Namespace's (that guard is not widened).
+      const cert = await cluster.issueClientCert(platformUser, ['platform']);
+      const platformKc = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${platformUser}.kubeconfig`), platformUser, cert),
+      );
+      const platform = platformKc.makeApiClient(CustomObjectsApi);
+      await set(platform, 'runsc');
+      await waitFor(
+        'the operator to follow the platform’s new minimum (RuntimeClass handler runsc)',
+        async () =>
+          (await admin.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: owned() })).items[0]?.handler ===
+            'runsc' || undefined,
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+      await set(platform, 'kata');
+      await platform.patchNamespacedCustomObject(
+        { ...at, body: [{ op: 'replace', path: '/metadata/finalizers', value: [CLEANUP] }] },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      );
+      await forbidden(
+        platformKc
+          .makeApiClient(CoreV1Api)
+          .patchNamespace({ name: tenantNs, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch),
       );
     });
 

@@ -29,13 +29,29 @@ is not installed.
 {{- end -}}
 {{- end -}}
 
-{{/* Users the tamper guard lets through: the operator plus tamperProtection.exemptUsers, as JSON. */}}
+{{/*
+Users the tamper guard lets through: the operator plus tamperProtection.exemptUsers, as JSON.
+Called with the root context, or with (dict "root" $ "users" <extra users>) for a guard that
+exempts more platform identities (the instance guard).
+*/}}
 {{- define "kubeplus-isolation.exemptUsers" -}}
+{{- $root := include "kubeplus-isolation.guardRoot" . | eq "extra" | ternary (get . "root") . -}}
 {{- $users := list -}}
-{{- with include "kubeplus-isolation.operatorUsername" . -}}
+{{- with include "kubeplus-isolation.operatorUsername" $root -}}
 {{- $users = append $users . -}}
 {{- end -}}
-{{- concat $users .Values.tamperProtection.exemptUsers | uniq | toJson -}}
+{{- concat $users $root.Values.tamperProtection.exemptUsers (get . "users" | default list) | uniq | toJson -}}
+{{- end -}}
+
+{{/* Admin groups (plus a guard's extra "groups"), as JSON; same calling convention. */}}
+{{- define "kubeplus-isolation.exemptGroups" -}}
+{{- $root := include "kubeplus-isolation.guardRoot" . | eq "extra" | ternary (get . "root") . -}}
+{{- concat $root.Values.tamperProtection.adminGroups (get . "groups" | default list) | uniq | toJson -}}
+{{- end -}}
+
+{{/* "extra" when called with (dict "root" $ ...), "root" with the root context itself. */}}
+{{- define "kubeplus-isolation.guardRoot" -}}
+{{- if hasKey . "root" }}extra{{ else }}root{{ end -}}
 {{- end -}}
 
 {{/*
@@ -43,19 +59,20 @@ CEL matchCondition shared by the tamper guard's policies: the request is evaluat
 comes from neither an exempt user nor a member of an admin group.
 */}}
 {{- define "kubeplus-isolation.notExempt" -}}
-!(request.userInfo.username in {{ include "kubeplus-isolation.exemptUsers" . }}) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {{ .Values.tamperProtection.adminGroups | toJson }}))
+!(request.userInfo.username in {{ include "kubeplus-isolation.exemptUsers" . }}) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {{ include "kubeplus-isolation.exemptGroups" . }}))
 {{- end -}}
 
 {{/* Human-readable list of who may change protected state, for denial messages. */}}
 {{- define "kubeplus-isolation.whoMay" -}}
+{{- $root := include "kubeplus-isolation.guardRoot" . | eq "extra" | ternary (get . "root") . -}}
 {{- $who := list -}}
-{{- with include "kubeplus-isolation.operatorUsername" . -}}
+{{- with include "kubeplus-isolation.operatorUsername" $root -}}
 {{- $who = append $who (printf "the kubeplus-isolation operator (%s)" .) -}}
 {{- end -}}
-{{- with .Values.tamperProtection.exemptUsers -}}
+{{- with concat $root.Values.tamperProtection.exemptUsers (get . "users" | default list) | uniq -}}
 {{- $who = append $who (printf "users %s" (join ", " .)) -}}
 {{- end -}}
-{{- with .Values.tamperProtection.adminGroups -}}
+{{- with include "kubeplus-isolation.exemptGroups" . | fromJsonArray -}}
 {{- $who = append $who (printf "members of %s" (join ", " .)) -}}
 {{- end -}}
 {{- join " or " $who -}}
