@@ -301,7 +301,7 @@ function validatingPolicy(
   allowed: readonly string[],
   recommended: string | undefined,
 ): ManagedObject {
-  const name = policyName(input.instance.name, role);
+  const name = policyName(input.instance, role);
   const policy: V1ValidatingAdmissionPolicy = {
     apiVersion: VALIDATING_POLICY_API_VERSION,
     kind: 'ValidatingAdmissionPolicy',
@@ -320,7 +320,7 @@ function validatingPolicy(
 }
 
 function validatingBinding(input: SandboxPolicyInput, role: 'enforce' | 'advisory'): ManagedObject {
-  const name = policyName(input.instance.name, role);
+  const name = policyName(input.instance, role);
   const binding: V1ValidatingAdmissionPolicyBinding = {
     apiVersion: VALIDATING_POLICY_API_VERSION,
     kind: 'ValidatingAdmissionPolicyBinding',
@@ -352,7 +352,7 @@ export function defaultingMutation(runtimeClass: string): string {
 }
 
 function mutatingPolicy(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion, runtimeClass: string) {
-  const name = policyName(input.instance.name, 'default');
+  const name = policyName(input.instance, 'default');
   const policy: V1MutatingAdmissionPolicy = {
     apiVersion,
     kind: 'MutatingAdmissionPolicy',
@@ -374,7 +374,7 @@ function mutatingPolicy(input: SandboxPolicyInput, apiVersion: MutatingPolicyApi
 }
 
 function mutatingBinding(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion): ManagedObject {
-  const name = policyName(input.instance.name, 'default');
+  const name = policyName(input.instance, 'default');
   const binding: V1MutatingAdmissionPolicyBinding = {
     apiVersion,
     kind: 'MutatingAdmissionPolicyBinding',
