@@ -238,7 +238,9 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
         expectDenied(await createSandbox(kc, ref(nsA, 'weak'), 'runc', { dryRun: true }), `runc in ${nsA}`),
       ).toContain(`ValidatingAdmissionPolicy '${policyName(nsA, name, 'enforce')}'`);
 
-      // Once nsA's instance is gone, nsB's takes the RuntimeClass name; its own policy stayed in force throughout.
+      // Once nsA's instance is gone, nsB's takes the RuntimeClass name at once — the class's deletion
+      // re-queues it, well before its 60 s conflict requeue (it used to wait for that) — and its own
+      // policy stayed in force throughout.
       await deleteAgent(kc, nsA, name);
       await waitFor(
         `RuntimeClass ${runtimeClassName(name)} to belong to ${nsB}/${name}`,
@@ -253,7 +255,7 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
           observe({ owner: rc?.metadata?.annotations?.[OWNER_ANNOTATION], handler: rc?.handler });
           return rc?.metadata?.annotations?.[OWNER_ANNOTATION] === `cloudark.io/Agent/${nsB}/${name}`;
         },
-        { timeoutMs: 90_000 },
+        { timeoutMs: 20_000 },
       );
       await waitForOwned(kc, { namespace: nsB, name }, expectedSandboxObjects(nsB, name, true));
       expectDenied(await createSandbox(kc, ref(nsB, 'weak'), 'runc', { dryRun: true }), `runc in ${nsB}`);
