@@ -116,7 +116,11 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
       entry: previousEntry,
     });
     let streaming = true;
-    let stream: Promise<Admission[]> | undefined;
+    let stream: Promise<void> | undefined;
+    /** Every streamed CREATE's outcome, in order. */
+    const outcomes: Admission[] = [];
+    const judge = (o: Admission): string | undefined =>
+      o.allowed ? undefined : /ValidatingAdmissionPolicy '([^']+)'/.exec(o.message)?.[1];
     try {
       await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: KATA_ENFORCED });
       await waitForOwned(
@@ -134,34 +138,38 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
 
       // Weak Sandbox CREATEs back to back (server-side dry run: the whole admission chain, nothing stored).
       stream = (async () => {
-        const outcomes: Admission[] = [];
         for (let i = 0; streaming; i++)
           outcomes.push(await createSandbox(kc, ref(ns, `weak-${i}`), 'runc', { dryRun: true }));
-        return outcomes;
       })();
       await previous.stop();
       const current = await currentOperator();
       // The old names are gone only once the new ones were written (and pruning came after them).
       await waitForOwned(kc, { namespace: ns, name }, expectedSandboxObjects(ns, name, true), () => true, 60_000);
-      // The API server judges with the new binding (its policy informer has caught up): the switch is over.
-      await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied by the new policy', (o) =>
-        !o.allowed ? o.message.includes(`ValidatingAdmissionPolicy '${policyName(ns, name, 'enforce')}'`) : false,
+      // The stream goes on until the API server judges its CREATEs with the new policy alone (its
+      // policy informer has dropped the old binding): the switch is over, and the stream covered it.
+      const fresh = policyName(ns, name, 'enforce');
+      await waitFor(
+        `ten streamed CREATEs in a row refused by ${fresh}`,
+        async (observe) => {
+          observe(outcomes.slice(-3).map((o) => judge(o) ?? o));
+          return outcomes.length >= 10 && outcomes.slice(-10).every((o) => judge(o) === fresh);
+        },
+        { timeoutMs: 30_000, intervalMs: 50 },
       );
       streaming = false;
-      const outcomes = await stream;
+      await stream;
       const admitted = outcomes.filter((o) => o.allowed);
       const refusals = outcomes.filter((o) => !o.allowed);
       console.log(
         `upgrade: ${outcomes.length} weak Sandbox CREATEs during the switch, ${admitted.length} admitted; refused by: ${[
-          ...new Set(refusals.map((o) => /ValidatingAdmissionPolicy '([^']+)'/.exec(o.message)?.[1] ?? o.message)),
+          ...new Set(refusals.map((o) => judge(o) ?? o.message)),
         ].join(', ')}`,
       );
-      expect(outcomes.length).toBeGreaterThan(20);
       expect(admitted).toEqual([]);
       for (const o of refusals) expect(o.code).toBe(403);
-      // Both generations of names judged some of them: the stream covered the switch itself.
-      const judgedBy = new Set(refusals.map((o) => /ValidatingAdmissionPolicy '([^']+)'/.exec(o.message)?.[1]));
-      expect(judgedBy).toEqual(new Set([legacy, policyName(ns, name, 'enforce')]));
+      // Both generations of names judged some of them, the old before the new.
+      expect(judge(outcomes[0] as Admission)).toBe(legacy);
+      expect(new Set(refusals.map(judge))).toEqual(new Set([legacy, fresh]));
 
       for (const read of [
         () => adm.readValidatingAdmissionPolicy({ name: legacy }),
