@@ -163,7 +163,7 @@ describe('operator: controller machinery on the real control plane', () => {
 
       const name = uniqueName('elected-agent');
       await createAgent(kc, ns, name, annotations(uniqueName('pool'), true));
-      await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+      await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
       await waitForNamespace(kc, ns, 'to be node-isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
       // The objects exist before the reconcile that wrote them has finished and been counted.
       await leader.waitReconciled(agentKey(ns, name), 0);
@@ -200,7 +200,7 @@ describe('operator: controller machinery on the real control plane', () => {
       const mark = standby.logMark();
       await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'runsc' }) });
       await standby.waitReconciled(agentKey(ns, name), mark);
-      const owned = await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+      const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
       expect(owned.find((o) => o.kind === 'RuntimeClass')?.raw.handler).toBe('runsc');
       leader = standby;
     });
@@ -232,7 +232,7 @@ describe('operator: controller machinery on the real control plane', () => {
       );
       const name = uniqueName('after-term-agent');
       await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata' }) });
-      await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+      await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     });
   });
 
@@ -262,7 +262,7 @@ describe('operator: controller machinery on the real control plane', () => {
     /** resourceVersion of everything the instance owns, its namespace's, and whether it is node-isolated. */
     const snapshot = async (): Promise<Record<string, string | undefined>> => {
       const out: Record<string, string | undefined> = {};
-      for (const o of await waitForSettled(kc, name, expectedSandboxObjects(name, false))) {
+      for (const o of await waitForSettled(kc, name, expectedSandboxObjects(ns, name, false))) {
         out[`${o.kind}/${o.name}`] = o.resourceVersion;
       }
       const namespace = await readNamespace(kc, ns);
@@ -286,7 +286,7 @@ describe('operator: controller machinery on the real control plane', () => {
     test('an up-to-date instance costs no write: forced resyncs (an unrelated label, an unrelated RuntimeClass) only read', async () => {
       const op = operator as TestOperator;
       await createAgent(kc, ns, name, annotations(uniqueName('pool'), false));
-      await waitForOwned(kc, name, expectedSandboxObjects(name, false));
+      await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
       await waitForNamespace(kc, ns, 'to be node-isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
       await waitIdle(op);
       // Creating it did write (through the proxy): the recording sees the operator's writes.
@@ -333,7 +333,7 @@ describe('operator: controller machinery on the real control plane', () => {
         .logLines(logMark)
         .filter((l) => l.msg === 'reconciled' && l.controller === 'owned-objects')
         .map((l) => l.object);
-      expect(new Set(replayed)).toEqual(new Set([...expectedSandboxObjects(name, false), `Namespace/${ns}`]));
+      expect(new Set(replayed)).toEqual(new Set([...expectedSandboxObjects(ns, name, false), `Namespace/${ns}`]));
       expect(writesSince(mark)).toEqual([]);
       expect(await snapshot()).toEqual(before);
     });
@@ -345,7 +345,7 @@ describe('operator: controller machinery on the real control plane', () => {
       const held = await getAgent(kc, ns, name);
       expect(held?.metadata.deletionTimestamp).toBeDefined();
       expect(held?.metadata.finalizers).toContain(FINALIZER);
-      expect((await ownedObjects(kc, name)).length).toBe(expectedSandboxObjects(name, false).length);
+      expect((await ownedObjects(kc, name)).length).toBe(expectedSandboxObjects(ns, name, false).length);
       expect((await readNamespace(kc, ns))?.metadata?.labels?.[ENABLED_LABEL]).toBe('true');
 
       await start();

@@ -162,7 +162,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
         [NODE_ISOLATION]: JSON.stringify({ nodeSelector: { pool: 'team-a-pool' } }),
         [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true),
       });
-      const owned = await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+      const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
       // Exactly one RuntimeClass overall for the instance: its own, carrying only a kata handler.
       const rc = owned.find((o) => o.kind === 'RuntimeClass')?.raw as V1RuntimeClass;
       expect(rc.handler).toBe('kata');
@@ -239,7 +239,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const name = uniqueName('team-b-agent-instance');
     const own = runtimeClassName(name);
     await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
-    const owned = await waitForOwned(kc, name, expectedSandboxObjects(name, false));
+    const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     expect(owned.find((o) => o.kind === 'RuntimeClass')?.raw.handler).toBe('kata');
     // No node isolation was asked for, and none appears: the two annotations are independent.
     expect((await readNamespace(kc, ns))?.metadata?.labels?.[ENABLED_LABEL]).toBeUndefined();
@@ -274,7 +274,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       // The explicit choice is kept, and the user is told (kubectl prints this as "Warning: …").
       expect(weak.object.spec.podTemplate.spec.runtimeClassName).toBe('runc');
       expect(weak.warnings).toEqual([
-        `Validation failed for ValidatingAdmissionPolicy '${policyName(name, 'advisory')}' with binding '${policyName(name, 'advisory')}': Sandbox runtimeClassName "runc" is not allowed here: its handler is weaker than kata or unknown, or it is another instance's class; namespace "${ns}" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${own}"`,
+        `Validation failed for ValidatingAdmissionPolicy '${policyName(ns, name, 'advisory')}' with binding '${policyName(ns, name, 'advisory')}': Sandbox runtimeClassName "runc" is not allowed here: its handler is weaker than kata or unknown, or it is another instance's class; namespace "${ns}" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${own}"`,
       ]);
     }
   });
@@ -291,8 +291,8 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       const platformKata = await rcs.create(uniqueName('kpi-kata'), 'kata');
       await createAgent(kc, nsA, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
       await createAgent(kc, nsB, b, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
-      await waitForOwned(kc, a, expectedSandboxObjects(a, true));
-      await waitForOwned(kc, b, expectedSandboxObjects(b, true));
+      await waitForOwned(kc, a, expectedSandboxObjects(nsA, a, true));
+      await waitForOwned(kc, b, expectedSandboxObjects(nsB, b, true));
       expect(await handlerOf(kc, runtimeClassName(b))).toBe('kata');
 
       // b's class has a kata handler, but it is b's: deleted with b, re-created weaker if b lowers its minimum.
@@ -380,14 +380,14 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     try {
       const gvisor = await rcs.create(uniqueName('kpi-gvisor'), 'runsc');
       await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('runsc', true) });
-      const before = await waitForOwned(kc, name, expectedSandboxObjects(name, true), (o) =>
+      const before = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true), (o) =>
         o.some((x) => x.kind === 'RuntimeClass' && x.raw.handler === 'runsc'),
       );
       await waitForAdmission(kc, ref(ns, 'probe'), gvisor, 'to be admitted (runsc meets runsc)', allowedWithout);
       const existing = expectAllowed(await createSandbox(kc, ref(ns, 'existing'), gvisor), 'a runsc Sandbox').object;
 
       await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) } });
-      const after = await waitForOwned(kc, name, expectedSandboxObjects(name, true), (o) =>
+      const after = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true), (o) =>
         o.some((x) => x.kind === 'RuntimeClass' && x.raw.handler === 'kata'),
       );
       // handler is immutable: the class was re-created.
@@ -439,15 +439,15 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     };
 
     await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
-    const enforcing = await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+    const enforcing = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     const rcUid = enforcing.find((o) => o.kind === 'RuntimeClass')?.uid;
     await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied (enforce)', denied);
 
     await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) } });
-    const advisory = await waitForOwned(kc, name, expectedSandboxObjects(name, false));
+    const advisory = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     expect(advisory.find((o) => o.kind === 'RuntimeClass')?.uid).toBe(rcUid); // kept in place
-    expect(await gone(() => adm.readValidatingAdmissionPolicy({ name: policyName(name, 'enforce') }))).toBe(true);
-    expect(await gone(() => adm.readValidatingAdmissionPolicyBinding({ name: policyName(name, 'enforce') }))).toBe(
+    expect(await gone(() => adm.readValidatingAdmissionPolicy({ name: policyName(ns, name, 'enforce') }))).toBe(true);
+    expect(await gone(() => adm.readValidatingAdmissionPolicyBinding({ name: policyName(ns, name, 'enforce') }))).toBe(
       true,
     );
     await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be admitted with a warning (advisory)', (a) =>
@@ -455,18 +455,21 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     );
 
     await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata') } }); // enforce defaults to true
-    const again = await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+    const again = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     expect(again.find((o) => o.kind === 'RuntimeClass')?.uid).toBe(rcUid);
     for (const [kind, read] of [
-      ['ValidatingAdmissionPolicy', () => adm.readValidatingAdmissionPolicy({ name: policyName(name, 'advisory') })],
+      [
+        'ValidatingAdmissionPolicy',
+        () => adm.readValidatingAdmissionPolicy({ name: policyName(ns, name, 'advisory') }),
+      ],
       [
         'ValidatingAdmissionPolicyBinding',
-        () => adm.readValidatingAdmissionPolicyBinding({ name: policyName(name, 'advisory') }),
+        () => adm.readValidatingAdmissionPolicyBinding({ name: policyName(ns, name, 'advisory') }),
       ],
-      ['MutatingAdmissionPolicy', () => adm.readMutatingAdmissionPolicy({ name: policyName(name, 'default') })],
+      ['MutatingAdmissionPolicy', () => adm.readMutatingAdmissionPolicy({ name: policyName(ns, name, 'default') })],
       [
         'MutatingAdmissionPolicyBinding',
-        () => adm.readMutatingAdmissionPolicyBinding({ name: policyName(name, 'default') }),
+        () => adm.readMutatingAdmissionPolicyBinding({ name: policyName(ns, name, 'default') }),
       ],
     ] as const) {
       expect({ kind, gone: await gone(read) }).toEqual({ kind, gone: true });
@@ -479,7 +482,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const name = uniqueName('cleanup-agent');
     const own = runtimeClassName(name);
     await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
-    await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+    await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'probe'), undefined, 'to be denied', denied);
 
     await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: null } });
@@ -494,7 +497,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
 
     // Isolated again; Sandboxes are created; then the instance is deleted.
     await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) } });
-    await waitForOwned(kc, name, expectedSandboxObjects(name, true));
+    await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'probe'), own, 'to be admitted', allowedWithout);
     const sandboxes = [
       expectAllowed(await createSandbox(kc, ref(ns, 'kept-v1beta1'), own), 'a Sandbox').object,
@@ -520,7 +523,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const op = operator as TestOperator;
     await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
     await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied', denied);
-    const good = await waitForSettled(kc, name, expectedSandboxObjects(name, true));
+    const good = await waitForSettled(kc, name, expectedSandboxObjects(ns, name, true));
     const countBefore = await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION });
 
     await patchAgent(kc, ns, name, {
@@ -548,23 +551,23 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const adm = kc.makeApiClient(AdmissionregistrationV1Api);
     const node = kc.makeApiClient(NodeV1Api);
     await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
-    const owned = await waitForOwned(kc, name, expectedSandboxObjects(name, false));
+    const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     const uidOf = (kind: string): string | undefined => owned.find((o) => o.kind === kind)?.uid;
 
     // A deleted binding is re-created.
-    await adm.deleteMutatingAdmissionPolicyBinding({ name: policyName(name, 'default') });
-    await waitForOwned(kc, name, expectedSandboxObjects(name, false), (o) =>
+    await adm.deleteMutatingAdmissionPolicyBinding({ name: policyName(ns, name, 'default') });
+    await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false), (o) =>
       o.some((x) => x.kind === 'MutatingAdmissionPolicyBinding' && x.uid !== uidOf('MutatingAdmissionPolicyBinding')),
     );
 
     // An advisory binding switched to Deny is switched back.
-    const binding = await adm.readValidatingAdmissionPolicyBinding({ name: policyName(name, 'advisory') });
+    const binding = await adm.readValidatingAdmissionPolicyBinding({ name: policyName(ns, name, 'advisory') });
     binding.spec = { ...binding.spec, validationActions: ['Deny'] };
-    await adm.replaceValidatingAdmissionPolicyBinding({ name: policyName(name, 'advisory'), body: binding });
+    await adm.replaceValidatingAdmissionPolicyBinding({ name: policyName(ns, name, 'advisory'), body: binding });
     await waitFor(
-      `binding ${policyName(name, 'advisory')} to be restored to [Warn, Audit]`,
+      `binding ${policyName(ns, name, 'advisory')} to be restored to [Warn, Audit]`,
       async (observe) => {
-        const b = await adm.readValidatingAdmissionPolicyBinding({ name: policyName(name, 'advisory') });
+        const b = await adm.readValidatingAdmissionPolicyBinding({ name: policyName(ns, name, 'advisory') });
         observe(b.spec?.validationActions);
         return JSON.stringify(b.spec?.validationActions) === '["Warn","Audit"]';
       },

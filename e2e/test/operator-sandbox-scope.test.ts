@@ -97,8 +97,8 @@ describe('operator: what a sandbox policy governs (every served version; every i
     const a = uniqueName('v1-advisory-agent');
     await createAgent(kc, enforced, e, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
     await createAgent(kc, advisory, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
-    await waitForOwned(kc, e, expectedSandboxObjects(e, true));
-    await waitForOwned(kc, a, expectedSandboxObjects(a, false));
+    await waitForOwned(kc, e, expectedSandboxObjects(enforced, e, true));
+    await waitForOwned(kc, a, expectedSandboxObjects(advisory, a, false));
     await waitForAdmission(kc, ref(enforced, 'probe'), 'runc', 'to be denied', denied);
     await waitForAdmission(kc, ref(advisory, 'probe'), undefined, 'to be defaulted', (o) =>
       o.allowed ? o.object.spec.podTemplate.spec.runtimeClassName === runtimeClassName(a) : false,
@@ -163,7 +163,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
       const second = uniqueName('pair-agent');
       for (const name of inOrder([first, second] as const)) {
         await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
-        await waitForSettled(kc, name, expectedSandboxObjects(name, true));
+        await waitForSettled(kc, name, expectedSandboxObjects(ns, name, true));
       }
       // Admission policies load asynchronously: once a weak class is refused, at least one is in
       // force, and moments after their type check both are. From then on, every own class must be
@@ -199,7 +199,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
 
       await deleteAgent(kc, ns, first);
       const remaining = runtimeClassName(second);
-      await waitForOwned(kc, second, expectedSandboxObjects(second, true));
+      await waitForOwned(kc, second, expectedSandboxObjects(ns, second, true));
       await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied still', denied);
       await waitForAdmission(kc, ref(ns, 'probe'), remaining, `to be admitted (${remaining})`, allowedWithout);
       await waitForAdmission(
@@ -219,7 +219,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
       const annotations = { [strict]: sandboxAnnotation('kata', true), [weak]: sandboxAnnotation('runsc', false) };
       for (const name of inOrder([strict, weak] as const)) {
         await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotations[name] as string });
-        await waitForOwned(kc, name, expectedSandboxObjects(name, name === strict));
+        await waitForOwned(kc, name, expectedSandboxObjects(ns, name, name === strict));
       }
 
       const warning = await waitForEvent(kc, ns, weak, 'StricterSandboxPolicy');
@@ -253,7 +253,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
 
       await deleteAgent(kc, ns, strict);
       // The weaker instance's objects stay, and its policy alone governs now.
-      await waitForOwned(kc, weak, expectedSandboxObjects(weak, false));
+      await waitForOwned(kc, weak, expectedSandboxObjects(ns, weak, false));
       await waitForAdmission(kc, ref(ns, 'probe'), undefined, `to be defaulted to ${runtimeClassName(weak)}`, (o) =>
         o.allowed ? o.object.spec.podTemplate.spec.runtimeClassName === runtimeClassName(weak) : false,
       );

@@ -2,6 +2,7 @@
  * The demo's manifests, written as a user would write them (the design documents' examples,
  * adapted only where DEMO.md says why). They are saved as files and applied with kubectl.
  */
+import { instancePolicyName, type PolicyRole } from '../harness/policy-names.js';
 
 export const POOL = 'team-a-pool';
 export const PLATFORM_NAMESPACE = 'kubeplus';
@@ -24,6 +25,9 @@ export const NODE_ISOLATION = {
 };
 
 export const runtimeClassOf = (instance: string): string => `kubeplus-sandbox-${instance}`;
+/** An Agent's admission policy (and binding) name (packages/spec `policyName`). */
+export const policyOf = (namespace: string, instance: string, role: PolicyRole): string =>
+  instancePolicyName({ group: 'cloudark.io', kind: 'Agent', namespace, name: instance }, role);
 
 export const AGENT_CRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

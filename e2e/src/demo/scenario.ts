@@ -21,6 +21,7 @@ import {
   NODE_ISOLATION,
   PLATFORM_NAMESPACE,
   POOL,
+  policyOf,
   RUNC_RUNTIME_CLASS,
   runtimeClassOf,
   sandbox,
@@ -876,7 +877,7 @@ export class Scenario {
         );
         this.env.writeManifest('sandbox-team-b-runc-2.yaml', sandbox('legacy-tool-2', TEAM_B_NAMESPACE, 'runc'));
         const enforcePair = ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'].map(
-          (plural) => `${plural}/kubeplus-sandbox-${TEAM_B_INSTANCE}-enforce`,
+          (plural) => `${plural}/${policyOf(TEAM_B_NAMESPACE, TEAM_B_INSTANCE, 'enforce')}`,
         );
         await this.eventually(
           'the advisory policies are replaced by the enforce pair',

@@ -62,6 +62,7 @@ export * from './node/index.js';
 export { isApiStatus, labelNode, taintNode, untaintNode } from './node-api.js';
 export { type CertAndKey, CertificateAuthority } from './pki.js';
 export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedulable } from './pods.js';
+export { instancePolicyName, legacyInstancePolicyName, type PolicyRole } from './policy-names.js';
 export { freePorts } from './ports.js';
 export { describeExit, type ManagedProcess, type ProcessExit } from './process.js';
 export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';

@@ -167,13 +167,15 @@ export interface OperatorOptions {
   readiness?: ServiceOptions['readiness'];
   env?: NodeJS.ProcessEnv;
   name?: string;
+  /** Another build's main.js instead of this checkout's, e.g. a previous version's (upgrade tests). */
+  entry?: string;
 }
 
 /** Starts services/operator/dist/main.js with `args` (its flags are the operator's own). */
 export function startOperator(cluster: Cluster, opts: OperatorOptions): Promise<RunningService> {
   return startService(cluster, {
     name: opts.name ?? 'operator',
-    entry: join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
+    entry: opts.entry ?? join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
     args: opts.args,
     env: opts.env,
     readiness: opts.readiness,

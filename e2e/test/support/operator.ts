@@ -11,8 +11,10 @@ import {
   type Cluster,
   FatalWaitError,
   instanceKindCrd,
+  instancePolicyName,
   isApiStatus,
   type MetricSample,
+  type PolicyRole,
   type RunningService,
   scrapeMetrics,
   startOperator,
@@ -46,8 +48,9 @@ export const MANAGED_BY_VALUE = 'kubeplus-isolation';
 export const OWNER_ANNOTATION = 'kubeplus.io/owner';
 export const CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
 export const runtimeClassName = (instance: string): string => `kubeplus-sandbox-${instance}`;
-export const policyName = (instance: string, role: 'enforce' | 'advisory' | 'default'): string =>
-  `kubeplus-sandbox-${instance}-${role}`;
+/** The admission policy (and binding) name of the Agent `namespace/instance` (harness `instancePolicyName`). */
+export const policyName = (namespace: string, instance: string, role: PolicyRole): string =>
+  instancePolicyName({ group: AGENT.group, kind: AGENT.kind, namespace, name: instance }, role);
 
 // ---- the Agent instance Kind ----------------------------------------------------------------
 export const AGENT = { group: 'cloudark.io', version: 'v1', plural: 'agents', kind: 'Agent' } as const;
@@ -271,6 +274,8 @@ export interface TestOperatorOptions {
   kubeconfigPath?: string;
   /** Appended last, so they override the defaults. */
   extraArgs?: readonly string[];
+  /** Another operator build's main.js (e2e/scripts/build-previous-operator.sh), instead of this checkout's. */
+  entry?: string;
 }
 
 /**
@@ -306,6 +311,7 @@ export async function startTestOperator(cluster: Cluster, opts: TestOperatorOpti
   const suffix = uniqueName(opts.name);
   const identity = `${opts.name}_${suffix.slice(opts.name.length + 1)}`;
   const service = await startOperator(cluster, {
+    ...(opts.entry === undefined ? {} : { entry: opts.entry }),
     name: `operator-${suffix}`,
     args: [
       `--kubeconfig=${opts.kubeconfigPath ?? cluster.kubeconfigPath}`,
@@ -399,12 +405,18 @@ export interface OwnedObject {
   raw: any;
 }
 
+/** An instance by name (unique in the suite) or, where names repeat across namespaces, by namespace and name. */
+export type InstanceRef = string | { namespace: string; name: string };
+
 /**
- * Every RuntimeClass and admission policy/binding labelled as owned by `instance` (name label),
- * sorted by kind and name. The operator lists its objects by the same labels.
+ * Every RuntimeClass and admission policy/binding labelled as owned by `instance` (name label, and
+ * namespace label when given), sorted by kind and name. The operator lists its objects by the same labels.
  */
-export async function ownedObjects(kc: KubeConfig, instance: string): Promise<OwnedObject[]> {
-  const labelSelector = `${MANAGED_BY}=${MANAGED_BY_VALUE},kubeplus.io/owner-name=${instance}`;
+export async function ownedObjects(kc: KubeConfig, instance: InstanceRef): Promise<OwnedObject[]> {
+  const labelSelector =
+    typeof instance === 'string'
+      ? `${MANAGED_BY}=${MANAGED_BY_VALUE},kubeplus.io/owner-name=${instance}`
+      : `${MANAGED_BY}=${MANAGED_BY_VALUE},kubeplus.io/owner-name=${instance.name},kubeplus.io/owner-namespace=${instance.namespace}`;
   const adm = kc.makeApiClient(AdmissionregistrationV1Api);
   const lists = await Promise.all([
     kc
@@ -439,20 +451,29 @@ export async function ownedObjects(kc: KubeConfig, instance: string): Promise<Ow
 /** `Kind/name` of each object, for comparing object sets. */
 export const kindNames = (objects: readonly OwnedObject[]): string[] => objects.map((o) => `${o.kind}/${o.name}`);
 
-/** The object set of sandbox isolation, as `Kind/name`, sorted like ownedObjects. */
-export function expectedSandboxObjects(instance: string, enforce: boolean): string[] {
+/**
+ * The object set of sandbox isolation of the Agent `namespace/instance`, as `Kind/name`, sorted
+ * like ownedObjects; `runtimeClass: false` when its RuntimeClass name is another instance's.
+ */
+export function expectedSandboxObjects(
+  namespace: string,
+  instance: string,
+  enforce: boolean,
+  opts: { runtimeClass?: boolean } = {},
+): string[] {
+  const rc = opts.runtimeClass === false ? [] : [`RuntimeClass/${runtimeClassName(instance)}`];
   const names = enforce
     ? [
-        `RuntimeClass/${runtimeClassName(instance)}`,
-        `ValidatingAdmissionPolicy/${policyName(instance, 'enforce')}`,
-        `ValidatingAdmissionPolicyBinding/${policyName(instance, 'enforce')}`,
+        ...rc,
+        `ValidatingAdmissionPolicy/${policyName(namespace, instance, 'enforce')}`,
+        `ValidatingAdmissionPolicyBinding/${policyName(namespace, instance, 'enforce')}`,
       ]
     : [
-        `MutatingAdmissionPolicy/${policyName(instance, 'default')}`,
-        `MutatingAdmissionPolicyBinding/${policyName(instance, 'default')}`,
-        `RuntimeClass/${runtimeClassName(instance)}`,
-        `ValidatingAdmissionPolicy/${policyName(instance, 'advisory')}`,
-        `ValidatingAdmissionPolicyBinding/${policyName(instance, 'advisory')}`,
+        `MutatingAdmissionPolicy/${policyName(namespace, instance, 'default')}`,
+        `MutatingAdmissionPolicyBinding/${policyName(namespace, instance, 'default')}`,
+        ...rc,
+        `ValidatingAdmissionPolicy/${policyName(namespace, instance, 'advisory')}`,
+        `ValidatingAdmissionPolicyBinding/${policyName(namespace, instance, 'advisory')}`,
       ];
   return names.sort((a, b) => a.localeCompare(b));
 }
@@ -460,13 +481,13 @@ export function expectedSandboxObjects(instance: string, enforce: boolean): stri
 /** Waits until the instance owns exactly `expected` (Kind/name) and `extra` holds; returns them. */
 export function waitForOwned(
   kc: KubeConfig,
-  instance: string,
+  instance: InstanceRef,
   expected: readonly string[],
   extra: (objects: OwnedObject[]) => boolean = () => true,
   timeoutMs = 30_000,
 ): Promise<OwnedObject[]> {
   return waitFor(
-    `instance ${instance} to own exactly [${expected.join(', ')}]`,
+    `instance ${typeof instance === 'string' ? instance : `${instance.namespace}/${instance.name}`} to own exactly [${expected.join(', ')}]`,
     async (observe) => {
       const objects = await ownedObjects(kc, instance);
       observe(objects.map((o) => ({ object: `${o.kind}/${o.name}`, handler: o.raw.handler })));
@@ -485,7 +506,11 @@ export function waitForOwned(
  * bumps the policy's resourceVersion; only after it are resourceVersions a record of the
  * operator's writes alone.
  */
-export function waitForSettled(kc: KubeConfig, instance: string, expected: readonly string[]): Promise<OwnedObject[]> {
+export function waitForSettled(
+  kc: KubeConfig,
+  instance: InstanceRef,
+  expected: readonly string[],
+): Promise<OwnedObject[]> {
   return waitForOwned(kc, instance, expected, (objects) =>
     objects
       .filter((o) => o.kind === 'ValidatingAdmissionPolicy')

@@ -32,7 +32,14 @@ function trimToAlnumEnd(s: string): string {
 export function boundedName(prefix: string, base: string, suffix = '', max = DNS1123_SUBDOMAIN_MAX): string {
   const plain = `${prefix}${base}${suffix}`;
   if (plain.length <= max && isDns1123Subdomain(plain)) return plain;
-  const hash = shortHash(base);
+  return hashedName(prefix, base, shortHash(base), suffix, max);
+}
+
+/**
+ * `prefix + <base, cut and cleaned> + '-' + hash + suffix` within `max` characters: the fallback
+ * form of the bounded names, where `hash` keeps apart what the cut part no longer does.
+ */
+function hashedName(prefix: string, base: string, hash: string, suffix: string, max: number): string {
   const room = max - prefix.length - suffix.length - HASH_LEN - 1;
   if (room < 0) throw new RangeError(`boundedName: "${prefix}" and "${suffix}" leave no room within ${max} characters`);
   // The fallback keeps only [a-z0-9-]: dots could form empty subdomain labels ("a..b", "a.-b").
@@ -59,8 +66,36 @@ export function runtimeClassName(instance: string): string {
  */
 export type PolicyRole = 'enforce' | 'advisory' | 'default';
 
-export function policyName(instance: string, role: PolicyRole): string {
-  return boundedName(RUNTIME_CLASS_PREFIX, instance, `-${role}`);
+/** An instance's identity as the names need it (the operator's `InstanceIdentity`). */
+export interface PolicyOwner {
+  group: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+/**
+ * Name of one of an instance's admission policies (and of its binding):
+ * `kubeplus-sandbox-<namespace>.<name>-<hash>-<role>`, `<hash>` the first 10 hex digits of
+ * sha256(`<group>/<Kind>/<namespace>/<name>`) — the identity `kubeplus.io/owner` records.
+ *
+ * Unique per instance identity, not per instance name: two instances named alike in two namespaces
+ * (or of two Kinds in one namespace) get names of their own, so neither can hold the other's
+ * policies, nor squat a name another tenant will need. `<namespace>.<name>` keeps the name
+ * readable and unambiguous (a namespace is a DNS label: it has no dot); the hash tells Kinds and
+ * groups apart. Past 253 characters (or when not a valid DNS-1123 subdomain) the readable part
+ * is cut and cleaned as in `boundedName`, the identity's hash kept: still unique and stable.
+ *
+ * The RuntimeClass keeps the design document's `kubeplus-sandbox-<instance>` (`runtimeClassName`):
+ * only policies and bindings carry the identity.
+ */
+export function policyName(owner: PolicyOwner, role: PolicyRole): string {
+  const readable = `${owner.namespace}.${owner.name}`;
+  const hash = shortHash(`${owner.group}/${owner.kind}/${owner.namespace}/${owner.name}`);
+  const suffix = `-${role}`;
+  const plain = `${RUNTIME_CLASS_PREFIX}${readable}-${hash}${suffix}`;
+  if (plain.length <= DNS1123_SUBDOMAIN_MAX && isDns1123Subdomain(plain)) return plain;
+  return hashedName(RUNTIME_CLASS_PREFIX, readable, hash, suffix, DNS1123_SUBDOMAIN_MAX);
 }
 
 /**

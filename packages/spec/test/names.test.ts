@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
@@ -33,17 +34,63 @@ describe('runtimeClassName', () => {
 });
 
 describe('policyName', () => {
-  it('derives one name per role', () => {
-    expect(policyName('team-a', 'enforce')).toBe('kubeplus-sandbox-team-a-enforce');
-    expect(policyName('team-a', 'advisory')).toBe('kubeplus-sandbox-team-a-advisory');
-    expect(policyName('team-a', 'default')).toBe('kubeplus-sandbox-team-a-default');
+  const agent = (namespace: string, name: string, kind = 'Agent', group = 'cloudark.io') => ({
+    group,
+    kind,
+    namespace,
+    name,
+  });
+  // sha256('cloudark.io/Agent/team-a/agent'), first 10 hex digits, computed independently:
+  // `printf %s cloudark.io/Agent/team-a/agent | sha256sum | cut -c1-10`
+  const HASH = createHash('sha256').update('cloudark.io/Agent/team-a/agent').digest('hex').slice(0, 10);
+
+  it('is kubeplus-sandbox-<namespace>.<name>-<hash of group/Kind/namespace/name>-<role>, one per role', () => {
+    expect(policyName(agent('team-a', 'agent'), 'enforce')).toBe(`kubeplus-sandbox-team-a.agent-${HASH}-enforce`);
+    expect(policyName(agent('team-a', 'agent'), 'advisory')).toBe(`kubeplus-sandbox-team-a.agent-${HASH}-advisory`);
+    expect(policyName(agent('team-a', 'agent'), 'default')).toBe(`kubeplus-sandbox-team-a.agent-${HASH}-default`);
   });
 
-  it('keeps the role suffix when the instance name is cut', () => {
-    const name = policyName('x'.repeat(253), 'enforce');
-    expect(name.endsWith('-enforce')).toBe(true);
+  it('differs for the same name in two namespaces, two Kinds or two groups (issue 21: one instance, one set of names)', () => {
+    const names = [
+      agent('team-a', 'agent'),
+      agent('team-b', 'agent'),
+      agent('team-a', 'agent', 'Notebook'),
+      agent('team-a', 'agent', 'Agent', 'example.com'),
+      // `<namespace>.<name>` is unambiguous: a namespace is a DNS label, it has no dot.
+      agent('team', 'a.agent'),
+    ].map((o) => policyName(o, 'enforce'));
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it('never equals the name the instance alone gave (the legacy name is told apart by the upgrade)', () => {
+    expect(policyName(agent('team-a', 'agent'), 'enforce')).not.toBe('kubeplus-sandbox-agent-enforce');
+  });
+
+  it('is a valid DNS-1123 subdomain within 253 characters, keeps the role, and is deterministic and identity-unique for any identity', () => {
+    const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+    const subdomain = fc.stringMatching(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/);
+    fc.assert(
+      fc.property(label, subdomain, subdomain, fc.constantFrom('enforce', 'advisory', 'default'), (ns, a, b, role) => {
+        const n = policyName(agent(ns, a), role);
+        const again = policyName(agent(ns, a), role);
+        const other = policyName(agent(ns, b), role);
+        return (
+          n.length <= 253 && isDns1123Subdomain(n) && n.endsWith(`-${role}`) && n === again && (a === b || n !== other)
+        );
+      }),
+    );
+  });
+
+  it('cuts the readable part of an over-long identity but keeps the identity hash', () => {
+    const long = agent('n'.repeat(63), 'x'.repeat(253));
+    const name = policyName(long, 'enforce');
+    const hash = createHash('sha256')
+      .update(`cloudark.io/Agent/${'n'.repeat(63)}/${'x'.repeat(253)}`)
+      .digest('hex');
     expect(name.length).toBeLessThanOrEqual(253);
     expect(isDns1123Subdomain(name)).toBe(true);
+    expect(name).toMatch(new RegExp(`^kubeplus-sandbox-n+-x+-${hash.slice(0, 10)}-enforce$`));
+    expect(policyName(agent('n'.repeat(63), `${'x'.repeat(252)}y`), 'enforce')).not.toBe(name);
   });
 });
 

@@ -4,6 +4,7 @@ import type { Config } from '../src/config.js';
 import { createOperator, type Operator } from '../src/operator.js';
 import type { EventSink } from '../src/runtime/event-recorder.js';
 import type { ManagerExit } from '../src/runtime/manager.js';
+import { agentPolicy } from './desired/helpers.js';
 import { FakeWorld } from './fake-world.js';
 import { crd } from './fixtures.js';
 import { settle, testConfig } from './operator-harness.js';
@@ -105,7 +106,9 @@ describe('operator wiring', () => {
     expect(a.operator.manager.isLeading()).toBe(true);
     expect(reconciledKeys(a)).toContain('cloudark.io/v1/Agent/agents/team-a/agent-x');
     expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')?.handler).toBe('kata');
-    expect(world.cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-x-enforce')).toBeDefined();
+    expect(
+      world.cluster.stored('ValidatingAdmissionPolicy', agentPolicy('team-a', 'agent-x', 'enforce')),
+    ).toBeDefined();
     expect(world.cluster.finalizersOf(key)).toEqual(['isolation.kubeplus.io/cleanup']);
     expect(a.events.map((e) => e.reason)).toContain('SandboxIsolationApplied');
 
@@ -274,7 +277,7 @@ describe('operator wiring', () => {
     const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     const vap = (): string =>
-      JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-x-enforce'));
+      JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', agentPolicy('team-a', 'agent-x', 'enforce')));
     expect(vap()).not.toContain('gvisor');
 
     const reconcilesBefore = reconciledKeys(r).length;
@@ -297,7 +300,12 @@ describe('operator wiring', () => {
     const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     const vap = (instance: string): string =>
-      JSON.stringify(world.cluster.stored('ValidatingAdmissionPolicy', `kubeplus-sandbox-${instance}-enforce`));
+      JSON.stringify(
+        world.cluster.stored(
+          'ValidatingAdmissionPolicy',
+          agentPolicy(instance === 'agent-x' ? 'team-a' : 'team-b', instance, 'enforce'),
+        ),
+      );
     // Each tenant's list names its own class only, though the other's is a kata class too.
     expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-y')?.handler).toBe('kata');
     expect(vap('agent-x')).toContain('[\\"kubeplus-sandbox-agent-x\\"]');
@@ -345,7 +353,7 @@ describe('operator wiring', () => {
     const r = replica(world, clock, 'solo', testConfig('--leader-elect=false'));
     await settle(clock);
     // A binding: nothing but its own deletion event points back at its owner.
-    const binding = 'kubeplus-sandbox-agent-x-enforce';
+    const binding = agentPolicy('team-a', 'agent-x', 'enforce');
     const uid = world.cluster.stored('ValidatingAdmissionPolicyBinding', binding)?.metadata.uid;
     expect(uid).toBeDefined();
 

@@ -11,7 +11,9 @@ import {
   freePorts,
   installCrds,
   instanceKindCrd,
+  instancePolicyName,
   isApiStatus,
+  type PolicyRole,
   type RunningService,
   startOperator,
   waitFor,
@@ -312,12 +314,14 @@ export function expectedObjects(spec: InstanceSpec, kind: InstanceKind, platform
   if (spec.sandbox !== undefined) {
     const prefix = `kubeplus-sandbox-${spec.name}`;
     out.push({ kind: 'RuntimeClass', name: prefix, ...base, detail: HANDLER[spec.sandbox.level] });
+    const policy = (role: PolicyRole): string =>
+      instancePolicyName({ group: kind.group, kind: kind.kind, namespace: platformNamespace, name: spec.name }, role);
     const role = spec.sandbox.enforce ? 'enforce' : 'advisory';
-    out.push({ kind: 'ValidatingAdmissionPolicy', name: `${prefix}-${role}`, ...base });
-    out.push({ kind: 'ValidatingAdmissionPolicyBinding', name: `${prefix}-${role}`, ...base });
+    out.push({ kind: 'ValidatingAdmissionPolicy', name: policy(role), ...base });
+    out.push({ kind: 'ValidatingAdmissionPolicyBinding', name: policy(role), ...base });
     if (!spec.sandbox.enforce) {
-      out.push({ kind: 'MutatingAdmissionPolicy', name: `${prefix}-default`, ...base });
-      out.push({ kind: 'MutatingAdmissionPolicyBinding', name: `${prefix}-default`, ...base });
+      out.push({ kind: 'MutatingAdmissionPolicy', name: policy('default'), ...base });
+      out.push({ kind: 'MutatingAdmissionPolicyBinding', name: policy('default'), ...base });
     }
   }
   return out;

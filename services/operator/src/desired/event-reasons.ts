@@ -6,9 +6,17 @@ export const EventReason = {
   InvalidSandboxIsolation: 'InvalidSandboxIsolation',
   /** Warning: the instance is in the platform namespace and its name cannot name a namespace. */
   InvalidTenantNamespace: 'InvalidTenantNamespace',
-  /** Warning: `kubeplus-sandbox-<instance>` belongs to another instance; not taken over. */
+  /**
+   * Warning: `kubeplus-sandbox-<instance>` belongs to another instance (one of the same name
+   * elsewhere); not taken over. The message names the holder; the namespace stays governed by
+   * this instance's own policies, allowing the platform's classes that meet the minimum.
+   */
   RuntimeClassConflict: 'RuntimeClassConflict',
-  /** Warning: an admission policy or binding name belongs to another instance; not taken over. */
+  /**
+   * Warning: an admission policy or binding name is held by an object another owner made (names
+   * carry the instance's whole identity, so never another instance's by construction); not taken
+   * over, and nothing is pruned meanwhile.
+   */
   AdmissionPolicyConflict: 'AdmissionPolicyConflict',
   /** Warning: another instance isolates the tenant namespace; not taken over. */
   NodeIsolationConflict: 'NodeIsolationConflict',

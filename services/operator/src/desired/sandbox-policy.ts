@@ -361,7 +361,7 @@ function validatingPolicy(
   allowed: readonly string[],
   recommended: string | undefined,
 ): ManagedObject {
-  const name = policyName(input.instance.name, role);
+  const name = policyName(input.instance, role);
   const policy: V1ValidatingAdmissionPolicy = {
     apiVersion: VALIDATING_POLICY_API_VERSION,
     kind: 'ValidatingAdmissionPolicy',
@@ -380,7 +380,7 @@ function validatingPolicy(
 }
 
 function validatingBinding(input: SandboxPolicyInput, role: 'enforce' | 'advisory'): ManagedObject {
-  const name = policyName(input.instance.name, role);
+  const name = policyName(input.instance, role);
   const binding: V1ValidatingAdmissionPolicyBinding = {
     apiVersion: VALIDATING_POLICY_API_VERSION,
     kind: 'ValidatingAdmissionPolicyBinding',
@@ -412,7 +412,7 @@ export function defaultingMutation(runtimeClass: string): string {
 }
 
 function mutatingPolicy(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion, runtimeClass: string) {
-  const name = policyName(input.instance.name, 'default');
+  const name = policyName(input.instance, 'default');
   const policy: V1MutatingAdmissionPolicy = {
     apiVersion,
     kind: 'MutatingAdmissionPolicy',
@@ -434,7 +434,7 @@ function mutatingPolicy(input: SandboxPolicyInput, apiVersion: MutatingPolicyApi
 }
 
 function mutatingBinding(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion): ManagedObject {
-  const name = policyName(input.instance.name, 'default');
+  const name = policyName(input.instance, 'default');
   const binding: V1MutatingAdmissionPolicyBinding = {
     apiVersion,
     kind: 'MutatingAdmissionPolicyBinding',

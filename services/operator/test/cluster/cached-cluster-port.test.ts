@@ -15,6 +15,7 @@ import type { ClusterPort } from '../../src/cluster/port.js';
 import { InstanceReconciler } from '../../src/controllers/instances/reconciler.js';
 import type { InstanceKey, KindRef } from '../../src/desired/instance.js';
 import type { ManagedType } from '../../src/desired/objects.js';
+import { agentPolicy } from '../desired/helpers.js';
 import { FakeCluster } from './fake-cluster.js';
 
 const NODE = 'kubeplus.io/node-isolation';
@@ -24,6 +25,8 @@ const NODE_SPEC = JSON.stringify({ nodeSelector: { pool: 'p' } });
 const KATA_ENFORCE = '{"minRuntimeClass": "kata", "enforce": true}';
 const NAME = 'agent-x';
 const RC = `kubeplus-sandbox-${NAME}`;
+/** The enforce policy of the instance `put` creates (in the platform namespace, it isolates namespace NAME). */
+const VAP = agentPolicy('kubeplus', NAME, 'enforce');
 const MANAGED = 'app.kubernetes.io/managed-by';
 
 const CACHED_TYPES = [
@@ -268,13 +271,13 @@ describe('the reconciler on cached reads', () => {
     await cluster.createObject({
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: `${RC}-enforce` },
+      metadata: { name: VAP },
       spec: {},
     });
     const key = put({ [SANDBOX]: KATA_ENFORCE });
     expect(await reconciler().reconcile(key)).toEqual({ requeueAfterMs: 60_000 });
     expect(cluster.events.map((e) => e.reason)).toContain('AdmissionPolicyConflict');
-    expect(cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)?.metadata.labels).toBeUndefined();
+    expect(cluster.stored('ValidatingAdmissionPolicy', VAP)?.metadata.labels).toBeUndefined();
   });
 
   it('a RuntimeClass taken by another instance after the cached read: no policy is written, the reconcile retries', async () => {
@@ -286,7 +289,7 @@ describe('the reconciler on cached reads', () => {
     caches.refresh();
     expect(await reconciler().reconcile(key)).toEqual({ requeueAfterMs: 60_000 });
     expect(cluster.events.map((e) => e.reason)).toContain('RuntimeClassConflict');
-    const vap = JSON.stringify(cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)?.spec);
+    const vap = JSON.stringify(cluster.stored('ValidatingAdmissionPolicy', VAP)?.spec);
     expect(vap).not.toContain(`"${RC}"`); // a runc class is not allowed for minimum kata
   });
 

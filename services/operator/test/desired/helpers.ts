@@ -1,3 +1,4 @@
+import { type PolicyRole, policyName } from '@kubeplus-isolation/spec';
 import type { Instance } from '../../src/desired/instance.js';
 
 /** An instance as parseInstance would return it; `overrides` replace fields. */
@@ -22,3 +23,8 @@ export const TEAM_A_NODE_ISOLATION = JSON.stringify({
   nodeSelector: { pool: 'team-a-pool' },
   tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'team-a-pool', effect: 'NoSchedule' }],
 });
+
+/** The admission policy (and binding) name of the Agent `namespace/name` in `role`. */
+export function agentPolicy(namespace: string, name: string, role: PolicyRole): string {
+  return policyName({ group: 'cloudark.io', kind: 'Agent', namespace, name }, role);
+}

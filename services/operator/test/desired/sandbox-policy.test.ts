@@ -9,7 +9,7 @@ import {
   runtimeClassInfo,
   type SandboxPolicyInput,
 } from '../../src/desired/sandbox-policy.js';
-import { makeInstance } from './helpers.js';
+import { agentPolicy, makeInstance } from './helpers.js';
 
 const instance = makeInstance();
 const OWN = 'kubeplus-sandbox-team-a-agent-instance';
@@ -148,8 +148,8 @@ describe('desiredSandboxPolicy: enforce', () => {
   it('is one RuntimeClass and the enforce policy + binding', () => {
     expect(kinds(policy.objects)).toEqual([
       `node.k8s.io/v1 RuntimeClass ${OWN}`,
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${OWN}-enforce`,
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${OWN}-enforce`,
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${agentPolicy('team-a', 'team-a-agent-instance', 'enforce')}`,
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${agentPolicy('team-a', 'team-a-agent-instance', 'enforce')}`,
     ]);
   });
 
@@ -232,7 +232,7 @@ describe('desiredSandboxPolicy: enforce', () => {
 
   it('binds with Deny to the tenant namespace only', () => {
     expect(spec(policy.objects[2])).toEqual({
-      policyName: `${OWN}-enforce`,
+      policyName: `${agentPolicy('team-a', 'team-a-agent-instance', 'enforce')}`,
       validationActions: ['Deny'],
       matchResources: {
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'team-a' }, matchExpressions: [] },
@@ -281,10 +281,10 @@ describe('desiredSandboxPolicy: advisory', () => {
     const p = desiredSandboxPolicy(policyInput({ spec: { minRuntimeClass: 'kata', enforce: false } }));
     expect(kinds(p.objects)).toEqual([
       `node.k8s.io/v1 RuntimeClass ${OWN}`,
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${OWN}-advisory`,
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${OWN}-advisory`,
-      `admissionregistration.k8s.io/v1 MutatingAdmissionPolicy ${OWN}-default`,
-      `admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding ${OWN}-default`,
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${agentPolicy('team-a', 'team-a-agent-instance', 'advisory')}`,
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${agentPolicy('team-a', 'team-a-agent-instance', 'advisory')}`,
+      `admissionregistration.k8s.io/v1 MutatingAdmissionPolicy ${agentPolicy('team-a', 'team-a-agent-instance', 'default')}`,
+      `admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding ${agentPolicy('team-a', 'team-a-agent-instance', 'default')}`,
     ]);
     expect(spec(p.objects[2]).validationActions).toEqual(['Warn', 'Audit']);
     expect(JSON.stringify(p.objects)).not.toContain('Deny');
@@ -311,7 +311,7 @@ describe('desiredSandboxPolicy: advisory', () => {
       },
     ]);
     expect(spec(p.objects[4])).toEqual({
-      policyName: `${OWN}-default`,
+      policyName: `${agentPolicy('team-a', 'team-a-agent-instance', 'default')}`,
       matchResources: {
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'team-a' }, matchExpressions: [] },
         objectSelector: {},

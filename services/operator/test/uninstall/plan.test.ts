@@ -154,6 +154,16 @@ describe('planUninstall', () => {
     expect(planUninstall({ instances: [], objects: [ours], namespaces: [] }, 'finalizers')).toEqual([]);
   });
 
+  it('all: finds policies under both naming schemes (the instance name alone, and namespace.name-hash since issue 21) by their label', () => {
+    const legacy = managed('ValidatingAdmissionPolicyBinding', 'kubeplus-sandbox-agent-enforce');
+    const current = managed('ValidatingAdmissionPolicyBinding', 'kubeplus-sandbox-team-a.agent-0123456789-enforce');
+    const actions = planUninstall({ instances: [], objects: [legacy, current], namespaces: [] }, 'all');
+    expect(actions.map(describeAction)).toEqual([
+      'delete ValidatingAdmissionPolicyBinding kubeplus-sandbox-agent-enforce',
+      'delete ValidatingAdmissionPolicyBinding kubeplus-sandbox-team-a.agent-0123456789-enforce',
+    ]);
+  });
+
   it('finalizers: keeps every generated object and namespace key on purpose', () => {
     expect(planUninstall(inventory, 'finalizers')).toEqual([
       { type: 'removeFinalizer', key: key('team-a'), finalizers: ['other.io/keep'], resourceVersion: '11' },

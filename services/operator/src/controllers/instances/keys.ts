@@ -177,13 +177,17 @@ export interface RuntimeClassChange {
  */
 export function runtimeClassChangeKeys(
   change: RuntimeClassChange,
-  instances: Iterable<CachedInstance>,
+  cachedInstances: Iterable<CachedInstance>,
   kindOf: (gvr: GroupVersionResource) => string | undefined,
   lookup: (group: string, kind: string) => KindRef | undefined,
   platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
 ): string[] {
   const sides = [change.before, change.after].filter((s): s is RuntimeClassSnapshot => s !== undefined);
   if (sides.length === 0) return [];
+  // Read once: the caches come as a generator, and a deleted class walks them twice (its tenant,
+  // then the instances held off its name); the second walk used to find nothing, so an instance
+  // waiting for the name took it only at its conflict requeue (60 s), not at once.
+  const instances = [...cachedInstances];
   if (sides.some((s) => !s.generated)) return sandboxInstanceKeys(instances, kindOf);
   const keys = new Set<string>();
   const tenants = new Set<string>();

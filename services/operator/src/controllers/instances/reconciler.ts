@@ -571,9 +571,15 @@ export class InstanceReconciler {
     const outcome = this.reportApplied(instance, applied, 'AdmissionPolicy', EventReason.AdmissionPolicyConflict);
     changed.push(...outcome.changed);
     if (outcome.conflicted) requeueAfterMs = this.conflictRequeueMs;
-    const types = sandboxManagedTypes(mutatingVersion);
-    const removed = await pruneOwned(this.port, instance, types, plan.policy.objects);
-    changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
+    // Pruning comes only after every desired object was written: what it deletes — an object of
+    // another mode, or one under a name of an earlier version (`policyName` before it carried the
+    // instance's namespace) — governs the namespace until its replacement exists. While one of
+    // them is held by someone else, nothing is pruned: the last applied policy stays in force.
+    if (!outcome.conflicted) {
+      const types = sandboxManagedTypes(mutatingVersion);
+      const removed = await pruneOwned(this.port, instance, types, plan.policy.objects);
+      changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
+    }
     if (changed.length > 0) {
       this.event(
         instance,

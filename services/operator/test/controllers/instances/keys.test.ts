@@ -219,6 +219,16 @@ describe('runtimeClassChangeKeys', () => {
     expect(keys(generatedX, undefined)).toEqual([OWNER_KEY, 'cloudark.io/v1/Agent/agents/team-z/agent-x']);
   });
 
+  it('reads the instances once: a one-shot iterable (the informer caches are a generator) still reaches the instance waiting for the name', () => {
+    function* once() {
+      yield* cached;
+    }
+    expect(runtimeClassChangeKeys({ before: generatedX, after: undefined }, once(), kindOf, lookup).sort()).toEqual([
+      OWNER_KEY,
+      'cloudark.io/v1/Agent/agents/team-z/agent-x',
+    ]);
+  });
+
   it('a class gaining or losing the markers re-queues every sandbox instance (it joins or leaves their lists)', () => {
     const labelled = snapshot({ name: 'kata', labels: { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' } });
     expect(labelled.generated).toBe(true);

@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from '@jest/globals';
 import { InstanceReconciler } from '../../../src/controllers/instances/reconciler.js';
 import type { InstanceKey } from '../../../src/desired/instance.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
+import { agentPolicy } from '../../desired/helpers.js';
 
 const NODE = 'kubeplus.io/node-isolation';
 const SANDBOX = 'kubeplus.io/sandbox-isolation';
@@ -12,7 +13,7 @@ const rcRef = { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC } a
 const vapRef = {
   apiVersion: 'admissionregistration.k8s.io/v1',
   kind: 'ValidatingAdmissionPolicy',
-  name: `${RC}-enforce`,
+  name: agentPolicy('team-a', 'inst', 'enforce'),
 } as const;
 
 let cluster: FakeCluster;
@@ -54,8 +55,8 @@ describe('cleanupOrphan', () => {
     expect(await r.cleanupOrphan(rcRef)).toEqual({});
     expect(await r.cleanupOrphan(vapRef)).toEqual({});
     expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
-    expect(cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)).toBeUndefined();
-    expect(cluster.stored('ValidatingAdmissionPolicyBinding', `${RC}-enforce`)).toBeDefined();
+    expect(cluster.stored('ValidatingAdmissionPolicy', vapRef.name)).toBeUndefined();
+    expect(cluster.stored('ValidatingAdmissionPolicyBinding', vapRef.name)).toBeDefined();
   });
 
   it('deletes the namespace created for an instance that is gone', async () => {

@@ -6,8 +6,10 @@ import {
   type InstanceReconcilerOptions,
 } from '../../../src/controllers/instances/reconciler.js';
 import type { InstanceKey } from '../../../src/desired/instance.js';
+import type { ManagedKind, ManagedObject } from '../../../src/desired/objects.js';
 import { isConflict } from '../../../src/runtime/errors.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
+import { agentPolicy } from '../../desired/helpers.js';
 
 const NODE = 'kubeplus.io/node-isolation';
 const SANDBOX = 'kubeplus.io/sandbox-isolation';
@@ -22,6 +24,12 @@ const KATA_ENFORCE = '{"minRuntimeClass": "kata", "enforce": true}';
 const KATA_ADVISORY = '{"minRuntimeClass": "kata", "enforce": false}';
 const INSTANCE = 'team-a-agent-instance';
 const RC = `kubeplus-sandbox-${INSTANCE}`;
+/** team-a's instance's policy names (kubeplus-sandbox-team-a.<instance>-<hash>-<role>). */
+const POLICY = {
+  enforce: agentPolicy('team-a', INSTANCE, 'enforce'),
+  advisory: agentPolicy('team-a', INSTANCE, 'advisory'),
+  default: agentPolicy('team-a', INSTANCE, 'default'),
+} as const;
 
 let cluster: FakeCluster;
 let invalid: [AnnotationName, InstanceKey][];
@@ -91,12 +99,12 @@ describe('acceptance: minRuntimeClass kata, enforce true', () => {
     expect(cluster.finalizersOf(key)).toEqual([FINALIZER]);
     expect(kindsInCluster()).toEqual([
       `RuntimeClass/${RC}`,
-      `ValidatingAdmissionPolicy/${RC}-enforce`,
-      `ValidatingAdmissionPolicyBinding/${RC}-enforce`,
+      `ValidatingAdmissionPolicy/${POLICY.enforce}`,
+      `ValidatingAdmissionPolicyBinding/${POLICY.enforce}`,
     ]);
     expect(cluster.stored('RuntimeClass', RC)?.handler).toBe('kata');
-    expect(spec('ValidatingAdmissionPolicyBinding', `${RC}-enforce`)).toMatchObject({
-      policyName: `${RC}-enforce`,
+    expect(spec('ValidatingAdmissionPolicyBinding', POLICY.enforce)).toMatchObject({
+      policyName: POLICY.enforce,
       validationActions: ['Deny'],
       matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'team-a' } } },
     });
@@ -117,7 +125,7 @@ describe('acceptance: minRuntimeClass kata, enforce true', () => {
     cluster.putRuntimeClass('kata-qemu', 'kata-qemu');
     cluster.putRuntimeClass('gvisor', 'runsc');
     await reconciler().reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }));
-    expect(spec('ValidatingAdmissionPolicy', `${RC}-enforce`).variables).toContainEqual({
+    expect(spec('ValidatingAdmissionPolicy', POLICY.enforce).variables).toContainEqual({
       name: 'allowedRuntimeClasses',
       expression: `["kata-qemu", "${RC}"]`,
     });
@@ -128,11 +136,11 @@ describe('acceptance: minRuntimeClass kata, enforce true', () => {
     cluster.putNamespace('team-b');
     const b = cluster.putInstance({ name: 'agent-b', namespace: 'team-b', annotations: { [SANDBOX]: KATA_ENFORCE } });
     await r.reconcile(b);
-    const theirs = cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-b-enforce');
+    const theirs = cluster.stored('ValidatingAdmissionPolicy', agentPolicy('team-b', 'agent-b', 'enforce'));
     expect(cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-b')?.handler).toBe('kata');
 
     await r.reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }));
-    expect(spec('ValidatingAdmissionPolicy', `${RC}-enforce`).variables).toContainEqual({
+    expect(spec('ValidatingAdmissionPolicy', POLICY.enforce).variables).toContainEqual({
       name: 'allowedRuntimeClasses',
       expression: `["${RC}"]`,
     });
@@ -140,7 +148,7 @@ describe('acceptance: minRuntimeClass kata, enforce true', () => {
     const writes = cluster.writes.length;
     await r.reconcile(b);
     expect(cluster.writes.slice(writes)).toEqual([]);
-    expect(cluster.stored('ValidatingAdmissionPolicy', 'kubeplus-sandbox-agent-b-enforce')).toEqual(theirs);
+    expect(cluster.stored('ValidatingAdmissionPolicy', agentPolicy('team-b', 'agent-b', 'enforce'))).toEqual(theirs);
   });
 });
 
@@ -166,15 +174,15 @@ describe('acceptance: enforce false (advisory)', () => {
   it('creates the defaulting MutatingAdmissionPolicy and a warning policy, and nothing that denies', async () => {
     await reconciler().reconcile(teamA({ [SANDBOX]: KATA_ADVISORY }));
     expect(kindsInCluster()).toEqual([
-      `MutatingAdmissionPolicy/${RC}-default`,
-      `MutatingAdmissionPolicyBinding/${RC}-default`,
+      `MutatingAdmissionPolicy/${POLICY.default}`,
+      `MutatingAdmissionPolicyBinding/${POLICY.default}`,
       `RuntimeClass/${RC}`,
-      `ValidatingAdmissionPolicy/${RC}-advisory`,
-      `ValidatingAdmissionPolicyBinding/${RC}-advisory`,
+      `ValidatingAdmissionPolicy/${POLICY.advisory}`,
+      `ValidatingAdmissionPolicyBinding/${POLICY.advisory}`,
     ]);
-    expect(spec('ValidatingAdmissionPolicyBinding', `${RC}-advisory`).validationActions).toEqual(['Warn', 'Audit']);
+    expect(spec('ValidatingAdmissionPolicyBinding', POLICY.advisory).validationActions).toEqual(['Warn', 'Audit']);
     expect(JSON.stringify([...cluster.objects.values()])).not.toContain('"Deny"');
-    expect(cluster.stored('MutatingAdmissionPolicy', `${RC}-default`)?.apiVersion).toBe(
+    expect(cluster.stored('MutatingAdmissionPolicy', POLICY.default)?.apiVersion).toBe(
       'admissionregistration.k8s.io/v1',
     );
   });
@@ -182,7 +190,7 @@ describe('acceptance: enforce false (advisory)', () => {
   it('uses the v1beta1 MutatingAdmissionPolicy API when that is what the cluster serves', async () => {
     cluster.mutatingVersion = 'admissionregistration.k8s.io/v1beta1';
     await reconciler().reconcile(teamA({ [SANDBOX]: KATA_ADVISORY }));
-    expect(cluster.stored('MutatingAdmissionPolicy', `${RC}-default`)?.apiVersion).toBe(
+    expect(cluster.stored('MutatingAdmissionPolicy', POLICY.default)?.apiVersion).toBe(
       'admissionregistration.k8s.io/v1beta1',
     );
   });
@@ -193,8 +201,8 @@ describe('acceptance: enforce false (advisory)', () => {
     await reconciler().reconcile(key);
     expect(kindsInCluster()).toEqual([
       `RuntimeClass/${RC}`,
-      `ValidatingAdmissionPolicy/${RC}-advisory`,
-      `ValidatingAdmissionPolicyBinding/${RC}-advisory`,
+      `ValidatingAdmissionPolicy/${POLICY.advisory}`,
+      `ValidatingAdmissionPolicyBinding/${POLICY.advisory}`,
     ]);
     expect(cluster.events.find((e) => e.reason === 'MutatingAdmissionPolicyUnavailable')?.type).toBe('Warning');
     expect(unavailable).toEqual([key]);
@@ -210,11 +218,11 @@ describe('acceptance: changes are applied in place', () => {
     teamA({ [SANDBOX]: KATA_ADVISORY });
     await r.reconcile(key);
     expect(kindsInCluster()).toEqual([
-      `MutatingAdmissionPolicy/${RC}-default`,
-      `MutatingAdmissionPolicyBinding/${RC}-default`,
+      `MutatingAdmissionPolicy/${POLICY.default}`,
+      `MutatingAdmissionPolicyBinding/${POLICY.default}`,
       `RuntimeClass/${RC}`,
-      `ValidatingAdmissionPolicy/${RC}-advisory`,
-      `ValidatingAdmissionPolicyBinding/${RC}-advisory`,
+      `ValidatingAdmissionPolicy/${POLICY.advisory}`,
+      `ValidatingAdmissionPolicyBinding/${POLICY.advisory}`,
     ]);
     expect(cluster.stored('RuntimeClass', RC)?.metadata.uid).toBe(rcUid);
     // The advisory set exists before the enforce set goes: no moment without a policy.
@@ -228,19 +236,19 @@ describe('acceptance: changes are applied in place', () => {
     const r = reconciler();
     const key = teamA({ [SANDBOX]: KATA_ENFORCE });
     await r.reconcile(key);
-    const vapUid = cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`)?.metadata.uid;
+    const vapUid = cluster.stored('ValidatingAdmissionPolicy', POLICY.enforce)?.metadata.uid;
     const before = cluster.writeCount();
     teamA({ [SANDBOX]: '{"minRuntimeClass":"runsc"}' });
     await r.reconcile(key);
     expect(cluster.stored('RuntimeClass', RC)?.handler).toBe('runsc');
-    const vap = cluster.stored('ValidatingAdmissionPolicy', `${RC}-enforce`);
+    const vap = cluster.stored('ValidatingAdmissionPolicy', POLICY.enforce);
     expect(vap?.metadata.uid).toBe(vapUid);
     expect(JSON.stringify(vap?.spec)).toContain('runtime runsc or stronger');
     // The binding did not change, so it is not written.
     expect(cluster.writes.slice(before)).toEqual([
       { op: 'deleteObject', target: `RuntimeClass/${RC}` },
       { op: 'createObject', target: `RuntimeClass/${RC}` },
-      { op: 'replaceObject', target: `ValidatingAdmissionPolicy/${RC}-enforce` },
+      { op: 'replaceObject', target: `ValidatingAdmissionPolicy/${POLICY.enforce}` },
     ]);
   });
 
@@ -297,7 +305,7 @@ describe('acceptance: deleting the instance', () => {
     expect(cluster.instance(key)).toBeUndefined();
     // Only objects the operator owns (and never a Sandbox or the tenant namespace) were deleted.
     const deleted = cluster.writes.filter((w) => w.op.startsWith('delete')).map((w) => w.target);
-    expect(deleted.every((t) => t.includes(RC))).toBe(true);
+    expect(deleted.every((t) => t.includes(INSTANCE))).toBe(true);
   });
 
   it('deletes bindings before policies before the RuntimeClass', async () => {
@@ -460,7 +468,7 @@ describe('conflicts with other instances', () => {
     cluster.putRuntimeClass('kata-qemu', 'kata-qemu');
     await r.reconcile(teamA({ [SANDBOX]: KATA_ADVISORY }));
     // Only the platform's kata class: it is what advisory mode defaults to.
-    expect(spec('ValidatingAdmissionPolicy', `${RC}-advisory`).variables).toContainEqual({
+    expect(spec('ValidatingAdmissionPolicy', POLICY.advisory).variables).toContainEqual({
       name: 'allowedRuntimeClasses',
       expression: '["kata-qemu"]',
     });
@@ -479,25 +487,63 @@ describe('conflicts with other instances', () => {
       }),
     );
     await r.reconcile(teamA({ [SANDBOX]: KATA_ADVISORY }));
-    const ours = spec('ValidatingAdmissionPolicy', `${RC}-advisory`);
+    const ours = spec('ValidatingAdmissionPolicy', POLICY.advisory);
     expect(ours.variables).toContainEqual({ name: 'allowedRuntimeClasses', expression: '[]' });
     // Nothing meets kata, so there is nothing to default to: no MutatingAdmissionPolicy, and a warning.
     expect(cluster.storedOfKind('MutatingAdmissionPolicy')).toEqual([]);
     expect(reasons()).toEqual(expect.arrayContaining(['RuntimeClassConflict', 'NoDefaultRuntimeClass']));
   });
 
-  it('an admission policy owned by another instance of the same name: Warning Event, no takeover', async () => {
+  it('an instance of the same name in another namespace: each gets policies of its own; the RuntimeClass Warning names the holder (issue 21)', async () => {
     const r = reconciler();
     cluster.putNamespace('team-z');
     await r.reconcile(
       cluster.putInstance({ name: INSTANCE, namespace: 'team-z', annotations: { [SANDBOX]: KATA_ENFORCE } }),
     );
-    const theirs = cluster.stored('ValidatingAdmissionPolicyBinding', `${RC}-enforce`);
+    const theirs = cluster.stored('ValidatingAdmissionPolicyBinding', agentPolicy('team-z', INSTANCE, 'enforce'));
+    cluster.putRuntimeClass('kata-qemu', 'kata-qemu');
     const result = await r.reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }));
+    // Only the RuntimeClass name is shared: retried later, to take it once it is free.
     expect(result.requeueAfterMs).toBe(60_000);
-    expect(cluster.stored('ValidatingAdmissionPolicyBinding', `${RC}-enforce`)).toEqual(theirs);
-    expect(reasons()).toEqual(expect.arrayContaining(['RuntimeClassConflict', 'AdmissionPolicyConflict']));
-    expect(conflicts.map(([c]) => c)).toEqual(expect.arrayContaining(['RuntimeClass', 'AdmissionPolicy']));
+    expect(cluster.stored('ValidatingAdmissionPolicyBinding', agentPolicy('team-z', INSTANCE, 'enforce'))).toEqual(
+      theirs,
+    );
+    // team-a is governed by its own enforce pair, bound to team-a, allowing the platform's kata class only.
+    expect(spec('ValidatingAdmissionPolicyBinding', POLICY.enforce)).toMatchObject({
+      policyName: POLICY.enforce,
+      validationActions: ['Deny'],
+      matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'team-a' } } },
+    });
+    expect(spec('ValidatingAdmissionPolicy', POLICY.enforce).variables).toContainEqual({
+      name: 'allowedRuntimeClasses',
+      expression: '["kata-qemu"]',
+    });
+    expect(reasons()).not.toContain('AdmissionPolicyConflict');
+    const warning = cluster.events.find((e) => e.reason === 'RuntimeClassConflict');
+    expect(warning).toMatchObject({ type: 'Warning', target: { namespace: 'team-a', name: INSTANCE } });
+    expect(warning?.message).toContain(`belongs to cloudark.io/Agent/team-z/${INSTANCE}`);
+    expect(warning?.message).toContain('Sandboxes in team-a may use: kata-qemu');
+    expect(conflicts.map(([c]) => c)).toEqual(['RuntimeClass']);
+  });
+
+  it('an admission policy name held by another owner: Warning Event naming it, no takeover, and nothing of ours is pruned meanwhile', async () => {
+    const r = reconciler();
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    await r.reconcile(key);
+    // The instance switches to advisory while the advisory name is held by another owner.
+    await cluster.createObject(legacyObject('ValidatingAdmissionPolicy', POLICY.advisory, 'cloudark.io/Agent/x/y'));
+    teamA({ [SANDBOX]: KATA_ADVISORY });
+    const result = await r.reconcile(key);
+    expect(result.requeueAfterMs).toBe(60_000);
+    expect(cluster.stored('ValidatingAdmissionPolicy', POLICY.advisory)?.metadata.annotations).toEqual({
+      'kubeplus.io/owner': 'cloudark.io/Agent/x/y',
+    });
+    const warning = cluster.events.find((e) => e.reason === 'AdmissionPolicyConflict');
+    expect(warning?.message).toContain('cloudark.io/Agent/x/y');
+    expect(conflicts.map(([c]) => c)).toEqual(['AdmissionPolicy']);
+    // The enforce pair still governs team-a: it is pruned only once its replacement exists.
+    expect(cluster.stored('ValidatingAdmissionPolicy', POLICY.enforce)).toBeDefined();
+    expect(spec('ValidatingAdmissionPolicyBinding', POLICY.enforce).validationActions).toEqual(['Deny']);
   });
 
   it('a namespace another instance isolates: Warning Event, no takeover', async () => {
@@ -533,8 +579,8 @@ describe('drift', () => {
     const key = teamA({ [SANDBOX]: KATA_ENFORCE });
     await r.reconcile(key);
     const pristine = snapshot();
-    cluster.objects.delete(`ValidatingAdmissionPolicy/${RC}-enforce`);
-    cluster.edit('ValidatingAdmissionPolicyBinding', `${RC}-enforce`, (o) => {
+    cluster.objects.delete(`ValidatingAdmissionPolicy/${POLICY.enforce}`);
+    cluster.edit('ValidatingAdmissionPolicyBinding', POLICY.enforce, (o) => {
       (o.spec as { validationActions: string[] }).validationActions = ['Audit'];
     });
     cluster.edit('RuntimeClass', RC, (o) => {
@@ -634,8 +680,8 @@ describe('several instances binding sandbox isolation to one namespace', () => {
       // The one reconciled first saw no peer class yet: the peer's class event re-queues it (controllers/instances/keys.ts).
       for (const key of keys) await reconciler().reconcile(key);
       const both = `["kubeplus-sandbox-${other}", "${RC}"]`;
-      expect(allowed(`${RC}-enforce`)).toBe(both);
-      expect(allowed(`kubeplus-sandbox-${other}-enforce`)).toBe(both);
+      expect(allowed(POLICY.enforce)).toBe(both);
+      expect(allowed(agentPolicy('team-a', other, 'enforce'))).toBe(both);
       expect(reasons()).not.toContain('StricterSandboxPolicy');
     },
   );
@@ -648,11 +694,11 @@ describe('several instances binding sandbox isolation to one namespace', () => {
     const warning = cluster.events.find((e) => e.reason === 'StricterSandboxPolicy');
     expect(warning).toMatchObject({ type: 'Warning', target: { name: other } });
     expect(warning?.message).toContain(`cloudark.io/Agent/team-a/${INSTANCE} (minimum kata, enforced)`);
-    expect(JSON.stringify(spec('MutatingAdmissionPolicy', `kubeplus-sandbox-${other}-default`).mutations)).toContain(
-      `value: \\"${RC}\\"`,
-    );
+    expect(
+      JSON.stringify(spec('MutatingAdmissionPolicy', agentPolicy('team-a', other, 'default')).mutations),
+    ).toContain(`value: \\"${RC}\\"`);
     // The stricter instance refuses the weaker one's runsc class and is not warned.
-    expect(allowed(`${RC}-enforce`)).toBe(`["${RC}"]`);
+    expect(allowed(POLICY.enforce)).toBe(`["${RC}"]`);
     expect(cluster.events.filter((e) => e.reason === 'StricterSandboxPolicy' && e.target.name === INSTANCE)).toEqual(
       [],
     );
@@ -753,5 +799,74 @@ describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolation
     expect(warning?.type).toBe('Warning');
     expect(warning?.message).toContain('NodeIsolation/team-a/node-isolation belongs to');
     expect(conflicts.map(([c]) => c)).toContain('Namespace');
+  });
+});
+
+/** A policy or binding as an earlier version left it: the ownership markers of `owner`, any name. */
+function legacyObject(kind: ManagedKind, name: string, owner: string, uid = 'legacy-uid'): ManagedObject {
+  const [, , namespace, instance] = owner.split('/');
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind,
+    metadata: {
+      name,
+      labels: {
+        'app.kubernetes.io/managed-by': 'kubeplus-isolation',
+        'kubeplus.io/owner-name': instance ?? '',
+        'kubeplus.io/owner-namespace': namespace ?? '',
+        'kubeplus.io/owner-uid': uid,
+      },
+      annotations: { 'kubeplus.io/owner': owner },
+    },
+    spec: kind === 'ValidatingAdmissionPolicyBinding' ? { policyName: name, validationActions: ['Deny'] } : {},
+  };
+}
+
+describe('upgrade from policy names derived from the instance name alone (issue 21)', () => {
+  const LEGACY = `kubeplus-sandbox-${INSTANCE}-enforce`;
+
+  it('writes the new names first, then prunes the legacy ones it owns; nothing else is touched', async () => {
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    const me = `cloudark.io/Agent/team-a/${INSTANCE}`;
+    await cluster.createObject(legacyObject('ValidatingAdmissionPolicy', LEGACY, me));
+    await cluster.createObject(legacyObject('ValidatingAdmissionPolicyBinding', LEGACY, me));
+    // Another instance's old-named pair (same name, another namespace, still on the old names): not ours.
+    const other = `kubeplus-sandbox-${INSTANCE}-advisory`;
+    await cluster.createObject(
+      legacyObject('ValidatingAdmissionPolicy', other, `cloudark.io/Agent/team-z/${INSTANCE}`),
+    );
+    const writes = cluster.writes.length;
+
+    await reconciler().reconcile(key);
+    const ops = cluster.writes.slice(writes).map((w) => `${w.op} ${w.target}`);
+    const lastCreate = ops.findLastIndex((o) => o.startsWith('createObject'));
+    const firstDelete = ops.findIndex((o) => o.startsWith('deleteObject'));
+    expect(ops.filter((o) => o.startsWith('deleteObject'))).toEqual([
+      `deleteObject ValidatingAdmissionPolicyBinding/${LEGACY}`,
+      `deleteObject ValidatingAdmissionPolicy/${LEGACY}`,
+    ]);
+    expect(ops).toContain(`createObject ValidatingAdmissionPolicyBinding/${POLICY.enforce}`);
+    expect(firstDelete).toBeGreaterThan(lastCreate);
+    expect(kindsInCluster()).toEqual([
+      `RuntimeClass/${RC}`,
+      `ValidatingAdmissionPolicy/${other}`,
+      `ValidatingAdmissionPolicy/${POLICY.enforce}`,
+      `ValidatingAdmissionPolicyBinding/${POLICY.enforce}`,
+    ]);
+    // A second pass finds nothing to do.
+    const settled = cluster.writes.length;
+    expect(await reconciler().reconcile(key)).toEqual({});
+    expect(cluster.writes.length).toBe(settled);
+  });
+
+  it('the uninstall and the finalizer find legacy-named objects too (by their markers, not their names)', async () => {
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    await reconciler().reconcile(key);
+    const me = `cloudark.io/Agent/team-a/${INSTANCE}`;
+    await cluster.createObject(legacyObject('ValidatingAdmissionPolicyBinding', LEGACY, me));
+    cluster.deleteInstance(key);
+    await reconciler().reconcile(key);
+    expect(cluster.storedOfKind('ValidatingAdmissionPolicyBinding')).toEqual([]);
+    expect(cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
   });
 });
