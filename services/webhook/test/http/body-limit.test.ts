@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import {
   DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES,
@@ -8,6 +9,8 @@ import {
 } from '../../src/http/body-limit.js';
 
 const MiB = 1024 * 1024;
+/** The webhook's registration (the chart's and the e2e harness's single source). */
+const ENTRY = new URL('../../../../deploy/kubeplus-isolation/charts/webhook/files/webhook-entry.json', import.meta.url);
 
 /** What Go's encoding/json writes for a string (its HTML-safe escaping: `<` `>` `&` → \u00XX, U+2028/9 too). */
 function goJsonString(s: string): string {
@@ -42,5 +45,12 @@ describe('reviewBodyLimit', () => {
     expect(review).toBeLessThanOrEqual(reviewBodyLimit(request));
     // The old fixed 4 MiB did not hold 0.75 MB of `<`.
     expect(JSON_ESCAPE_EXPANSION * 750_000).toBeGreaterThan(4 * MiB);
+  });
+
+  it('counts the objects the registered operations put in a review (CREATE: object; UPDATE would add oldObject)', () => {
+    const entry = JSON.parse(readFileSync(ENTRY, 'utf8')) as { rules: { operations: string[] }[] };
+    const operations = new Set(entry.rules.flatMap((r) => r.operations));
+    const objects = operations.has('UPDATE') || operations.has('*') ? 2 : 1;
+    expect(OBJECTS_PER_REVIEW).toBe(objects);
   });
 });
