@@ -61,6 +61,35 @@ describe('global.nodeIsolation.engine', () => {
     expect(operatorArgs(objects)).toContain('--node-isolation-engine=admission-policy');
   });
 
+  test('the policy engine bounds its CEL cost: a Deny policy (failurePolicy Fail) caps the tolerations of Pods in isolated namespaces', async () => {
+    for (const name of ['admissionPolicy', 'both']) {
+      const objects = await render(engine(name));
+      const limits = one(objects, 'ValidatingAdmissionPolicy', 'kubeplus-isolation-node-isolation-limits').spec as {
+        failurePolicy: string;
+        matchConstraints: { resourceRules: { resources: string[]; operations: string[] }[] };
+        variables: { name: string; expression: string }[];
+        validations: { expression: string; messageExpression: string }[];
+      };
+      expect(limits.failurePolicy).toBe('Fail');
+      expect(limits.matchConstraints.resourceRules).toEqual([
+        expect.objectContaining({ resources: ['pods'], operations: ['CREATE'] }),
+      ]);
+      expect(limits.variables.find((v) => v.name === 'maxTolerations')?.expression).toBe('256');
+      expect(limits.validations[0]?.messageExpression).toContain('at most');
+      const binding = one(objects, 'ValidatingAdmissionPolicyBinding', 'kubeplus-isolation-node-isolation-limits')
+        .spec as { validationActions: string[]; matchResources: unknown };
+      expect(binding.validationActions).toEqual(['Deny']);
+      const mutating = one(objects, 'MutatingAdmissionPolicyBinding', 'kubeplus-isolation-node-isolation').spec as {
+        matchResources: unknown;
+      };
+      // The same namespaces as the mutating policy's.
+      expect(binding.matchResources).toEqual(mutating.matchResources);
+    }
+    expect(
+      (await render(engine('webhook'))).find((o) => o.metadata.name === 'kubeplus-isolation-node-isolation-limits'),
+    ).toBeUndefined();
+  });
+
   test('both: both engines, the operator writing the parameters', async () => {
     const objects = await render(engine('both'));
     expect(byKind(objects, 'MutatingWebhookConfiguration')).toHaveLength(1);

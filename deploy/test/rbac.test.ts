@@ -138,8 +138,8 @@ describe('RBAC', () => {
         'delete',
       ),
       'core/events': sorted('create', 'patch'),
-      // The fail-open audit lists an isolated namespace's Pods; nothing else on Pods.
-      'core/pods': ['list'],
+      // The fail-open audit lists an isolated namespace's Pods and watches new ones; nothing else on Pods.
+      'core/pods': sorted('list', 'watch'),
       // webhookCertificates: finding the labelled configurations; writing is granted by name below.
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
       // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.

@@ -344,9 +344,10 @@ describe('the umbrella Helm chart on a real control plane', () => {
       ['create', 'coordination.k8s.io', 'leases', 'kube-system', '', false],
       ['get', '', 'secrets', releaseNs, `${release}-webhook-tls`, false],
       ['list', '', 'secrets', '', '', false],
-      // Pods: only list (the fail-open audit), never read one, watch or write.
+      // Pods: list (the fail-open audit) and a cluster-wide watch of new ones, never read one or write.
       ['list', '', 'pods', 'team-a', '', true],
-      ['watch', '', 'pods', '', '', false],
+      // The audit's watch of new Pods (audit/pod-admissions.ts): cluster-wide, no get or write.
+      ['watch', '', 'pods', '', '', true],
       ['get', '', 'pods', 'team-a', 'p', false],
       ['delete', '', 'pods', 'team-a', 'p', false],
       ['patch', '', 'pods', 'team-a', 'p', false],

@@ -116,6 +116,9 @@ describe('node isolation: the admission-policy engine applies exactly the webhoo
       'CustomResourceDefinition',
       'MutatingAdmissionPolicy',
       'MutatingAdmissionPolicyBinding',
+      // The cap on a Pod's tolerations that bounds the policy's CEL cost (node-isolation-engine-cost.test.ts).
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
     ]);
     governed = await createTestNamespace(kc, 'kpi-engine-policy', { labels: { [ENABLED_LABEL]: 'true' } });
     plain = await createTestNamespace(kc, 'kpi-engine-plain');

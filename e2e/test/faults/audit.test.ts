@@ -3,15 +3,16 @@
  * isolated namespaces are admitted without their mandated placement. The operator's fail-open
  * audit finds exactly those Pods, on the real control plane:
  *
- * - the operator runs as the chart's ServiceAccount under the chart's RBAC (`pods: list` only),
+ * - the operator runs as the chart's ServiceAccount under the chart's RBAC (`pods: list, watch`),
  *   reaching the API server through a recording proxy, so every request it makes is seen;
  * - Pods created while the webhook runs are patched and never reported; Pods created while it is
  *   stopped are counted by what they lack (`kubeplus_operator_unisolated_pods{missing}`), listed
  *   in the log and reported by a Warning Event on the instance owning the namespace (a
  *   namespace isolated by hand counts in the metric and the log only);
  * - a namespace becoming isolated is audited at once; the others every `--audit-interval`;
- * - the audit never changes a Pod (their resourceVersions stay; the operator sends only LISTs for
- *   Pods), and costs one LIST per isolated namespace per period (measured here).
+ * - the audit never changes a Pod (their resourceVersions stay; the operator sends only LISTs of a
+ *   namespace's Pods, and the list + watch of new Pods of audit/pod-admissions.ts), and costs one
+ *   LIST per isolated namespace per period (measured here).
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -74,6 +75,8 @@ function logLines(operator: ChartOperator): LogLine[] {
 }
 
 const POD_LIST = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/;
+/** The Pod watch's list and watch (every namespace). */
+const ALL_PODS = '/api/v1/pods';
 
 describe('fault: Pods admitted while the webhook fails open are found by the audit', () => {
   let cluster: Cluster;
@@ -220,6 +223,17 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       ['down-selector', mandate.nodeSelector.pool],
       ['down-toleration', undefined],
     ]);
+    // The operator's watch of new Pods sees each one and audits the namespace at once, though
+    // the period is 10 min.
+    await waitFor(
+      'the audit to count the three Pods as soon as they are created',
+      async (observe) => {
+        const counts = await unisolated();
+        observe(counts);
+        return counts.node_selector === 1 && counts.tolerations === 1 && counts.both === 1;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
   });
 
   test('a namespace that becomes isolated is audited at once, not at the next period', async () => {
@@ -241,13 +255,13 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       async (observe) => {
         const counts = await unisolated();
         observe(counts);
-        return counts.both === 1;
+        return counts.both === 2;
       },
       { timeoutMs: 30_000, intervalMs: 200 },
     );
     // Well within the 10 min period; and the tenant namespace (no event since its Pods came) is not audited again.
     expect(Date.now() - labelledAt).toBeLessThan(30_000);
-    expect(await unisolated()).toEqual({ node_selector: 0, tolerations: 0, both: 1 });
+    expect(await unisolated()).toEqual({ node_selector: 1, tolerations: 1, both: 2 });
     const lists = (proxy?.requests(listsBefore) ?? []).filter((r) => r.method === 'GET' && POD_LIST.test(r.path));
     expect(lists.map((r) => POD_LIST.exec(r.path)?.[1])).toEqual([manualNs]);
     const line = logLines(op).find((l) => l.namespace === manualNs && l.msg.startsWith('Pods lack'));
@@ -275,7 +289,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
-    // A Pod admitted unpatched now is found by the period alone (no namespace changes).
+    // A Pod admitted unpatched now is found at once (the Pod watch), at the latest by the period.
     await createPod(tenantNs, 'down-late');
     const createdAt = Date.now();
     await waitFor(
@@ -363,8 +377,12 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       const pod = await core.readNamespacedPod({ namespace, name });
       expect({ key, resourceVersion: pod.metadata?.resourceVersion }).toEqual({ key, resourceVersion });
     }
-    // Over the whole run the operator only ever listed Pods: no get, watch or write.
-    const podRequests = proxy.requests().filter((r) => /\/pods(\/|$)/.test(r.path));
+    // Over the whole run the operator only ever listed a namespace's Pods, and listed and watched
+    // every Pod (the Pod watch): no get or write.
+    const allPods = proxy.requests().filter((r) => r.path === ALL_PODS);
+    expect(allPods.length).toBeGreaterThan(0);
+    expect(allPods.filter((r) => r.method !== 'GET')).toEqual([]);
+    const podRequests = proxy.requests().filter((r) => /\/pods(\/|$)/.test(r.path) && r.path !== ALL_PODS);
     expect(podRequests.length).toBeGreaterThan(0);
     expect(podRequests.filter((r) => r.method !== 'GET' || r.watch || !POD_LIST.test(r.path))).toEqual([]);
     for (const r of podRequests) {

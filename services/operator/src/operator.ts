@@ -41,6 +41,7 @@ import {
   createNodeIsolationAudit,
   ISOLATED_NAMESPACE_SELECTOR,
   type PodLister,
+  type PodWatchApi,
 } from './controllers/audit/controller.js';
 import { registerReportMetrics } from './controllers/compliance/report-metrics.js';
 import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './controllers/compliance/report-sources.js';
@@ -136,6 +137,8 @@ export interface OperatorDeps {
   eventSink: EventSink;
   /** The audit's Pod LIST; required unless `config.auditIntervalMs` is 0. */
   pods?: PodLister;
+  /** The audit's watch of new Pods (controllers/audit/pod-admissions.ts); absent: no such watch. */
+  podWatch?: PodWatchApi;
   /** The compliance reports' I/O; required when the audit and `config.reports` are on. */
   reports?: { store: ReportStore; sandboxes: SandboxLister };
   /** The operator's own Pod (Events about the operator itself); none: logged only. */
@@ -416,6 +419,7 @@ export function createOperator(deps: OperatorDeps): Operator {
       intervalMs: config.auditIntervalMs,
       namespaces: isolatedNamespaces,
       pods: deps.pods,
+      podWatch: deps.podWatch,
       resolveOwner,
       recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
       registry: metrics.registry,

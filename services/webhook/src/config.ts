@@ -18,6 +18,7 @@ import {
   type Flag as SharedFlag,
   text,
 } from '@kubeplus-isolation/service';
+import { DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES, reviewBodyLimit } from './http/body-limit.js';
 
 export interface Config {
   port: number;
@@ -28,6 +29,8 @@ export interface Config {
   tlsReloadIntervalMs: number;
   kubeconfig: string | undefined;
   liveLookupTimeoutMs: number;
+  /** The API server's `--max-request-body-bytes`, from which maxBodyBytes is derived unless set. */
+  apiServerMaxRequestBodyBytes: number;
   maxBodyBytes: number;
   maxInformerStalenessMs: number;
   shutdownDelayMs: number;
@@ -113,13 +116,23 @@ export const FLAGS: readonly Flag[] = [
     help: 'Bound on the live GET of a namespace missing from the cache, after which the Pod is admitted unchanged (fail open). Keep well below the webhook timeoutSeconds.',
   },
   {
+    key: 'apiServerMaxRequestBodyBytes',
+    name: 'api-server-max-request-body-bytes',
+    env: 'API_SERVER_MAX_REQUEST_BODY_BYTES',
+    placeholder: '<bytes>',
+    parse: integer(1024, 16 * MiB, 'a whole number of bytes'),
+    default: String(DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES),
+    help: "The API server's --max-request-body-bytes (its default 3 MiB): the largest Pod it accepts, from which the default --max-body-bytes is derived.",
+  },
+  {
     key: 'maxBodyBytes',
     name: 'max-body-bytes',
     env: 'MAX_BODY_BYTES',
     placeholder: '<bytes>',
-    parse: integer(1024, 64 * MiB, 'a whole number of bytes'),
-    default: String(4 * MiB),
-    help: 'Largest AdmissionReview accepted; larger requests get 413. The API server caps a request at 3 MiB, plus the review envelope.',
+    parse: integer(1024, 128 * MiB, 'a whole number of bytes'),
+    default: undefined,
+    defaultHelp: `6 × --api-server-max-request-body-bytes + 1 MiB (${reviewBodyLimit(DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES)})`,
+    help: "Largest AdmissionReview accepted; larger requests get 413, counted as a fail-open. The default answers every Pod the API server accepts: Go's JSON encoder writes each byte of the request as at most 6 (`<` as \\u003c), plus room for the review's other fields.",
   },
   {
     key: 'maxInformerStalenessMs',
@@ -183,7 +196,11 @@ export type ConfigResult =
 export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ConfigResult {
   const parsed = parseFlags(FLAGS, argv, { env });
   if (parsed.kind !== 'values') return parsed;
-  const config = parsed.values as unknown as Config;
+  const values = parsed.values as unknown as Omit<Config, 'maxBodyBytes'> & { maxBodyBytes: number | undefined };
+  const config: Config = {
+    ...values,
+    maxBodyBytes: values.maxBodyBytes ?? reviewBodyLimit(values.apiServerMaxRequestBodyBytes),
+  };
   if (config.port !== 0 && config.port === config.metricsPort) {
     return { kind: 'error', message: `--port and --metrics-port must differ (both ${config.port})` };
   }

@@ -71,7 +71,7 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
   let byResult: Record<AdmissionResult, AdmissionSeries> | undefined;
   const admissions = new Counter({
     name: `${PREFIX}admissions_total`,
-    help: 'Admission requests answered, by result: patched, unchanged (already compliant), failopen (allowed without isolation), error (internal error, allowed without isolation), skipped (not a Pod CREATE).',
+    help: 'Admission requests to /mutate/pods, by result: patched, unchanged (already compliant), failopen (allowed without isolation, or answered with a 4xx so the API server admits the Pod unpatched), error (internal error, allowed without isolation), skipped (not a Pod CREATE).',
     labelNames: ['result'] as const,
     registers: [registry],
     collect() {

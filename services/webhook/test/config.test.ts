@@ -24,7 +24,9 @@ describe('parseConfig', () => {
       tlsReloadIntervalMs: 10_000,
       kubeconfig: undefined,
       liveLookupTimeoutMs: 1_000,
-      maxBodyBytes: 4 * 1024 * 1024,
+      apiServerMaxRequestBodyBytes: 3 * 1024 * 1024,
+      // 6 × the API server's 3 MiB + 1 MiB of envelope (http/body-limit.ts).
+      maxBodyBytes: 19 * 1024 * 1024,
       maxInformerStalenessMs: 60_000,
       shutdownDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
@@ -57,6 +59,18 @@ describe('parseConfig', () => {
       logLevel: 'debug',
       bindAddress: '127.0.0.1',
     });
+  });
+
+  it('derives --max-body-bytes from --api-server-max-request-body-bytes unless it is given', () => {
+    expect(ok(['--api-server-max-request-body-bytes=1048576']).maxBodyBytes).toBe(7 * 1024 * 1024);
+    expect(ok([], { API_SERVER_MAX_REQUEST_BODY_BYTES: '2097152' }).maxBodyBytes).toBe(13 * 1024 * 1024);
+    expect(ok(['--api-server-max-request-body-bytes=1048576', '--max-body-bytes=65536']).maxBodyBytes).toBe(65_536);
+    expect(error(['--api-server-max-request-body-bytes=100'])).toMatch(
+      /--api-server-max-request-body-bytes: must be a whole number of bytes from 1024/,
+    );
+    expect(usage()).toMatch(
+      /--max-body-bytes <bytes>[\s\S]*default 6 × --api-server-max-request-body-bytes \+ 1 MiB \(19922944\)/,
+    );
   });
 
   it('falls back to environment variables, and a flag wins over its variable', () => {

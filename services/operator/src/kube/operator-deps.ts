@@ -9,6 +9,7 @@ import { coreV1EventSink } from './event-sink.js';
 import { kubeInformerSources, webhookConfigurationSource } from './informer-sources.js';
 import { KubeLeaseLock } from './lease-lock.js';
 import { kubePodLister } from './pod-lister.js';
+import { kubePodWatch } from './pod-watch.js';
 import { kubeReportStore, kubeSandboxLister } from './report-store.js';
 import { operatorPod } from './self.js';
 import { kubeWebhookCertificatesPort } from './webhook-certificates-port.js';
@@ -28,6 +29,7 @@ export async function kubeOperatorDeps(
     clusterPort: (options) => new KubeClusterPort(kc, options),
     eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
     pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
+    podWatch: kubePodWatch(kc),
     webhookCertificates: config.webhookCertificates
       ? {
           configurations: webhookConfigurationSource(kc, CERTIFICATES_SELECTOR),

@@ -16,6 +16,9 @@ export const FAIL_OPEN_REASONS = [
   'lookup_timeout',
   'lookup_failed',
   'internal_error',
+  // A request to /mutate/pods answered with a 4xx (e.g. 413 over --max-body-bytes): the API
+  // server then admits the Pod unpatched (failurePolicy Ignore). Which 4xx: bad_requests_total.
+  'bad_request',
 ] as const;
 export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
 

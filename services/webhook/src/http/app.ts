@@ -5,6 +5,9 @@
  *   POST /mutate/pods   AdmissionReview (admission.k8s.io/v1) in, AdmissionReview out. Always
  *                       200 + allowed:true for a well-formed review; 400/413/415 with a JSON
  *                       {error, message} body for a malformed request (never a 5xx for one).
+ *                       The API server admits the Pod of an unanswered review unpatched
+ *                       (failurePolicy Ignore), so every 4xx here is counted as a fail-open:
+ *                       admissions_total{result="failopen"}, failopen_total{reason="bad_request"}.
  *   GET  /healthz       200 while the process serves requests (the answer itself shows the
  *                       event loop is responsive; the kubelet's probe timeout bounds it).
  *   GET  /readyz        200 once the namespace informer has synced and while its watch is not
@@ -78,16 +81,27 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   res.end(body);
 }
 
+/**
+ * A 4xx answer to /mutate/pods: the API server admits the Pod unpatched (failurePolicy Ignore),
+ * so it is counted as a fail-open where the alert reads (`startedAt`: when the request came).
+ */
 function sendBadRequest(
   res: ServerResponse,
   metrics: WebhookMetrics,
+  startedAt: number,
   status: number,
   reason: BadRequestReason,
   message: string,
 ): void {
   recordBadRequest(metrics, reason);
+  recordAdmission(metrics, 'failopen', (performance.now() - startedAt) / 1e3);
+  recordFailOpen(metrics, 'bad_request');
   sendJson(res, status, { error: reason, message });
 }
+
+/** When the route took the request (set first thing, read by the error handler). */
+const STARTED_AT = Symbol('startedAt');
+type Timed = { [STARTED_AT]?: number };
 
 const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' | 'debug'; message: string }> = {
   patched: { level: 'info', message: 'pod admitted with node isolation' },
@@ -143,16 +157,17 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
    * else is logged and answered 500 (never for a malformed request).
    */
   const answerError = (err: unknown, method: string | undefined, path: string, res: ServerResponse): void => {
+    const startedAt = (res as Timed)[STARTED_AT] ?? performance.now();
     const known = BODY_ERRORS[bodyErrorType(err) ?? ''];
     if (known !== undefined) {
       const message = known.reason === 'body_too_large' ? `${known.message} of ${maxBodyBytes} bytes` : known.message;
-      sendBadRequest(res, metrics, known.status, known.reason, message);
+      sendBadRequest(res, metrics, startedAt, known.status, known.reason, message);
       return;
     }
     const clientStatus = clientErrorStatus(err);
     if (clientStatus !== undefined) {
       const message = 'request body could not be read (corrupt or truncated content encoding?)';
-      sendBadRequest(res, metrics, clientStatus, 'invalid_body', message);
+      sendBadRequest(res, metrics, startedAt, clientStatus, 'invalid_body', message);
       return;
     }
     logger.error('unhandled error serving request', {
@@ -168,7 +183,7 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   const review = async (body: unknown, res: ServerResponse, startedAt: number): Promise<void> => {
     const parsed = parseAdmissionReview(body);
     if (!parsed.ok) {
-      sendBadRequest(res, metrics, 400, parsed.code, parsed.message);
+      sendBadRequest(res, metrics, startedAt, 400, parsed.code, parsed.message);
       return;
     }
     const request = parsed.request;
@@ -186,19 +201,28 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   // before it.
   app.post(MUTATE_PODS_PATH, (req, res, next) => {
     const startedAt = performance.now();
+    (res as Timed)[STARTED_AT] = startedAt;
     closeIfDraining(res);
     const contentLength = req.headers['content-length'];
     // The API server's exact header skips type-is; anything else is checked in full.
     if (req.headers['content-type'] !== 'application/json' || contentLength === '0') {
       const type = req.is('application/json');
       if (type === null || contentLength === '0') {
-        sendBadRequest(res, metrics, 400, 'missing_body', 'request body is required: a JSON AdmissionReview');
+        sendBadRequest(
+          res,
+          metrics,
+          startedAt,
+          400,
+          'missing_body',
+          'request body is required: a JSON AdmissionReview',
+        );
         return;
       }
       if (type === false) {
         sendBadRequest(
           res,
           metrics,
+          startedAt,
           415,
           'unsupported_media_type',
           `Content-Type must be application/json, got ${JSON.stringify((req.get('content-type') ?? '').slice(0, 100))}`,

@@ -252,6 +252,9 @@ describe('POST /mutate/pods', () => {
       expect(res.body.message.length).toBeGreaterThan(10);
       expect(await count('kubeplus_webhook_bad_requests_total', { reason })).toBe(1);
       expect(await count('kubeplus_webhook_admissions_total', { result: 'patched' })).toBe(0);
+      // Every 4xx is a Pod the API server admits unpatched: counted as a fail-open.
+      expect(await count('kubeplus_webhook_admissions_total', { result: 'failopen' })).toBe(1);
+      expect(await count('kubeplus_webhook_failopen_total', { reason: 'bad_request' })).toBe(1);
     });
 
     it('a body over the limit → 413 naming the limit', async () => {
@@ -261,6 +264,10 @@ describe('POST /mutate/pods', () => {
       expect(res.status).toBe(413);
       expect(res.body).toMatchObject({ error: 'body_too_large', message: expect.stringContaining('4096') });
       expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'body_too_large' })).toBe(1);
+      // The API server admits that Pod unpatched: a fail-open, where the alert reads.
+      expect(await count('kubeplus_webhook_admissions_total', { result: 'failopen' })).toBe(1);
+      expect(await count('kubeplus_webhook_failopen_total', { reason: 'bad_request' })).toBe(1);
+      expect(await count('kubeplus_webhook_admission_duration_seconds_count', { result: 'failopen' })).toBe(1);
     });
 
     it('a gzip body within the limit is accepted', async () => {

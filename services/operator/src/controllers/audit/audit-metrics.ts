@@ -8,13 +8,15 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Lister } from '../../runtime/informer.js';
 import type { AuditHooks } from './auditor.js';
-import { auditedNamespace, MISSING_KINDS, type MissingCounts, zeroCounts } from './report.js';
+import { auditedNamespace, MISSING_KINDS, type MissingCounts, type MissingKind, zeroCounts } from './report.js';
 
 /** Default of --unisolated-namespaces-metric-limit. */
 export const DEFAULT_NAMESPACE_LIMIT = 20;
 
 export interface AuditMetrics {
   hooks: AuditHooks;
+  /** A Pod was seen admitted without its mandate (the Pod watch), lacking `missing`. */
+  unisolatedAdmission(missing: MissingKind): void;
   /** Where the unisolated-Pod gauge reads its values at scrape time (the auditor's totals). */
   trackTotals(totals: () => MissingCounts): void;
   /** Where the per-namespace gauge reads unisolated Pods per namespace at scrape time. */
@@ -93,13 +95,21 @@ export function registerAuditMetrics(
     help: 'Pods examined by the fail-open audit.',
     registers,
   });
+  const unisolatedAdmissions = new Counter({
+    name: 'kubeplus_operator_unisolated_pod_admissions_total',
+    help: 'Pods of isolated namespaces the Pod watch saw lacking the mandated node placement (admitted while the webhook or policy failed open), each counted once, by what they lacked: node_selector, tolerations or both. Counts Pods that finished before any audit listed them. Leader only.',
+    labelNames: ['missing'] as const,
+    registers,
+  });
   listRequests.inc(0);
   podsChecked.inc(0);
+  for (const missing of MISSING_KINDS) unisolatedAdmissions.inc({ missing }, 0);
   return {
     hooks: {
       podListRequest: () => listRequests.inc(),
       podsChecked: (n) => podsChecked.inc(n),
     },
+    unisolatedAdmission: (missing) => unisolatedAdmissions.inc({ missing }),
     trackTotals(read) {
       totals = read;
     },

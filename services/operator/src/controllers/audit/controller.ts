@@ -17,9 +17,11 @@ import type { ControllerOptions } from '../../runtime/manager.js';
 import { registerAuditMetrics } from './audit-metrics.js';
 import { isolatedNamespaceEvents, periodicAudit } from './audit-sources.js';
 import { type NamespaceReports, NodeIsolationAuditor, type PodLister } from './auditor.js';
+import { type PodWatchApi, unisolatedPodAdmissions } from './pod-admissions.js';
 
 export { kubePodLister } from '../../kube/pod-lister.js';
 export { AUDIT_CONTROLLER, NodeIsolationAuditor, type PodLister } from './auditor.js';
+export type { PodWatchApi } from './pod-admissions.js';
 
 /** The webhook's namespaceSelector, as a label selector: the namespaces whose Pods it patches. */
 export const ISOLATED_NAMESPACE_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=${NODE_ISOLATION_ENABLED_VALUE}`;
@@ -29,6 +31,11 @@ export interface NodeIsolationAuditOptions {
   /** Informer of the namespaces matching ISOLATED_NAMESPACE_SELECTOR. */
   namespaces: Lister<KubernetesObject> & { addEventHandler(handlers: EventHandlers<KubernetesObject>): () => void };
   pods: PodLister;
+  /**
+   * The watch of new Pods (leader only): a Pod created lacking its namespace's mandate is counted
+   * and its namespace audited at once (pod-admissions.ts). Absent: the other triggers only.
+   */
+  podWatch?: PodWatchApi | undefined;
   resolveOwner(owner: InstanceIdentity): EventTarget | undefined;
   recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
   registry: Registry;
@@ -84,6 +91,16 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
           extraKeys: options.extraKeys,
           onTermStart: options.onTermStart,
         }),
+        ...(options.podWatch === undefined
+          ? []
+          : [
+              unisolatedPodAdmissions(options.podWatch, {
+                namespaces: options.namespaces,
+                counted: metrics.unisolatedAdmission,
+                logger: options.logger,
+                clock: options.clock,
+              }),
+            ]),
         ...(options.extraSources ?? []),
       ],
       concurrency: 1,
