@@ -12,30 +12,17 @@
  * one in every field but tolerationSeconds — is still patched.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
-  isApiStatus,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
+import { type Cluster, connectE2eCluster, createTestNamespace, deleteNamespace } from '@kubeplus-isolation/e2e';
+import { CoreV1Api, type KubeConfig, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
 import {
   installPolicyEngine,
-  NODE_ISOLATION_PARAMS,
   type PolicyEngine,
   policyEngineObjects,
   waitForPolicyResult,
+  writeNodeIsolationParameter,
 } from './support/policy-engine.js';
 
 const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
-const PARAMS = {
-  group: NODE_ISOLATION_PARAMS.group,
-  version: NODE_ISOLATION_PARAMS.version,
-  plural: NODE_ISOLATION_PARAMS.plural,
-} as const;
-
 /** The cap, as the engine file states it (its ValidatingAdmissionPolicy's `maxTolerations` variable). */
 function engineCap(): number | undefined {
   const vap = policyEngineObjects().find((o) => o.kind === 'ValidatingAdmissionPolicy') as
@@ -109,29 +96,7 @@ describe('node isolation engine (issue 21, hole 3): the CEL cost of a Pod’s to
     core = kc.makeApiClient(CoreV1Api);
     engine = await installPolicyEngine(kc);
     governed = await createTestNamespace(kc, 'kpi-engine-cost', { labels: { [ENABLED_LABEL]: 'true' } });
-    await waitFor(
-      'the NodeIsolation parameter to be accepted',
-      async (observe) => {
-        try {
-          await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-            ...PARAMS,
-            namespace: governed,
-            body: {
-              apiVersion: 'isolation.kubeplus.io/v1alpha1',
-              kind: 'NodeIsolation',
-              metadata: { name: 'node-isolation' },
-              spec: MANDATE,
-            },
-          });
-          return true;
-        } catch (error) {
-          observe(String(error));
-          if (isApiStatus(error, 404)) return false;
-          throw error;
-        }
-      },
-      { timeoutMs: 30_000 },
-    );
+    await writeNodeIsolationParameter(kc, governed, MANDATE);
     await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);
   });
 

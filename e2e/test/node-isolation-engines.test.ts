@@ -12,32 +12,19 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
-  isApiStatus,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { type Cluster, connectE2eCluster, createTestNamespace, deleteNamespace } from '@kubeplus-isolation/e2e';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import jsonpatch from 'fast-json-patch';
 import { buildNodeIsolationPatch } from '../../services/webhook/src/admission/patch.js';
 import {
   installPolicyEngine,
-  NODE_ISOLATION_PARAMS,
   type PolicyEngine,
   waitForPolicyResult,
+  writeNodeIsolationParameter,
 } from './support/policy-engine.js';
 
 const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
-const PARAMS = {
-  group: NODE_ISOLATION_PARAMS.group,
-  version: NODE_ISOLATION_PARAMS.version,
-  plural: NODE_ISOLATION_PARAMS.plural,
-} as const;
-
 type NodeIsolationSpec = Parameters<typeof buildNodeIsolationPatch>[1];
 type Toleration = NodeIsolationSpec['tolerations'][number];
 
@@ -122,30 +109,7 @@ describe('node isolation: the admission-policy engine applies exactly the webhoo
     ]);
     governed = await createTestNamespace(kc, 'kpi-engine-policy', { labels: { [ENABLED_LABEL]: 'true' } });
     plain = await createTestNamespace(kc, 'kpi-engine-plain');
-    await waitFor(
-      'the NodeIsolation parameter to be accepted',
-      async (observe) => {
-        try {
-          await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-            ...PARAMS,
-            namespace: governed,
-            body: {
-              apiVersion: 'isolation.kubeplus.io/v1alpha1',
-              kind: 'NodeIsolation',
-              metadata: { name: 'node-isolation' },
-              spec: MANDATE,
-            },
-          });
-          return true;
-        } catch (error) {
-          observe(String(error));
-          if (isApiStatus(error, 409)) return true;
-          if (isApiStatus(error, 404)) return false; // the CRD's endpoint is not served yet
-          throw error;
-        }
-      },
-      { timeoutMs: 30_000 },
-    );
+    await writeNodeIsolationParameter(kc, governed, MANDATE);
     await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);
   });
 

@@ -10,6 +10,7 @@ import { isApiStatus, repoRoot, testPod, waitFor } from '@kubeplus-isolation/e2e
 import {
   ApiextensionsV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
@@ -108,5 +109,34 @@ export async function waitForPolicyResult(
       return isDeepStrictEqual(pod.spec?.nodeSelector ?? null, nodeSelector ?? null);
     },
     { timeoutMs },
+  );
+}
+
+/**
+ * Writes `namespace`'s NodeIsolation parameter with `spec` as the operator would, retrying while
+ * the CRD's endpoint is not served yet; one already there (409) counts as written.
+ */
+export async function writeNodeIsolationParameter(kc: KubeConfig, namespace: string, spec: unknown): Promise<void> {
+  const { group, version, plural, kind, name } = NODE_ISOLATION_PARAMS;
+  await waitFor(
+    'the NodeIsolation parameter to be accepted',
+    async (observe) => {
+      try {
+        await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+          group,
+          version,
+          plural,
+          namespace,
+          body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
+        });
+        return true;
+      } catch (error) {
+        observe(String(error));
+        if (isApiStatus(error, 409)) return true;
+        if (isApiStatus(error, 404)) return false; // the CRD's endpoint is not served yet
+        throw error;
+      }
+    },
+    { timeoutMs: 30_000 },
   );
 }
