@@ -25,7 +25,11 @@ export default {
     {
       ...base,
       displayName: 'unit',
-      testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/*/test/**/*.test.ts',
+        '<rootDir>/services/*/test/**/*.test.ts',
+        '<rootDir>/bench/test/**/*.test.ts',
+      ],
       // One temporary directory per run, removed at its end (scripts/jest/tmpdir-setup.js).
       globalSetup: '<rootDir>/scripts/jest/tmpdir-setup.js',
       globalTeardown: '<rootDir>/scripts/jest/tmpdir-teardown.js',
