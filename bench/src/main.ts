@@ -298,6 +298,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           parallelCreates: cfg.podParallel,
           concurrency: cfg.podConcurrency,
           namespaces: { a: plain, g: governed, h: governed },
+          policyPluginTotals: () => admissionPluginTotals(cp, 'ValidatingAdmissionPolicy', 'CREATE'),
         },
         meta,
         log,
@@ -529,6 +530,21 @@ async function registerReferenceWebhook(cp: ControlPlane, url: string): Promise<
       ],
     },
   });
+}
+
+/** Sum (s) and count of apiserver_admission_controller_admission_duration_seconds for one plugin and operation. */
+async function admissionPluginTotals(
+  cp: ControlPlane,
+  plugin: string,
+  operation: string,
+): Promise<{ sum: number; count: number }> {
+  const acc = { sum: 0, count: 0 };
+  for (const s of await scrapeApiServerMetrics(cp.kc)) {
+    if (s.labels.name !== plugin || s.labels.operation !== operation) continue;
+    if (s.name === 'apiserver_admission_controller_admission_duration_seconds_sum') acc.sum += s.value;
+    else if (s.name === 'apiserver_admission_controller_admission_duration_seconds_count') acc.count += s.value;
+  }
+  return acc;
 }
 
 async function webhookCallTotals(cp: ControlPlane): Promise<WebhookCallTotals> {

@@ -173,6 +173,8 @@ export interface RoundsOptions<S extends string> {
    * returns is called after the pass (e.g. to attribute metric deltas to the pass).
    */
   aroundPass?: (concurrency: number) => Promise<() => Promise<void>>;
+  /** The same around each measured block (one setup at one concurrency); `round` counts from 1. */
+  aroundBlock?: (setup: S, concurrency: number, round: number) => Promise<() => Promise<void>>;
   /** Log prefix of the per-round lines. */
   name: string;
 }
@@ -208,8 +210,10 @@ export async function runRounds<S extends string>(
       const count = c === 1 ? opts.serialCreates : opts.parallelCreates;
       const after = round > 0 && opts.aroundPass ? await opts.aroundPass(c) : undefined;
       for (const setup of order) {
+        const afterBlock = round > 0 && opts.aroundBlock ? await opts.aroundBlock(setup, c, round) : undefined;
         const res = await opts.block(setup, count, c);
         createSeconds += res.seconds;
+        if (afterBlock) await afterBlock();
         if (round === 0) continue;
         const k = key(setup, c);
         pooled.set(k, [...(pooled.get(k) ?? []), ...res.latencies]);

@@ -20,7 +20,7 @@ import { desiredSandboxPolicy } from '@kubeplus-isolation/operator/dist/desired/
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { RawApi } from './kube.js';
 import { type BlockStats, createPods, podBody, roundRatio, runRounds } from './pod-create.js';
-import type { Summary } from './stats.js';
+import { type Summary, summarize } from './stats.js';
 
 export type SandboxPodSetup = 'a' | 'g' | 'h';
 export const SANDBOX_POD_SETUPS: readonly SandboxPodSetup[] = ['a', 'g', 'h'];
@@ -74,6 +74,21 @@ export interface SandboxPodsOptions {
   concurrency: number;
   /** a: the plain namespace; g and h: the governed one (the same). */
   namespaces: Record<SandboxPodSetup, string>;
+  /**
+   * The API server's apiserver_admission_controller_admission_duration_seconds sum (s) and count
+   * for the ValidatingAdmissionPolicy plugin, Pod CREATEs only (read before and after each block).
+   */
+  policyPluginTotals: () => Promise<{ sum: number; count: number }>;
+}
+
+/** Mean time per Pod CREATE in the ValidatingAdmissionPolicy admission plugin, by its own metric. */
+export interface PolicyPluginStats {
+  concurrency: number;
+  /** Per-round mean µs of each setup's block, summarized over rounds. */
+  meanUs: Record<SandboxPodSetup, Summary>;
+  /** Same-round differences g − a and h − a, µs. */
+  gMinusAUs: Summary;
+  hMinusAUs: Summary;
 }
 
 export interface SandboxPodsRatios {
@@ -92,6 +107,8 @@ export interface SandboxPodsRatios {
 export interface SandboxPodsResult {
   blocks: BlockStats<SandboxPodSetup>[];
   ratios: SandboxPodsRatios[];
+  /** Absent in results from before it was measured. */
+  policyPlugin?: PolicyPluginStats[];
   /** What the policy was: its name, minimum, allowed classes and the matchCondition's name. */
   policy: { name: string; minRuntimeClass: string; allowedRuntimeClasses: string[]; matchCondition: string };
   /** The dry-run checks that proved the setup before measuring, as "what → outcome". */
@@ -118,6 +135,27 @@ export function sandboxPodRatios(
   });
 }
 
+/**
+ * Per-round mean µs per Pod CREATE in the policy plugin, keyed `setup/concurrency`, into the
+ * per-concurrency summaries and same-round differences. Pure.
+ */
+export function policyPluginStats(
+  concurrencies: readonly number[],
+  perRoundMeanUs: (setup: SandboxPodSetup, concurrency: number) => readonly number[],
+): PolicyPluginStats[] {
+  return concurrencies.map((c) => {
+    const [a, g, h] = [perRoundMeanUs('a', c), perRoundMeanUs('g', c), perRoundMeanUs('h', c)];
+    const minus = (x: readonly number[]): Summary =>
+      summarize(x.slice(0, a.length).map((v, i) => v - (a[i] as number)));
+    return {
+      concurrency: c,
+      meanUs: { a: summarize([...a]), g: summarize([...g]), h: summarize([...h]) },
+      gMinusAUs: minus(g),
+      hMinusAUs: minus(h),
+    };
+  });
+}
+
 export async function runSandboxPodsBench(
   api: RawApi,
   opts: SandboxPodsOptions,
@@ -125,6 +163,7 @@ export async function runSandboxPodsBench(
   log: (line: string) => void,
 ): Promise<SandboxPodsResult> {
   const errors: string[] = [];
+  const pluginUs = new Map<string, number[]>();
   const bodies = Object.fromEntries(SANDBOX_POD_SETUPS.map((s) => [s, sandboxPodBody(s)])) as Record<
     SandboxPodSetup,
     unknown
@@ -137,6 +176,15 @@ export async function runSandboxPodsBench(
       parallelCreates: opts.parallelCreates,
       concurrency: opts.concurrency,
       block: (setup, count, c) => createPods(api, opts.namespaces[setup], count, c, errors, bodies[setup]),
+      aroundBlock: async (setup, c) => {
+        const before = await opts.policyPluginTotals();
+        return async () => {
+          const after = await opts.policyPluginTotals();
+          const key = `${setup}/${c}`;
+          const meanUs = ((after.sum - before.sum) / (after.count - before.count || Number.NaN)) * 1e6;
+          pluginUs.set(key, [...(pluginUs.get(key) ?? []), meanUs]);
+        };
+      },
       name: 'sandbox pods',
     },
     log,
@@ -144,6 +192,7 @@ export async function runSandboxPodsBench(
   return {
     blocks: data.blocks,
     ratios: sandboxPodRatios(data.concurrencies, data.perRound),
+    policyPlugin: policyPluginStats(data.concurrencies, (s, c) => pluginUs.get(`${s}/${c}`) ?? []),
     ...meta,
     errors,
   };

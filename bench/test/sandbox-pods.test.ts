@@ -7,6 +7,7 @@ import {
   ADOPTABLE_LABEL,
   benchSandboxPolicy,
   PLATFORM_RUNTIME_CLASS,
+  policyPluginStats,
   type SandboxPodSetup,
   type SandboxPodsResult,
   sandboxPodBody,
@@ -102,6 +103,7 @@ function sandboxResult(): SandboxPodsResult {
   return {
     blocks: [block('a', 1, 4), block('g', 1, 4.3), block('h', 1, 6)],
     ratios: [{ concurrency: 1, gaP50: s, gaP99: s, haP50: summarize([1.5]), haP99: s, hgP50: s, hgP99: s }],
+    policyPlugin: policyPluginStats([1], (setup) => ({ a: [20, 30], g: [22, 33], h: [60, 90] })[setup]),
     policy: { name: 'p-enforce', minRuntimeClass: 'kata', allowedRuntimeClasses: ['bench-kata'], matchCondition: 'c' },
     checks: ['x → denied'],
     errors: [],
@@ -152,6 +154,8 @@ describe('report', () => {
     expect(text).toContain('g/a is what the Pod rule costs every other Pod of a governed namespace');
     expect(text).toContain('what governing every Pod of the namespace would cost per Pod');
     expect(text).toContain('x → denied');
+    // Plugin time: medians 25 / 27.5 / 75 µs; same-round differences g − a 2, 3 and h − a 40, 60.
+    expect(text).toContain('| 1 | 25 (20–30) | 27.5 (22–33) | 75 (60–90) | 2.5 (2–3) | 50 (40–60) |');
     expect(sandboxPodsSection(baseResults()).join('\n')).toContain('Not measured in this run');
   });
 
