@@ -25,7 +25,18 @@ export default {
     {
       ...base,
       displayName: 'unit',
-      testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/*/test/**/*.test.ts',
+        '<rootDir>/services/*/test/**/*.test.ts',
+        '<rootDir>/bench/test/**/*.test.ts',
+      ],
+      // bench/src imports the operator's and the harness's built output; the tests use their sources
+      // (make test-unit does not build).
+      moduleNameMapper: {
+        ...base.moduleNameMapper,
+        '^@kubeplus-isolation/operator/dist/(.*)\\.js$': '<rootDir>/services/operator/src/$1.ts',
+        '^@kubeplus-isolation/e2e$': '<rootDir>/e2e/src/harness/index.ts',
+      },
       // One temporary directory per run, removed at its end (scripts/jest/tmpdir-setup.js).
       globalSetup: '<rootDir>/scripts/jest/tmpdir-setup.js',
       globalTeardown: '<rootDir>/scripts/jest/tmpdir-teardown.js',

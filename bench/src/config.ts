@@ -21,6 +21,7 @@ export const SECTIONS = [
   'scale-operator',
   'scale-webhook',
   'scale-policy',
+  'sandbox-pods',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 
@@ -58,6 +59,11 @@ export interface BenchConfig {
   /** Where the raw results go (and are read from with reportOnly), relative to the repo root. */
   resultsFile: string;
   reportOnly: boolean;
+  /**
+   * BENCH_MERGE=1: merge this run's sections into the existing results file instead of
+   * replacing it, so the report keeps the other sections' figures (results.ts, mergeResults).
+   */
+  merge?: boolean;
 }
 
 /** Documented in bench/README.md. */
@@ -94,6 +100,7 @@ export function loadConfig(): BenchConfig {
     outDir: process.env.BENCH_OUT_DIR ?? 'docs',
     resultsFile: process.env.BENCH_RESULTS ?? 'bench/results/latest.json',
     reportOnly: process.env.BENCH_REPORT_ONLY === '1',
+    merge: process.env.BENCH_MERGE === '1',
   };
 }
 

@@ -4,7 +4,7 @@
  * See bench/README.md.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   type ControlPlane,
@@ -49,7 +49,8 @@ import { freePort } from './ports.js';
 import { allCpus, canPin, machineInfo, machineSnapshot, pinToCpus, rssBytes } from './proc.js';
 import { summarizeProfile } from './profile.js';
 import { renderReport } from './report.js';
-import type { BenchResults } from './results.js';
+import { type BenchResults, mergeResults } from './results.js';
+import { installSandboxPodPolicy, runSandboxPodsBench } from './sandbox-pods.js';
 import { runOperatorScale, runWebhookScale } from './scale.js';
 import { runPolicyScale } from './scale-policy.js';
 import { reviewBody, runWebhookLoad } from './webhook-bench.js';
@@ -180,6 +181,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     'scale-webhook',
     'scale-operator',
     'scale-policy',
+    'sandbox-pods',
   ];
   if (!clusterSections.some(want)) return finish(results, started);
 
@@ -280,6 +282,25 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           webhookNames: { c: loadWebhookEntry().name, d: REFERENCE_WEBHOOK_NAME },
           webhookCalls: () => webhookCallTotals(cp),
         },
+        log,
+      );
+    });
+
+    await section('sandbox-pods', async () => {
+      const plain = await createTestNamespace(cp.kc, 'bench-sandbox-plain');
+      const governed = await createTestNamespace(cp.kc, 'bench-sandbox-governed');
+      const meta = await installSandboxPodPolicy(cp.kc, api, governed);
+      results.sandboxPods = await runSandboxPodsBench(
+        api,
+        {
+          rounds: cfg.rounds,
+          serialCreates: cfg.podSerial,
+          parallelCreates: cfg.podParallel,
+          concurrency: cfg.podConcurrency,
+          namespaces: { a: plain, g: governed, h: governed },
+          policyPluginTotals: () => admissionPluginTotals(cp, 'ValidatingAdmissionPolicy', 'CREATE'),
+        },
+        meta,
         log,
       );
     });
@@ -511,6 +532,21 @@ async function registerReferenceWebhook(cp: ControlPlane, url: string): Promise<
   });
 }
 
+/** Sum (s) and count of apiserver_admission_controller_admission_duration_seconds for one plugin and operation. */
+async function admissionPluginTotals(
+  cp: ControlPlane,
+  plugin: string,
+  operation: string,
+): Promise<{ sum: number; count: number }> {
+  const acc = { sum: 0, count: 0 };
+  for (const s of await scrapeApiServerMetrics(cp.kc)) {
+    if (s.labels.name !== plugin || s.labels.operation !== operation) continue;
+    if (s.name === 'apiserver_admission_controller_admission_duration_seconds_sum') acc.sum += s.value;
+    else if (s.name === 'apiserver_admission_controller_admission_duration_seconds_count') acc.count += s.value;
+  }
+  return acc;
+}
+
 async function webhookCallTotals(cp: ControlPlane): Promise<WebhookCallTotals> {
   const out: WebhookCallTotals = {};
   for (const s of await scrapeApiServerMetrics(cp.kc)) {
@@ -582,26 +618,36 @@ async function finish(results: BenchResults, started: number): Promise<BenchResu
   return results;
 }
 
+function readResults(path: string): BenchResults {
+  return JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
+}
+
 async function main(): Promise<void> {
   const cfg = loadConfig();
   const resultsPath = resolve(repoRoot(), cfg.resultsFile);
   let results: BenchResults;
+  let failedHere: string[] | undefined;
   if (cfg.reportOnly) {
-    results = JSON.parse(readFileSync(resultsPath, 'utf8')) as BenchResults;
+    results = readResults(resultsPath);
   } else {
-    results = await runAll(cfg);
+    const run = await runAll(cfg);
+    results = cfg.merge && existsSync(resultsPath) ? mergeResults(readResults(resultsPath), run) : run;
+    if (cfg.merge) log(`merged sections ${cfg.sections.join(', ')} into ${resultsPath}`);
+    failedHere = Object.keys(run.errors);
     mkdirSync(dirname(resultsPath), { recursive: true });
     writeFileSync(resultsPath, `${JSON.stringify(results, null, 2)}\n`);
     log(`results: ${resultsPath}`);
   }
-  const outDir = resolve(repoRoot(), cfg.reportOnly ? cfg.outDir : results.config.outDir);
+  const outDir = resolve(repoRoot(), cfg.outDir);
   mkdirSync(outDir, { recursive: true });
   const plots = await renderPlots(results, outDir);
   writeFileSync(join(outDir, 'benchmarks.md'), renderReport(results, plots));
   log(`report: ${join(outDir, 'benchmarks.md')} (plots: ${plots.map((p) => p.file).join(', ')})`);
-  const failed = Object.keys(results.errors);
+  const failed = failedHere ?? Object.keys(results.errors);
   if (failed.length > 0) {
-    log(`sections that failed: ${failed.join(', ')} (see the report)`);
+    log(
+      `sections that failed: ${failed.join(', ')} (${cfg.merge ? 'not merged: the report keeps their earlier figures, the error is above' : 'see the report'})`,
+    );
     process.exitCode = 1;
   }
 }

@@ -5,6 +5,7 @@ import type { PatchCase } from './patch-bench.js';
 import type { PodCreateResult } from './pod-create.js';
 import type { MachineInfo, MachineSnapshot } from './proc.js';
 import type { ProfileSummary } from './profile.js';
+import type { SandboxPodsResult } from './sandbox-pods.js';
 import type { OperatorScaleResult, WebhookScaleResult } from './scale.js';
 import type { PolicyScaleResult } from './scale-policy.js';
 import type { WebhookLoadResult } from './webhook-bench.js';
@@ -35,10 +36,79 @@ export interface BenchResults {
   /** Where a profiled copy of the webhook spent its time under the §2 load. */
   webhookProfile?: ProfileSummary & { seconds: number; rps: number; file: string };
   podCreate?: PodCreateResult;
+  /** Pod CREATE in a namespace governed by a sandbox policy (its Pod rule), against a plain one. */
+  sandboxPods?: SandboxPodsResult;
   chart?: ChartComplexityResult;
   scaleWebhook?: WebhookScaleResult;
   scalePolicy?: PolicyScaleResult;
   scaleOperator?: OperatorScaleResult;
   /** Sections that failed, with the error; they are reported as not measured. */
   errors: Partial<Record<Section, string>>;
+  /** Sections measured again in later runs and merged in (BENCH_MERGE=1); the rest is this run's. */
+  remeasured?: Remeasured[];
+}
+
+/** A later run of some sections, merged into the results of an earlier one (BENCH_MERGE=1). */
+export interface Remeasured {
+  sections: Section[];
+  startedAt: string;
+  finishedAt: string;
+  durationSeconds: number;
+  versions: BenchResults['versions'];
+  loadStart: MachineSnapshot;
+  loadEnd?: MachineSnapshot;
+  /** The run's parameters (rounds, creates per block, …). */
+  config: BenchConfig;
+}
+
+/** The result fields each section writes. */
+export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResults)[]>> = {
+  patch: ['patch'],
+  webhook: ['webhook', 'webhookMemory', 'webhookProfile'],
+  podcreate: ['podCreate'],
+  chart: ['chart'],
+  'scale-operator': ['scaleOperator'],
+  'scale-webhook': ['scaleWebhook'],
+  'scale-policy': ['scalePolicy'],
+  'sandbox-pods': ['sandboxPods'],
+};
+
+/**
+ * `previous` with the sections `run` measured successfully (run.config.sections without an
+ * error) replaced by run's results, and run recorded in `remeasured` (if it measured any); everything else — the other sections' figures,
+ * the run they came from, its machine and parameters — stays as it was. Pure.
+ */
+export function mergeResults(previous: BenchResults, run: BenchResults): BenchResults {
+  // A section that failed in run keeps its earlier figures (main reports the failure).
+  const sections = run.config.sections.filter((s) => run.errors[s] === undefined);
+  const merged: BenchResults = { ...previous, errors: { ...previous.errors } };
+  const writable = merged as unknown as Record<string, unknown>;
+  for (const section of sections) {
+    for (const key of SECTION_RESULTS[section]) {
+      if (run[key] === undefined) delete writable[key];
+      else writable[key] = run[key];
+    }
+    delete merged.errors[section];
+  }
+  merged.config = {
+    ...previous.config,
+    sections: [...new Set([...previous.config.sections, ...sections])],
+  };
+  const entry: Remeasured = {
+    sections: [...sections],
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    durationSeconds: run.durationSeconds,
+    versions: run.versions,
+    loadStart: run.loadStart,
+    ...(run.loadEnd && { loadEnd: run.loadEnd }),
+    config: run.config,
+  };
+  // A section measured again replaces its earlier re-measurement.
+  const kept = (previous.remeasured ?? [])
+    .map((r) => ({ ...r, sections: r.sections.filter((s) => !sections.includes(s)) }))
+    .filter((r) => r.sections.length > 0);
+  merged.remeasured = sections.length > 0 ? [...kept, entry] : (previous.remeasured ?? []);
+  if (merged.remeasured.length === 0) delete merged.remeasured;
+  return merged;
 }
