@@ -19,7 +19,7 @@
  * When it cannot resume (410 Gone), events were lost: it starts again from "now" and audits every
  * isolated namespace (`gap`), which finds the lost Pods that have not finished.
  */
-import { describeError, type Logger } from '@kubeplus-isolation/service';
+import { describeError, httpStatusOf, type Logger } from '@kubeplus-isolation/service';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../runtime/clock.js';
 import type { Lister } from '../../runtime/informer.js';
@@ -71,13 +71,6 @@ export interface PodAdmissionOptions {
 
 const MAX_BACKOFF_MS = 30_000;
 
-function httpStatus(value: unknown): number | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const v = value as { code?: unknown; statusCode?: unknown };
-  if (typeof v.code === 'number') return v.code;
-  return typeof v.statusCode === 'number' ? v.statusCode : undefined;
-}
-
 /** A watch that ended without an error, or by client-node's idle timeout: resume at once. */
 function isQuietEnd(err: unknown): boolean {
   return err === undefined || err === null || (err instanceof Error && err.name === 'TimeoutError');
@@ -121,7 +114,7 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
         if (stopped) return;
         if (type === 'ERROR') {
           // A Status: 410 Gone means the resourceVersion is too old to resume from.
-          if (httpStatus(obj) === 410) resourceVersion = undefined;
+          if (httpStatusOf(obj) === 410) resourceVersion = undefined;
           return;
         }
         failures = 0;
@@ -139,7 +132,7 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
       };
 
       const failed = (err: unknown): void => {
-        if (httpStatus(err) === 410) resourceVersion = undefined;
+        if (httpStatusOf(err) === 410) resourceVersion = undefined;
         failures += 1;
         const delay = Math.min(MAX_BACKOFF_MS, initialBackoffMs * 2 ** (failures - 1));
         logger.warn('Pod watch failed; retrying', { error: describeError(err), retryInMs: delay, failures });
