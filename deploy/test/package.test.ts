@@ -5,7 +5,7 @@
  * archives themselves are checked by image-archive.test.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
@@ -71,5 +71,51 @@ describe('make package: the chart archive', () => {
       `${REGISTRY}/kubeplus-isolation-operator:${TAG}`,
       `${REGISTRY}/kubeplus-isolation-webhook:${TAG}`,
     ]);
+  });
+});
+
+describe('make package: the images, their SBOMs and the checksums to verify them by', () => {
+  let images = '';
+  beforeAll(() => {
+    const out = mkdtempSync(join(tmpdir(), 'kpi-package-images-test-'));
+    execFileSync(join(REPO_ROOT, 'deploy', 'package.sh'), {
+      env: { ...process.env, HELM: findHelm(), IMAGE_REGISTRY: REGISTRY, IMAGE_TAG: TAG, PACKAGE_OUT_DIR: out },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    images = join(out, 'images');
+  }, 600_000);
+
+  test('SHA256SUMS covers each image index archive and each image’s SBOM, and verifies (sha256sum -c)', () => {
+    const sums = readFileSync(join(images, 'SHA256SUMS'), 'utf8');
+    const files = sums
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('#'))
+      .map((l) => l.split(/\s+\*?/)[1])
+      .sort();
+    expect(files).toEqual(
+      ['webhook', 'operator']
+        .flatMap((s) => [`${s}.tar`, `${s}.linux-amd64.spdx.json`, `${s}.linux-arm64.spdx.json`])
+        .sort(),
+    );
+    const checked = execFileSync('sha256sum', ['--strict', '-c', 'SHA256SUMS'], { cwd: images, encoding: 'utf8' });
+    expect(checked.trim().split('\n').sort()).toEqual(files.map((f) => `${f}: OK`));
+  });
+
+  test('SHA256SUMS names the digests a registry reports once pushed: each index and its per-platform images', () => {
+    const sums = readFileSync(join(images, 'SHA256SUMS'), 'utf8');
+    for (const service of ['webhook', 'operator']) {
+      const top = JSON.parse(
+        execFileSync('tar', ['-xOf', join(images, `${service}.tar`), 'index.json'], { encoding: 'utf8' }),
+      ).manifests[0] as { digest: string };
+      expect(sums).toContain(`# ${service} index ${top.digest}\n`);
+      const index = JSON.parse(
+        execFileSync('tar', ['-xOf', join(images, `${service}.tar`), `blobs/${top.digest.replace(':', '/')}`], {
+          encoding: 'utf8',
+        }),
+      ) as { manifests: { digest: string; platform: { os: string; architecture: string } }[] };
+      expect(index.manifests).toHaveLength(2);
+      for (const m of index.manifests)
+        expect(sums).toContain(`# ${service} ${m.platform.os}/${m.platform.architecture} ${m.digest}\n`);
+    }
   });
 });
