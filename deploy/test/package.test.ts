@@ -4,8 +4,8 @@
  * so that installing the archive pulls exactly the images `make images` tagged alike (the image
  * archives themselves are checked by image-archive.test.ts).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
@@ -71,5 +71,103 @@ describe('make package: the chart archive', () => {
       `${REGISTRY}/kubeplus-isolation-operator:${TAG}`,
       `${REGISTRY}/kubeplus-isolation-webhook:${TAG}`,
     ]);
+  });
+});
+
+/** The environment without KUBEPLUS_ISOLATION_ASSETS: crane is built into the cache, as build-images.sh does. */
+function withoutAssets(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.KUBEPLUS_ISOLATION_ASSETS;
+  return env;
+}
+
+describe('make package: the images, their SBOMs and the checksums to verify them by', () => {
+  let images = '';
+  beforeAll(() => {
+    const out = mkdtempSync(join(tmpdir(), 'kpi-package-images-test-'));
+    execFileSync(join(REPO_ROOT, 'deploy', 'package.sh'), {
+      env: { ...process.env, HELM: findHelm(), IMAGE_REGISTRY: REGISTRY, IMAGE_TAG: TAG, PACKAGE_OUT_DIR: out },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    images = join(out, 'images');
+  }, 600_000);
+
+  test('SHA256SUMS covers each image index archive and each image’s SBOM, and verifies (sha256sum -c)', () => {
+    const sums = readFileSync(join(images, 'SHA256SUMS'), 'utf8');
+    const files = sums
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('#'))
+      .map((l) => l.split(/\s+\*?/)[1])
+      .sort();
+    expect(files).toEqual(
+      ['webhook', 'operator']
+        .flatMap((s) => [`${s}.tar`, `${s}.linux-amd64.spdx.json`, `${s}.linux-arm64.spdx.json`])
+        .sort(),
+    );
+    const checked = execFileSync('sha256sum', ['--strict', '-c', 'SHA256SUMS'], { cwd: images, encoding: 'utf8' });
+    expect(checked.trim().split('\n').sort()).toEqual(files.map((f) => `${f}: OK`));
+  });
+
+  test('SHA256SUMS names the digests a registry reports once pushed: each index and its per-platform images', () => {
+    const sums = readFileSync(join(images, 'SHA256SUMS'), 'utf8');
+    for (const service of ['webhook', 'operator']) {
+      const top = JSON.parse(
+        execFileSync('tar', ['-xOf', join(images, `${service}.tar`), 'index.json'], { encoding: 'utf8' }),
+      ).manifests[0] as { digest: string };
+      expect(sums).toContain(`# ${service} index ${top.digest}\n`);
+      const index = JSON.parse(
+        execFileSync('tar', ['-xOf', join(images, `${service}.tar`), `blobs/${top.digest.replace(':', '/')}`], {
+          encoding: 'utf8',
+        }),
+      ) as { manifests: { digest: string; platform: { os: string; architecture: string } }[] };
+      expect(index.manifests).toHaveLength(2);
+      for (const m of index.manifests)
+        expect(sums).toContain(`# ${service} ${m.platform.os}/${m.platform.architecture} ${m.digest}\n`);
+    }
+  });
+
+  test('pushed as the README shows (crane push of the untarred layout), the registry reports the digests SHA256SUMS names', async () => {
+    const crane = join(
+      execFileSync(join(REPO_ROOT, 'e2e', 'scripts', 'build-components.sh'), ['crane'], {
+        encoding: 'utf8',
+        env: withoutAssets(),
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
+        .trim()
+        .split('\n')
+        .at(-1) ?? '',
+      'crane',
+    );
+    // A registry on loopback, as build-images.sh uses one; stopped at the end of the test.
+    const registry = spawn(crane, ['registry', 'serve', '--address', '127.0.0.1:0'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    try {
+      const address = await new Promise<string>((resolvePort, reject) => {
+        let log = '';
+        registry.stderr.on('data', (d: Buffer) => {
+          log += d.toString();
+          const m = /serving on port (\d+)/.exec(log);
+          if (m) resolvePort(`127.0.0.1:${m[1]}`);
+        });
+        registry.on('exit', () => reject(new Error(`crane registry exited: ${log}`)));
+      });
+      const sums = readFileSync(join(images, 'SHA256SUMS'), 'utf8');
+      const expected = (what: string): string =>
+        new RegExp(`^# ${what} (sha256:[0-9a-f]{64})$`, 'm').exec(sums)?.[1] ?? '';
+      for (const service of ['webhook', 'operator']) {
+        const layout = mkdtempSync(join(tmpdir(), `kpi-oci-${service}-`));
+        execFileSync('tar', ['-xf', join(images, `${service}.tar`), '-C', layout]);
+        const ref = `${address}/kubeplus-isolation-${service}:${TAG}`;
+        execFileSync(crane, ['push', layout, ref], { stdio: 'ignore' });
+        const digest = (...args: string[]): string =>
+          execFileSync(crane, ['digest', ...args, ref], { encoding: 'utf8' }).trim();
+        expect(digest()).toBe(expected(`${service} index`));
+        for (const platform of ['linux/amd64', 'linux/arm64'])
+          expect(digest('--platform', platform)).toBe(expected(`${service} ${platform}`));
+      }
+    } finally {
+      registry.kill();
+    }
   });
 });

@@ -18,7 +18,9 @@ export const projectImage = (service: ProjectService): string =>
 
 /**
  * The image archives `make images` builds (dist/images/<service>.tar, or KUBEPLUS_ISOLATION_IMAGES),
- * which a real node imports as a user's node would pull them. Throws saying how to build them.
+ * which a real node imports as a user's node would pull them: each an OCI image index of a
+ * linux/amd64 and a linux/arm64 image, of which containerd unpacks the node's own platform.
+ * Throws saying how to build them.
  */
 export function imageArchives(): string[] {
   const dir = process.env.KUBEPLUS_ISOLATION_IMAGES ?? join(repoRoot(), 'dist', 'images');
