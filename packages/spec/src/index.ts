@@ -16,3 +16,5 @@ export {
 } from './schemas.js';
 export * from './tolerations.js';
 export * from './types.js';
+export * from './unisolated.js';
+export * from './weak-sandboxes.js';

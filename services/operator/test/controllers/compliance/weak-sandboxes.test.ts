@@ -1,13 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseHandlerLevels } from '@kubeplus-isolation/spec';
 import {
   findWeakSandboxes,
-  lastGoodMinimums,
-  namespaceSandboxPolicy,
-  type PodLike,
+  type SandboxPodLike as PodLike,
+  parseHandlerLevels,
   runtimeClassOf,
   type SandboxLike,
   sandboxPodName,
+} from '@kubeplus-isolation/spec';
+import {
+  lastGoodMinimums,
+  namespaceSandboxPolicy,
   sandboxTenantNamespaces,
 } from '../../../src/controllers/compliance/weak-sandboxes.js';
 import { countSandboxModes, type SandboxInstanceMeta } from '../../../src/desired/sandbox-peers.js';
