@@ -1,9 +1,31 @@
-/** KubePlus's tenant-namespace rule, shared by the operator and the command-line tool. */
+/** An instance's identity and KubePlus's tenant-namespace rule, shared by the operator and the command-line tool. */
 import { tenantNamespaceForName } from './names.js';
 import type { ParseResult } from './types.js';
 
 /** KubePlus's own namespace. An instance created there gets a namespace of its own. */
 export const DEFAULT_PLATFORM_NAMESPACE = 'kubeplus';
+
+/** An instance's identity without version: what `kubeplus.io/owner` and `kubeplus.io/created-for` record. */
+export interface InstanceIdentity {
+  group: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+/** `group/Kind/namespace/name`: the exact identity written to `kubeplus.io/owner` and `kubeplus.io/created-for`. */
+export function instanceIdentity(i: InstanceIdentity): string {
+  return `${i.group}/${i.kind}/${i.namespace}/${i.name}`;
+}
+
+/** Inverse of `instanceIdentity`; undefined for anything that is not exactly four non-empty-where-required parts. */
+export function parseInstanceIdentity(s: string): InstanceIdentity | undefined {
+  const parts = s.split('/');
+  if (parts.length !== 4) return undefined;
+  const [group, kind, namespace, name] = parts as [string, string, string, string];
+  if (kind === '' || namespace === '' || name === '') return undefined;
+  return { group, kind, namespace, name };
+}
 
 /** The namespace an instance's workloads run in. */
 export interface TenantNamespace {
@@ -32,4 +54,13 @@ export function tenantNamespace(
     };
   }
   return { ok: true, value: { name, createdByOperator: true } };
+}
+
+/** The tenant namespace an instance (or the owner an object names) isolates; undefined when it has none. */
+export function tenantOf(
+  owner: Pick<InstanceIdentity, 'namespace' | 'name'>,
+  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
+): string | undefined {
+  const tenant = tenantNamespace(owner, platformNamespace);
+  return tenant.ok ? tenant.value.name : undefined;
 }

@@ -1,6 +1,15 @@
 /**
- * Sandboxes whose runtime class falls short of a minimum. Pure: the compliance report
- * (services/operator, `controllers/compliance`) and the command-line tool's `explain` judge with it.
+ * Sandboxes weaker than their namespace's current sandbox-isolation minimum. Pure.
+ *
+ * The validating policies judge a Sandbox's runtime class when it is created, and on UPDATE only
+ * when the class changes (services/operator `desired/sandbox-policy.ts` `validationVariables`, variable `unchanged`): raising
+ * the minimum is not retroactive. A Sandbox admitted before the tightening keeps running on its
+ * weaker class; this finds it, so the compliance report can name it.
+ *
+ * A namespace's minimum is the strongest of every `kubeplus.io/sandbox-isolation` bound to it
+ * (every bound policy applies: services/operator `desired/sandbox-peers.ts`). An invalid one counts with its last good
+ * minimum: the operator keeps its policies and its RuntimeClass while it is invalid, and the
+ * class's handler is that minimum's (`lastGoodMinimums`); one never valid binds nothing.
  *
  * A Sandbox falls short when its class is unset (every policy refuses that), or names a
  * RuntimeClass that does not exist or whose handler does not meet the minimum (an unknown handler
@@ -14,8 +23,36 @@
  * name) and that it owns — runs a class that falls short by the same rule, the Sandbox falls
  * short, and the finding names the Pod.
  */
-import { DEFAULT_HANDLER_LEVELS, type HandlerLevels, handlerMeetsMinimum, levelOfHandler } from './runtime.js';
+import { runtimeClassName } from './names.js';
+import { parseSandboxIsolation } from './parse.js';
+import {
+  compareLevels,
+  DEFAULT_HANDLER_LEVELS,
+  type HandlerLevels,
+  handlerMeetsMinimum,
+  levelOfHandler,
+} from './runtime.js';
+import { DEFAULT_PLATFORM_NAMESPACE, type InstanceIdentity, instanceIdentity, tenantOf } from './tenant.js';
 import type { RuntimeLevel } from './types.js';
+
+/** An instance as the instance caches hold it, reduced to what sandbox isolation reads. */
+export interface SandboxInstanceMeta extends InstanceIdentity {
+  /** The raw `kubeplus.io/sandbox-isolation` annotation. */
+  annotation: string;
+}
+
+/** A RuntimeClass as the sandbox decisions need it. */
+export interface RuntimeClassInfo {
+  name: string;
+  handler: string;
+  /**
+   * It carries kubeplus-isolation's ownership markers: a class the operator generated for some
+   * instance, never one of the platform's. Of these, an instance's Sandboxes may use only its own.
+   */
+  generated: boolean;
+  /** The instance a generated class's `kubeplus.io/owner` annotation names, if well-formed. */
+  owner?: InstanceIdentity;
+}
 
 /** Path of the runtime class in Agent Sandbox's Sandbox and SandboxTemplate, at every served version. */
 export const RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'podTemplate', 'spec', 'runtimeClassName'];
@@ -27,6 +64,91 @@ export const POD_NAME_ANNOTATION = 'agents.x-k8s.io/pod-name';
 export interface RuntimeClassHandler {
   name: string;
   handler: string;
+}
+
+/** The sandbox isolation in force in one tenant namespace. */
+export interface NamespaceSandboxPolicy {
+  /** The strongest minimum of the instances bound to it. */
+  minimum: RuntimeLevel;
+  /** Whether any of them enforces (else every one is advisory). */
+  enforce: boolean;
+}
+
+/** The last good minimum of an instance whose annotation is invalid; undefined when none is known. */
+export type LastGoodMinimum = (instance: InstanceIdentity) => RuntimeLevel | undefined;
+
+/**
+ * Last good minimums, from the RuntimeClasses the operator generated: `kubeplus-sandbox-<instance>`
+ * owned by the instance carries the handler of its minimum (`levelHandlers`), and is kept while
+ * the annotation is invalid. A handler no level maps to is read by `handlerLevels`.
+ */
+export function lastGoodMinimums(
+  classes: readonly RuntimeClassInfo[],
+  levelHandlers: Readonly<Record<RuntimeLevel, string>>,
+  handlerLevels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
+): LastGoodMinimum {
+  const handlerOf = new Map<string, string>();
+  for (const rc of classes) {
+    if (rc.generated && rc.owner !== undefined && rc.name === runtimeClassName(rc.owner.name)) {
+      handlerOf.set(instanceIdentity(rc.owner), rc.handler);
+    }
+  }
+  const levelOf = new Map<string, RuntimeLevel>();
+  for (const [level, handler] of Object.entries(levelHandlers) as Array<[RuntimeLevel, string]>) {
+    if (!levelOf.has(handler)) levelOf.set(handler, level);
+  }
+  return (instance) => {
+    const handler = handlerOf.get(instanceIdentity(instance));
+    return handler === undefined ? undefined : (levelOf.get(handler) ?? levelOfHandler(handler, handlerLevels));
+  };
+}
+
+/** What one instance binds: its annotation's policy, else (invalid) its last good minimum, mode unknown (advisory). */
+function boundPolicy(instance: SandboxInstanceMeta, lastGood?: LastGoodMinimum): NamespaceSandboxPolicy | undefined {
+  const parsed = parseSandboxIsolation(instance.annotation);
+  if (parsed.ok) return { minimum: parsed.value.minRuntimeClass, enforce: parsed.value.enforce };
+  const minimum = lastGood?.(instance);
+  return minimum === undefined ? undefined : { minimum, enforce: false };
+}
+
+/**
+ * The sandbox isolation in force in `namespace`, from every cached instance asking for it;
+ * undefined when none is bound there.
+ */
+export function namespaceSandboxPolicy(
+  instances: Iterable<SandboxInstanceMeta>,
+  namespace: string,
+  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
+  lastGood?: LastGoodMinimum,
+): NamespaceSandboxPolicy | undefined {
+  let policy: NamespaceSandboxPolicy | undefined;
+  for (const instance of instances) {
+    if (tenantOf(instance, platformNamespace) !== namespace) continue;
+    const bound = boundPolicy(instance, lastGood);
+    if (bound === undefined) continue;
+    policy =
+      policy === undefined
+        ? bound
+        : {
+            minimum: compareLevels(bound.minimum, policy.minimum) > 0 ? bound.minimum : policy.minimum,
+            enforce: policy.enforce || bound.enforce,
+          };
+  }
+  return policy;
+}
+
+/** The tenant namespaces with sandbox isolation bound, sorted. */
+export function sandboxTenantNamespaces(
+  instances: Iterable<SandboxInstanceMeta>,
+  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
+  lastGood?: LastGoodMinimum,
+): string[] {
+  const out = new Set<string>();
+  for (const instance of instances) {
+    const tenant = tenantOf(instance, platformNamespace);
+    if (tenant !== undefined && boundPolicy(instance, lastGood) !== undefined) out.add(tenant);
+  }
+  return [...out].sort();
 }
 
 /** The parts of a Sandbox this reads; any other shape is tolerated. */

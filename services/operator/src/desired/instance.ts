@@ -5,7 +5,12 @@
  */
 import type { ParseResult } from '@kubeplus-isolation/spec';
 
-export { DEFAULT_PLATFORM_NAMESPACE } from '@kubeplus-isolation/spec';
+export {
+  DEFAULT_PLATFORM_NAMESPACE,
+  type InstanceIdentity,
+  instanceIdentity,
+  parseInstanceIdentity,
+} from '@kubeplus-isolation/spec';
 
 /** A served custom resource kind, as the informer watching it knows it. */
 export interface KindRef {
@@ -18,14 +23,6 @@ export interface KindRef {
 
 /** Work-queue key of one instance. */
 export interface InstanceKey extends KindRef {
-  namespace: string;
-  name: string;
-}
-
-/** An instance's identity without version: what `kubeplus.io/owner` and `kubeplus.io/created-for` record. */
-export interface InstanceIdentity {
-  group: string;
-  kind: string;
   namespace: string;
   name: string;
 }
@@ -52,20 +49,6 @@ export function splitApiVersion(apiVersion: string): { group: string; version: s
 /** The inverse of splitApiVersion: {group: 'apps', version: 'v1'} → `apps/v1`; group '' → `v1`. */
 export function apiVersionOf(k: { group: string; version: string }): string {
   return k.group === '' ? k.version : `${k.group}/${k.version}`;
-}
-
-/** `group/Kind/namespace/name`: the exact identity written to `kubeplus.io/owner` and `kubeplus.io/created-for`. */
-export function instanceIdentity(i: InstanceIdentity): string {
-  return `${i.group}/${i.kind}/${i.namespace}/${i.name}`;
-}
-
-/** Inverse of `instanceIdentity`; undefined for anything that is not exactly four non-empty-where-required parts. */
-export function parseInstanceIdentity(s: string): InstanceIdentity | undefined {
-  const parts = s.split('/');
-  if (parts.length !== 4) return undefined;
-  const [group, kind, namespace, name] = parts as [string, string, string, string];
-  if (kind === '' || namespace === '' || name === '') return undefined;
-  return { group, kind, namespace, name };
 }
 
 /**

@@ -14,6 +14,7 @@
  * Events) stand, and the next audit writes the Report again.
  */
 import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
+import type { NamespaceSandboxPolicy } from '@kubeplus-isolation/spec';
 import {
   DEFAULT_HANDLER_LEVELS,
   findWeakSandboxes,
@@ -35,7 +36,6 @@ import {
   reportChange,
   type SandboxFindings,
 } from './openreport.js';
-import type { NamespaceSandboxPolicy } from './weak-sandboxes.js';
 
 /** The Report in one namespace, or that the Report API is not served. */
 export type ReportRead = { served: false } | { served: true; report: ExistingReport | undefined };

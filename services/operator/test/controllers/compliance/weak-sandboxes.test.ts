@@ -1,17 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   findWeakSandboxes,
+  lastGoodMinimums,
+  namespaceSandboxPolicy,
   type SandboxPodLike as PodLike,
   parseHandlerLevels,
   runtimeClassOf,
   type SandboxLike,
   sandboxPodName,
-} from '@kubeplus-isolation/spec';
-import {
-  lastGoodMinimums,
-  namespaceSandboxPolicy,
   sandboxTenantNamespaces,
-} from '../../../src/controllers/compliance/weak-sandboxes.js';
+} from '@kubeplus-isolation/spec';
 import { countSandboxModes, type SandboxInstanceMeta } from '../../../src/desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../../../src/desired/sandbox-policy.js';
 
