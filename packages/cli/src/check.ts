@@ -24,6 +24,8 @@ export type Verdict =
       name: string;
       /** The fields admission changed (path as `spec.nodeSelector`, …), in CHECKED_FIELDS order. */
       changes: FieldChange[];
+      /** The admission chain's warnings (an advisory policy's verdict). */
+      warnings: string[];
       /** Set when the namespace mandates a placement the admitted object would lack. */
       missing?: { nodeSelector: Record<string, string>; tolerations: Toleration[] };
     }
@@ -65,7 +67,12 @@ function normal(v: unknown): unknown {
 }
 
 /** The verdict of an admitted dry run: `sent` as written, `admitted` as the API server returned it. Pure. */
-export function admittedVerdict(sent: unknown, admitted: unknown, mandate: NodeIsolationSpec | undefined): Verdict {
+export function admittedVerdict(
+  sent: unknown,
+  admitted: unknown,
+  warnings: readonly string[],
+  mandate: NodeIsolationSpec | undefined,
+): Verdict {
   const path = podSpecPath(sent);
   const before = at(sent, path);
   const after = at(admitted, path);
@@ -81,6 +88,7 @@ export function admittedVerdict(sent: unknown, admitted: unknown, mandate: NodeI
     kind: isObject(sent) && typeof sent.kind === 'string' ? sent.kind : '',
     name: typeof meta.name === 'string' ? meta.name : '',
     changes,
+    warnings: [...warnings],
   };
   if (mandate !== undefined && verdict.kind === 'Pod') {
     const d = missingDetails(mandate, after as { nodeSelector?: unknown; tolerations?: unknown });
@@ -98,6 +106,7 @@ export function formatVerdict(v: Verdict, namespace: string): string {
   const what = `${v.kind} ${v.name === '' ? '(generated name)' : v.name} in ${namespace}`;
   if (!v.admitted) return `REFUSED: ${what}${v.status === undefined ? '' : ` (HTTP ${v.status})`}\n  ${v.message}\n`;
   const out = [`ADMITTED: ${what}`];
+  for (const w of v.warnings) out.push(`  warning: ${w}`);
   if (v.changes.length === 0) out.push('  admission changes none of nodeSelector, tolerations, runtimeClassName');
   for (const c of v.changes) out.push(`  ${c.field}:`, `    - ${show(c.before)}`, `    + ${show(c.after)}`);
   if (v.missing !== undefined) {

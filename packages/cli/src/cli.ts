@@ -16,7 +16,15 @@ import {
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { admittedVerdict, formatVerdict, type Verdict } from './check.js';
 import { explain, formatExplanation } from './explain.js';
-import { apiMessage, ClusterError, dryRunCreate, gatherFacts, loadKubeConfig, statusOf } from './kube.js';
+import {
+  apiMessage,
+  CHECKABLE_KINDS,
+  ClusterError,
+  dryRunCreate,
+  gatherFacts,
+  loadKubeConfig,
+  statusOf,
+} from './kube.js';
 import { decide, formatValidate, readDocuments, splitDocuments } from './validate.js';
 
 export const EXIT = { ok: 0, findings: 1, usage: 2, cluster: 3 } as const;
@@ -193,6 +201,10 @@ async function checkCommand(args: string[], io: Io): Promise<number> {
   const object = docs[0]?.object as KubernetesObject;
   if (typeof object?.kind !== 'string' || typeof object.apiVersion !== 'string')
     throw new UsageError(`${file}: not a Kubernetes object (no apiVersion and kind)`);
+  if (!Object.hasOwn(CHECKABLE_KINDS, object.kind) || (object.kind === 'Pod') !== (object.apiVersion === 'v1'))
+    throw new UsageError(
+      `${file}: check judges a v1 Pod, a Sandbox or a SandboxTemplate, not ${object.apiVersion} ${object.kind}`,
+    );
   const kc = loadKubeConfig(values.kubeconfig, values.context);
   const namespace = values.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   let mandate: ReturnType<typeof parseNodeIsolation> | undefined;
@@ -209,8 +221,9 @@ async function checkCommand(args: string[], io: Io): Promise<number> {
   try {
     const admitted = await dryRunCreate(kc, object, namespace);
     verdict = admittedVerdict(
-      JSON.parse(JSON.stringify(object)),
-      JSON.parse(JSON.stringify(admitted)),
+      object,
+      JSON.parse(JSON.stringify(admitted.object)),
+      admitted.warnings,
       mandate?.ok ? mandate.value : undefined,
     );
   } catch (e) {

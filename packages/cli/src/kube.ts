@@ -14,6 +14,7 @@ import {
   ApiException,
   ApisApi,
   CoreV1Api,
+  CustomObjectsApi,
   KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
@@ -207,13 +208,44 @@ export async function gatherFacts(
   };
 }
 
-/** `object` created with `dryRun=All` in `namespace`: what admission makes of it. Throws the API error as is. */
+/** The kinds `check` can dry-run, by kind: the resource of a custom kind (Pods go through the core API). */
+export const CHECKABLE_KINDS: Readonly<Record<string, string | null>> = {
+  Pod: null,
+  Sandbox: 'sandboxes',
+  SandboxTemplate: 'sandboxtemplates',
+};
+
+/**
+ * The texts of a `Warning` response header (`299 - "text"`, several joined by ', '): what an
+ * advisory admission policy says.
+ */
+export function warningTexts(header: string | undefined): string[] {
+  return [...(header ?? '').matchAll(/\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)].map((m) =>
+    (m[1] ?? '').replace(/\\(.)/g, '$1'),
+  );
+}
+
+/**
+ * `object` created with `dryRun=All` in `namespace`: what admission makes of it, and the warnings
+ * it gave. Throws the API error as is.
+ */
 export async function dryRunCreate(
   kc: KubeConfig,
   object: KubernetesObject,
   namespace: string,
-): Promise<KubernetesObject> {
-  const objects = KubernetesObjectApi.makeApiClient(kc);
+): Promise<{ object: unknown; warnings: string[] }> {
   const body = { ...object, metadata: { ...(object.metadata ?? {}), namespace } };
-  return objects.create(body, undefined, 'All');
+  const plural = CHECKABLE_KINDS[object.kind ?? ''];
+  const res =
+    plural === null || plural === undefined
+      ? await kc.makeApiClient(CoreV1Api).createNamespacedPodWithHttpInfo({ namespace, body, dryRun: 'All' })
+      : await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObjectWithHttpInfo({
+          group: (object.apiVersion ?? '').split('/')[0] ?? '',
+          version: (object.apiVersion ?? '').split('/')[1] ?? '',
+          plural,
+          namespace,
+          body,
+          dryRun: 'All',
+        });
+  return { object: res.data, warnings: warningTexts(res.headers.warning) };
 }
