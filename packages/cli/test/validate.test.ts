@@ -8,27 +8,15 @@ import {
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import fc from 'fast-check';
+// The spec package's fixtures (packages/spec/test/fixtures.ts): the design documents' examples,
+// the inputs of its parser tests, and edge cases.
+import { NODE_CASES, SANDBOX_CASES } from '../../spec/test/fixtures.js';
 import { type Document, decide, formatValidate, splitDocuments } from '../src/validate.js';
 
-// The spec package's fixtures (packages/spec/test/parse-*-isolation.test.ts): the design
-// document's examples and the many-errors toleration list.
-const SEED_NODE = `{
-  "nodeSelector": {"pool": "team-a-pool"},
-  "tolerations": [
-    {"key": "dedicated", "operator": "Equal", "value": "team-a-pool", "effect": "NoSchedule"}
-  ]
-}`;
-const SEED_SANDBOX = '{"minRuntimeClass": "kata"}';
-const BAD_TOLERATIONS = JSON.stringify({
-  tolerations: [
-    { key: 'a', operator: 'Exists', value: 'x' },
-    { key: 'a', effect: 'Bogus' },
-    { key: 'a', effect: 'NoSchedule', tolerationSeconds: 5 },
-    { value: 'v' },
-    { key: 'a', operator: 'In' },
-  ],
-});
-const BAD_SANDBOX = '{"minRuntimeClass":"gvisor","enforce":"yes","mode":1}';
+const SEED_NODE = JSON.stringify(NODE_CASES[0]);
+const SEED_SANDBOX = JSON.stringify(SANDBOX_CASES[0]);
+const BAD_TOLERATIONS = JSON.stringify(NODE_CASES.find((c) => JSON.stringify(c).includes('"operator":"In"')));
+const BAD_SANDBOX = JSON.stringify(SANDBOX_CASES.find((c) => JSON.stringify(c).includes('gvisor')));
 
 function agent(name: string, annotations: Record<string, unknown>, apiVersion = 'cloudark.io/v1', kind = 'Agent') {
   return { apiVersion, kind, metadata: { name, namespace: 'team-a', annotations } };
@@ -75,11 +63,25 @@ describe('validate: judges annotations exactly as the operator', () => {
     );
   });
 
+  it("gives each fixture of the spec package the parser's verdict and messages", () => {
+    const annotated = [
+      ...NODE_CASES.map((c, i) => agent(`n${i}`, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(c) })),
+      ...SANDBOX_CASES.map((c, i) => agent(`s${i}`, { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify(c) })),
+    ];
+    const r = decide(docs(...annotated), NO_CONFIGURED_KINDS);
+    const expected = [
+      ...NODE_CASES.map((c) => parseNodeIsolation(JSON.stringify(c))),
+      ...SANDBOX_CASES.map((c) => parseSandboxIsolation(JSON.stringify(c))),
+    ];
+    expect(r.instances.map((i) => i.annotations[0]?.errors)).toEqual(expected.map((e) => (e.ok ? [] : e.errors)));
+    expect(expected.some((e) => e.ok) && expected.some((e) => !e.ok)).toBe(true);
+  });
+
   it('agrees with parseNodeIsolation and parseSandboxIsolation on any value', () => {
     const value = fc.oneof(
       fc.string(),
       fc.json(),
-      fc.constantFrom(SEED_NODE, SEED_SANDBOX, BAD_TOLERATIONS, BAD_SANDBOX, '{}', '{"minRuntimeClass":"runsc"}'),
+      fc.constantFrom(...[...NODE_CASES, ...SANDBOX_CASES].map((c) => JSON.stringify(c))),
       fc.anything(),
     );
     fc.assert(
