@@ -7,6 +7,9 @@ import {
   type InstanceIdentity,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  NODE_ISOLATION_PARAMS_API_VERSION,
+  NODE_ISOLATION_PARAMS_KIND,
+  NODE_ISOLATION_PARAMS_NAME,
   NODE_ISOLATION_WEBHOOK_NAME,
   OWNER_ANNOTATION,
 } from '@kubeplus-isolation/spec';
@@ -161,7 +164,7 @@ export async function gatherFacts(
     listServed(objects, MUTATING_POLICY_VERSIONS, 'MutatingAdmissionPolicy', undefined, MANAGED),
     listServed(objects, MUTATING_POLICY_VERSIONS, 'MutatingAdmissionPolicyBinding', undefined, MANAGED),
     listServed(objects, ['admissionregistration.k8s.io/v1'], 'MutatingWebhookConfiguration'),
-    listServed(objects, ['isolation.kubeplus.io/v1alpha1'], 'NodeIsolation', namespace),
+    listServed(objects, [NODE_ISOLATION_PARAMS_API_VERSION], NODE_ISOLATION_PARAMS_KIND, namespace),
     guard(`listing the Pods of ${namespace}`, async () => (await core.listNamespacedPod({ namespace })).items),
     listServed(objects, ['agents.x-k8s.io/v1beta1', 'agents.x-k8s.io/v1alpha1'], 'Sandbox', namespace),
   ]);
@@ -202,7 +205,9 @@ export async function gatherFacts(
     policies,
     bindings,
     webhooks,
-    ...(params === undefined ? {} : { nodeIsolationParams: params.some((p) => p.metadata?.name === 'node-isolation') }),
+    ...(params === undefined
+      ? {}
+      : { nodeIsolationParams: params.some((p) => p.metadata?.name === NODE_ISOLATION_PARAMS_NAME) }),
     pods: pods as unknown as ExplainFacts['pods'],
     ...(sandboxes === undefined ? {} : { sandboxes }),
   };
