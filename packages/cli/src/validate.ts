@@ -208,8 +208,10 @@ export function splitDocuments(source: string, text: string): Document[] {
   chunks.push(current);
   const out: Document[] = [];
   for (const chunk of chunks) {
-    const firstContent = chunk.lines.findIndex((l) => l.trim() !== '' && !l.trimStart().startsWith('#'));
-    if (firstContent < 0) continue;
+    const content = chunk.lines.filter((l) => l.trim() !== '' && !l.trimStart().startsWith('#'));
+    // Empty, or an explicit null (`~`, `null`): no object, as kubectl and Argo CD take it.
+    if (content.length === 0 || (content.length === 1 && /^\s*(~|null|Null|NULL)\s*$/.test(content[0] ?? ''))) continue;
+    const firstContent = chunk.lines.indexOf(content[0] as string);
     const document = out.length + 1;
     const line = chunk.line + firstContent;
     try {

@@ -145,7 +145,7 @@ describe('validate: what counts as an instance', () => {
 
 describe('splitDocuments', () => {
   it('skips empty documents, numbers the others, and gives the line each starts at', () => {
-    const text = '# header\n---\n---\na: 1\n---\n# only a comment\n---\n\nb: 2\n...\n--- {c: 3}\n';
+    const text = '# header\n---\n---\na: 1\n---\n# only a comment\n---\n\nb: 2\n...\n--- {c: 3}\n---\nnull\n---\n~\n';
     expect(splitDocuments('f', text).map((d) => [d.document, d.line, d.object])).toEqual([
       [1, 4, { a: 1 }],
       [2, 9, { b: 2 }],
