@@ -33,6 +33,14 @@ generate: install ## Generate the sources tsc compiles (packages/spec/src/genera
 .PHONY: build
 build: generate ## Compile every TypeScript project (tsc -b)
 	tsc -b tsconfig.json
+	@chmod +x packages/cli/dist/main.js
+
+# `make validate MANIFESTS=...`: the command-line tool's validate on a fresh clone (packages/cli,
+# README "Before you merge"); exit status 1 on any invalid isolation annotation.
+.PHONY: validate
+validate: build ## Check the isolation annotations of manifests before merging (MANIFESTS=files/dirs or -, ARGS='--output json', no cluster)
+	@test -n "$(MANIFESTS)" || { echo "make validate: set MANIFESTS=<files or directories>" >&2; exit 2; }
+	@node packages/cli/dist/main.js validate $(MANIFESTS) $(ARGS)
 
 .PHONY: lint
 lint: generate ## Typecheck sources and tests, then lint (tsc + Biome)

@@ -16,6 +16,7 @@ const base = {
   moduleNameMapper: {
     '^@kubeplus-isolation/spec$': '<rootDir>/packages/spec/src/index.ts',
     '^@kubeplus-isolation/service$': '<rootDir>/packages/service/src/index.ts',
+    '^@kubeplus-isolation/cli$': '<rootDir>/packages/cli/src/cli.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   rootDir: import.meta.dirname,

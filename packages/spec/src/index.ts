@@ -1,3 +1,4 @@
+export * from './instance-kinds.js';
 export * from './k8s-validation.js';
 export * from './keys.js';
 export * from './names.js';
@@ -14,5 +15,8 @@ export {
   TOLERATION_EFFECTS,
   TOLERATION_OPERATORS,
 } from './schemas.js';
+export * from './tenant.js';
 export * from './tolerations.js';
 export * from './types.js';
+export * from './unisolated.js';
+export * from './weak-sandboxes.js';

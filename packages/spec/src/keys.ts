@@ -44,3 +44,11 @@ export const KUBEPLUS_CRD_LABEL_VALUE = 'kubeplus';
 
 /** Name of the webhooks[] entry in the MutatingWebhookConfiguration (from the design document). */
 export const NODE_ISOLATION_WEBHOOK_NAME = 'node-isolation.kubeplus.io';
+
+/**
+ * The admission-policy engine's parameter (CRD installed by the chart with that engine): one
+ * object of this name in each isolated namespace, which the policy binding's paramRef names.
+ */
+export const NODE_ISOLATION_PARAMS_API_VERSION = 'isolation.kubeplus.io/v1alpha1';
+export const NODE_ISOLATION_PARAMS_KIND = 'NodeIsolation';
+export const NODE_ISOLATION_PARAMS_NAME = 'node-isolation';

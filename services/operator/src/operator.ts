@@ -25,7 +25,15 @@
 
 import type { Logger } from '@kubeplus-isolation/service';
 import { formatDuration, registerBuildInfo } from '@kubeplus-isolation/service';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
+import {
+  type LastGoodMinimum,
+  lastGoodMinimums,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  namespaceSandboxPolicy,
+  OWNER_UID_LABEL,
+  sandboxTenantNamespaces,
+} from '@kubeplus-isolation/spec';
 import type {
   KubernetesObject,
   V1CustomResourceDefinition,
@@ -46,12 +54,6 @@ import {
 import { registerReportMetrics } from './controllers/compliance/report-metrics.js';
 import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './controllers/compliance/report-sources.js';
 import { NamespaceReporter, type ReportStore, type SandboxLister } from './controllers/compliance/reporter.js';
-import {
-  type LastGoodMinimum,
-  lastGoodMinimums,
-  namespaceSandboxPolicy,
-  sandboxTenantNamespaces,
-} from './controllers/compliance/weak-sandboxes.js';
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
   cachedOwner,

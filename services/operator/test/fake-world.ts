@@ -5,6 +5,8 @@
  * back to it as watch events, as on a real cluster. `sync()` delivers pending changes (called
  * after every ClusterPort call and after the test changes the state).
  */
+
+import type { PodLike, SandboxLike, SandboxPodLike } from '@kubeplus-isolation/spec';
 import type {
   KubernetesObject,
   V1CustomResourceDefinition,
@@ -13,10 +15,8 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterPort, EventTarget, InstanceEvent } from '../src/cluster/port.js';
 import type { PodLister } from '../src/controllers/audit/auditor.js';
-import type { PodLike } from '../src/controllers/audit/unisolated.js';
 import type { ExistingReport, Report } from '../src/controllers/compliance/openreport.js';
 import type { ReportStore, SandboxLister } from '../src/controllers/compliance/reporter.js';
-import type { SandboxLike, PodLike as SandboxPodLike } from '../src/controllers/compliance/weak-sandboxes.js';
 import type { ClusterPortOptions, InformerSources } from '../src/operator.js';
 import { type GroupVersionResource, gvrString } from '../src/runtime/gvr.js';
 import { FakeCluster } from './cluster/fake-cluster.js';

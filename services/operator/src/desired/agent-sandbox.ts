@@ -4,6 +4,7 @@
  * (CRDs of sigs.k8s.io/agent-sandbox v0.5.0, pinned in e2e/components/agent-sandbox: `sandboxes.agents.x-k8s.io` and
  * `sandboxtemplates.extensions.agents.x-k8s.io`, each serving v1beta1 (storage) and v1alpha1.)
  */
+import { RUNTIME_CLASS_PATH } from '@kubeplus-isolation/spec';
 
 export interface SandboxResource {
   group: string;
@@ -32,8 +33,8 @@ export const SANDBOX_RESOURCES: readonly SandboxResource[] = [
   },
 ];
 
-/** Path of the runtime class in both resources, at every served version. */
-export const RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'podTemplate', 'spec', 'runtimeClassName'];
+/** Path of the runtime class in both resources, at every served version (packages/spec: the compliance judge reads it too). */
+export { POD_NAME_ANNOTATION, RUNTIME_CLASS_PATH } from '@kubeplus-isolation/spec';
 
 /** The same path as a JSON Pointer (RFC 6901), for JSON Patch. */
 export const RUNTIME_CLASS_POINTER = `/${RUNTIME_CLASS_PATH.join('/')}`;
@@ -50,7 +51,6 @@ export const RUNTIME_CLASS_POINTER = `/${RUNTIME_CLASS_PATH.join('/')}`;
 export const SANDBOX_OWNER = { group: 'agents.x-k8s.io', kind: 'Sandbox' } as const;
 export const ADOPTABLE_LABEL = 'agents.x-k8s.io/adoptable';
 export const NAME_HASH_LABEL = 'agents.x-k8s.io/sandbox-name-hash';
-export const POD_NAME_ANNOTATION = 'agents.x-k8s.io/pod-name';
 /** The labels that let the controller adopt an ownerless Pod. */
 export const ADOPTION_LABELS: readonly string[] = [ADOPTABLE_LABEL, NAME_HASH_LABEL];
 

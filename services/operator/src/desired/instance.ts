@@ -3,10 +3,14 @@
  * (any KubePlus Kind), read from the unstructured object the API server returns, plus the
  * tenant-namespace rule KubePlus follows.
  */
-import { type ParseResult, tenantNamespaceForName } from '@kubeplus-isolation/spec';
+import type { ParseResult } from '@kubeplus-isolation/spec';
 
-/** KubePlus's own namespace. An instance created there gets a namespace of its own. */
-export const DEFAULT_PLATFORM_NAMESPACE = 'kubeplus';
+export {
+  DEFAULT_PLATFORM_NAMESPACE,
+  type InstanceIdentity,
+  instanceIdentity,
+  parseInstanceIdentity,
+} from '@kubeplus-isolation/spec';
 
 /** A served custom resource kind, as the informer watching it knows it. */
 export interface KindRef {
@@ -19,14 +23,6 @@ export interface KindRef {
 
 /** Work-queue key of one instance. */
 export interface InstanceKey extends KindRef {
-  namespace: string;
-  name: string;
-}
-
-/** An instance's identity without version: what `kubeplus.io/owner` and `kubeplus.io/created-for` record. */
-export interface InstanceIdentity {
-  group: string;
-  kind: string;
   namespace: string;
   name: string;
 }
@@ -53,20 +49,6 @@ export function splitApiVersion(apiVersion: string): { group: string; version: s
 /** The inverse of splitApiVersion: {group: 'apps', version: 'v1'} → `apps/v1`; group '' → `v1`. */
 export function apiVersionOf(k: { group: string; version: string }): string {
   return k.group === '' ? k.version : `${k.group}/${k.version}`;
-}
-
-/** `group/Kind/namespace/name`: the exact identity written to `kubeplus.io/owner` and `kubeplus.io/created-for`. */
-export function instanceIdentity(i: InstanceIdentity): string {
-  return `${i.group}/${i.kind}/${i.namespace}/${i.name}`;
-}
-
-/** Inverse of `instanceIdentity`; undefined for anything that is not exactly four non-empty-where-required parts. */
-export function parseInstanceIdentity(s: string): InstanceIdentity | undefined {
-  const parts = s.split('/');
-  if (parts.length !== 4) return undefined;
-  const [group, kind, namespace, name] = parts as [string, string, string, string];
-  if (kind === '' || namespace === '' || name === '') return undefined;
-  return { group, kind, namespace, name };
 }
 
 /**
@@ -153,31 +135,4 @@ export function parseInstance(obj: unknown, plural: string): ParseResult<Instanc
   return { ok: true, value: instance };
 }
 
-/** The namespace an instance's workloads run in. */
-export interface TenantNamespace {
-  name: string;
-  /** True when the operator creates it (and so may delete it) for this instance. */
-  createdByOperator: boolean;
-}
-
-/**
- * KubePlus's rule: an instance created in the platform namespace gets a namespace named after
- * the instance, created by the operator; an instance anywhere else lives in its own namespace.
- */
-export function tenantNamespace(
-  instance: Pick<Instance, 'namespace' | 'name'>,
-  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
-): ParseResult<TenantNamespace> {
-  if (instance.namespace !== platformNamespace)
-    return { ok: true, value: { name: instance.namespace, createdByOperator: false } };
-  const name = tenantNamespaceForName(instance.name);
-  if (name === undefined) {
-    return {
-      ok: false,
-      errors: [
-        `instance ${JSON.stringify(instance.name)} is in the platform namespace ${JSON.stringify(platformNamespace)}, so it needs a namespace of its own named after it, but that name is not a valid namespace name (at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit)`,
-      ],
-    };
-  }
-  return { ok: true, value: { name, createdByOperator: true } };
-}
+export { type TenantNamespace, tenantNamespace } from '@kubeplus-isolation/spec';

@@ -4,12 +4,12 @@
  * comparison, apply and pruning are written once.
  */
 
+import { NODE_ISOLATION_PARAMS_API_VERSION } from '@kubeplus-isolation/spec';
+
 export const RUNTIME_CLASS_API_VERSION = 'node.k8s.io/v1';
 export const VALIDATING_POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
-/** The NodeIsolation parameter (CRD installed by the chart with the admission-policy engine). */
-export const NODE_ISOLATION_PARAMS_API_VERSION = 'isolation.kubeplus.io/v1alpha1';
-/** Its one object per isolated namespace, which the policy binding's paramRef names. */
-export const NODE_ISOLATION_PARAMS_NAME = 'node-isolation';
+/** The NodeIsolation parameter and its one object per isolated namespace (packages/spec keys.ts). */
+export { NODE_ISOLATION_PARAMS_API_VERSION, NODE_ISOLATION_PARAMS_NAME } from '@kubeplus-isolation/spec';
 
 /** The MutatingAdmissionPolicy API versions the operator can write (GA in 1.36, beta before). */
 export const MUTATING_POLICY_API_VERSIONS = [

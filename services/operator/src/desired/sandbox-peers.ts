@@ -12,33 +12,24 @@
  */
 import {
   compareLevels,
+  DEFAULT_PLATFORM_NAMESPACE,
+  type InstanceIdentity,
+  instanceIdentity,
   levelRank,
   parseSandboxIsolation,
   type RuntimeLevel,
   SANDBOX_ISOLATION_ANNOTATION,
+  type SandboxInstanceMeta,
   type SandboxIsolationSpec,
+  tenantOf,
 } from '@kubeplus-isolation/spec';
-import { DEFAULT_PLATFORM_NAMESPACE, type InstanceIdentity, instanceIdentity, tenantNamespace } from './instance.js';
 
-/** An instance as the instance caches hold it, reduced to what this module reads. */
-export interface SandboxInstanceMeta extends InstanceIdentity {
-  /** The raw `kubeplus.io/sandbox-isolation` annotation. */
-  annotation: string;
-}
+export { type SandboxInstanceMeta, tenantOf } from '@kubeplus-isolation/spec';
 
 /** Another instance whose (valid) sandbox isolation is bound to the same tenant namespace. */
 export interface SandboxPeer {
   identity: InstanceIdentity;
   spec: SandboxIsolationSpec;
-}
-
-/** The tenant namespace an instance (or the owner an object names) isolates; undefined when it has none. */
-export function tenantOf(
-  owner: Pick<InstanceIdentity, 'namespace' | 'name'>,
-  platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
-): string | undefined {
-  const tenant = tenantNamespace(owner, platformNamespace);
-  return tenant.ok ? tenant.value.name : undefined;
 }
 
 function sameIdentity(a: InstanceIdentity, b: InstanceIdentity): boolean {

@@ -17,6 +17,7 @@ import {
   type HandlerLevels,
   handlerMeetsMinimum,
   policyName,
+  type RuntimeClassInfo,
   type RuntimeLevel,
   runtimeClassName,
   type SandboxIsolationSpec,
@@ -50,19 +51,7 @@ import {
 import { carriesOwnershipMarkers, type MetaLike, ownerAnnotations, ownerLabels, ownerOf } from './owner.js';
 import { effectiveMinimum, type SandboxPeer, stricterPeers, tenantOf } from './sandbox-peers.js';
 
-/** A RuntimeClass as the decision needs it. */
-export interface RuntimeClassInfo {
-  name: string;
-  handler: string;
-  /**
-   * It carries kubeplus-isolation's ownership markers (`carriesOwnershipMarkers`): a class the
-   * operator generated for some instance, never one of the platform's. Of these, an instance's
-   * Sandboxes may use only its own.
-   */
-  generated: boolean;
-  /** The instance a generated class's `kubeplus.io/owner` annotation names, if well-formed. */
-  owner?: InstanceIdentity;
-}
+export type { RuntimeClassInfo } from '@kubeplus-isolation/spec';
 
 /** A RuntimeClass object (informer cache or API list item) as the decision needs it. */
 export function runtimeClassInfo(rc: {

@@ -9,6 +9,7 @@
  */
 
 import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
+import { findUnisolatedPods, type PodLike } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
 import { type InstanceIdentity, instanceIdentity } from '../../desired/instance.js';
@@ -31,7 +32,6 @@ import {
   totalOf,
   zeroCounts,
 } from './report.js';
-import { findUnisolatedPods, type PodLike } from './unisolated.js';
 
 export const AUDIT_CONTROLLER = 'node-isolation-audit';
 

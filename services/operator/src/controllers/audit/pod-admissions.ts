@@ -20,12 +20,12 @@
  * isolated namespace (`gap`), which finds the lost Pods that have not finished.
  */
 import { describeError, httpStatusOf, type Logger } from '@kubeplus-isolation/service';
+import { type MissingField, missingDetails, type PodLike } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../runtime/clock.js';
 import type { Lister } from '../../runtime/informer.js';
 import type { KeySource } from '../../runtime/key-sources.js';
 import { auditedNamespace, type MissingKind, missingKind } from './report.js';
-import { type MissingField, missingDetails, type PodLike } from './unisolated.js';
 
 /** The watch's I/O (kube/pod-watch.ts); tests supply a fake. */
 export interface PodWatchApi {

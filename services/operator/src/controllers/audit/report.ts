@@ -9,6 +9,8 @@
  * the namespace is `invalid` (counted and logged, not audited). Its owner is the instance named
  * by its `kubeplus.io/owner` annotation; a namespace isolated by hand has none.
  */
+
+import type { MissingField, UnisolatedPod } from '@kubeplus-isolation/spec';
 import {
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_ENABLED_VALUE,
@@ -19,7 +21,6 @@ import {
 } from '@kubeplus-isolation/spec';
 import type { InstanceIdentity } from '../../desired/instance.js';
 import { type MetaLike, ownerOf } from '../../desired/owner.js';
-import type { MissingField, UnisolatedPod } from './unisolated.js';
 
 export type AuditedNamespace =
   | { state: 'isolated'; spec: NodeIsolationSpec; owner: InstanceIdentity | undefined }

@@ -11,9 +11,9 @@
  * every object checked (pass) and every finding (fail) exactly, and the annotation
  * `kubeplus.io/report-results-omitted` says how many findings the cap left out.
  */
+
+import type { JudgedClass, UnisolatedPod, WeakSandbox } from '@kubeplus-isolation/spec';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type RuntimeLevel, type Toleration } from '@kubeplus-isolation/spec';
-import type { UnisolatedPod } from '../audit/unisolated.js';
-import type { JudgedClass, WeakSandbox } from './weak-sandboxes.js';
 
 export const REPORT_GROUP = 'openreports.io';
 export const REPORT_VERSION = 'v1alpha1';

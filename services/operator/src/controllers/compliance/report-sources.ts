@@ -20,6 +20,8 @@
  * namespace a fingerprint of its policy; per generated class its handler) and replay on
  * subscribe, like every key source: a new leadership term audits each such namespace once.
  */
+
+import { namespaceSandboxPolicy } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { DEFAULT_PLATFORM_NAMESPACE } from '../../desired/instance.js';
 import { ownerOf } from '../../desired/owner.js';
@@ -27,7 +29,6 @@ import { type SandboxInstanceMeta, sandboxInstanceMeta, tenantOf } from '../../d
 import type { DynamicEventHandlers } from '../../runtime/dynamic-informers.js';
 import type { GroupVersionResource } from '../../runtime/gvr.js';
 import { type EventSource, emitKeys, type KeySource } from '../../runtime/key-sources.js';
-import { namespaceSandboxPolicy } from './weak-sandboxes.js';
 
 /**
  * The sandbox policy of every tenant namespace, kept up to date one instance at a time. Pure:

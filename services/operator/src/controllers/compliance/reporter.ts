@@ -14,7 +14,14 @@
  * Events) stand, and the next audit writes the Report again.
  */
 import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
-import { DEFAULT_HANDLER_LEVELS, type HandlerLevels } from '@kubeplus-isolation/spec';
+import type { NamespaceSandboxPolicy } from '@kubeplus-isolation/spec';
+import {
+  DEFAULT_HANDLER_LEVELS,
+  findWeakSandboxes,
+  type HandlerLevels,
+  type SandboxPodLike as PodLike,
+  type SandboxLike,
+} from '@kubeplus-isolation/spec';
 import type { RuntimeClassInfo } from '../../desired/sandbox-policy.js';
 import type { InvolvedObject } from '../../runtime/event-recorder.js';
 import {
@@ -29,7 +36,6 @@ import {
   reportChange,
   type SandboxFindings,
 } from './openreport.js';
-import { findWeakSandboxes, type NamespaceSandboxPolicy, type PodLike, type SandboxLike } from './weak-sandboxes.js';
 
 /** The Report in one namespace, or that the Report API is not served. */
 export type ReportRead = { served: false } | { served: true; report: ExistingReport | undefined };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
+import type { PodLike } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventTarget, InstanceEvent } from '../../../src/cluster/port.js';
 import { type AuditHooks, NodeIsolationAuditor, type PodLister } from '../../../src/controllers/audit/auditor.js';
-import type { PodLike } from '../../../src/controllers/audit/unisolated.js';
 import type { InstanceIdentity } from '../../../src/desired/instance.js';
 import type { Lister } from '../../../src/runtime/informer.js';
 import { captureLogger, HttpError } from '../../runtime/fakes.js';

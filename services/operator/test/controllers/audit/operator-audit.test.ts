@@ -4,9 +4,9 @@
  * `--audit-interval=0` leaves no trace of it.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
+import type { PodLike } from '@kubeplus-isolation/spec';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Config } from '../../../src/config.js';
-import type { PodLike } from '../../../src/controllers/audit/unisolated.js';
 import { createOperator, type Operator } from '../../../src/operator.js';
 import type { EventSink } from '../../../src/runtime/event-recorder.js';
 import type { ManagerExit } from '../../../src/runtime/manager.js';

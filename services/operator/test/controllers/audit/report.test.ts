@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import type { UnisolatedPod } from '@kubeplus-isolation/spec';
 import {
   addPage,
   auditedNamespace,
@@ -9,7 +10,6 @@ import {
   notIsolatedMessage,
   totalOf,
 } from '../../../src/controllers/audit/report.js';
-import type { UnisolatedPod } from '../../../src/controllers/audit/unisolated.js';
 
 const ENABLED = 'kubeplus.io/node-isolation-enabled';
 const RESOLVED = 'kubeplus.io/node-isolation-resolved';

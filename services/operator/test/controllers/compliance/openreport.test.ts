@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { UnisolatedPod } from '../../../src/controllers/audit/unisolated.js';
+import type { UnisolatedPod } from '@kubeplus-isolation/spec';
 import {
   buildReport,
   type ExistingReport,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { UnisolatedPod } from '../../../src/controllers/audit/unisolated.js';
+import type { NamespaceSandboxPolicy, SandboxLike, UnisolatedPod } from '@kubeplus-isolation/spec';
 import type { PodFindings } from '../../../src/controllers/compliance/openreport.js';
 import {
   NamespaceReporter,
@@ -7,7 +7,6 @@ import {
   type ReportHooks,
   type ReportWriteResult,
 } from '../../../src/controllers/compliance/reporter.js';
-import type { NamespaceSandboxPolicy, SandboxLike } from '../../../src/controllers/compliance/weak-sandboxes.js';
 import type { InvolvedObject } from '../../../src/runtime/event-recorder.js';
 import { FakeWorld } from '../../fake-world.js';
 import { captureLogger, HttpError } from '../../runtime/fakes.js';

@@ -1,15 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseHandlerLevels } from '@kubeplus-isolation/spec';
 import {
   findWeakSandboxes,
   lastGoodMinimums,
   namespaceSandboxPolicy,
-  type PodLike,
+  type SandboxPodLike as PodLike,
+  parseHandlerLevels,
   runtimeClassOf,
   type SandboxLike,
   sandboxPodName,
   sandboxTenantNamespaces,
-} from '../../../src/controllers/compliance/weak-sandboxes.js';
+} from '@kubeplus-isolation/spec';
 import { countSandboxModes, type SandboxInstanceMeta } from '../../../src/desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../../../src/desired/sandbox-policy.js';
 

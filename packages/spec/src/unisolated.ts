@@ -13,7 +13,8 @@
  * A Pod that has finished (phase Succeeded or Failed) holds no node any more: it is not counted.
  * Recreating a Pod is the remedy, and there is nothing left to recreate.
  */
-import { type NodeIsolationSpec, normalizeToleration, type Toleration, tolerationKey } from '@kubeplus-isolation/spec';
+import { normalizeToleration, tolerationKey } from './tolerations.js';
+import type { NodeIsolationSpec, Toleration } from './types.js';
 
 /** The PodSpec field a Pod lacks (the two fields node isolation owns). */
 export type MissingField = 'nodeSelector' | 'tolerations';

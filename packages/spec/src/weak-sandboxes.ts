@@ -2,41 +2,69 @@
  * Sandboxes weaker than their namespace's current sandbox-isolation minimum. Pure.
  *
  * The validating policies judge a Sandbox's runtime class when it is created, and on UPDATE only
- * when the class changes (`sandbox-policy.ts` `validationVariables`, variable `unchanged`): raising
+ * when the class changes (services/operator `desired/sandbox-policy.ts` `validationVariables`, variable `unchanged`): raising
  * the minimum is not retroactive. A Sandbox admitted before the tightening keeps running on its
  * weaker class; this finds it, so the compliance report can name it.
  *
  * A namespace's minimum is the strongest of every `kubeplus.io/sandbox-isolation` bound to it
- * (every bound policy applies: `sandbox-peers.ts`). An invalid one counts with its last good
+ * (every bound policy applies: services/operator `desired/sandbox-peers.ts`). An invalid one counts with its last good
  * minimum: the operator keeps its policies and its RuntimeClass while it is invalid, and the
  * class's handler is that minimum's (`lastGoodMinimums`); one never valid binds nothing.
  *
  * A Sandbox falls short when its class is unset (every policy refuses that), or names a
  * RuntimeClass that does not exist or whose handler does not meet the minimum (an unknown handler
- * meets only `runc`). Whether the class is another
- * tenant's generated one is not judged here: only strength is.
+ * meets only `runc`). Whether the class is another tenant's generated one is not judged here:
+ * only strength is.
  *
  * What runs is judged too, not only what the Sandbox asks for: the upstream controller adopts an
- * existing Pod as it is (`agent-sandbox.ts`, `SANDBOX_OWNER`), so a Sandbox whose own class meets
- * the minimum can be backed by a Pod on a weaker one (adopted before the minimum was raised, or
- * before the Pod policies existed). When the Sandbox's Pod — the one its
- * `agents.x-k8s.io/pod-name` annotation names (else the one of its name) and that it owns — runs a
- * class that falls short by the same rule, the Sandbox falls short, and the finding names the Pod.
+ * existing Pod as it is, so a Sandbox whose own class meets the minimum can be backed by a Pod on
+ * a weaker one (adopted before the minimum was raised, or before the Pod policies existed). When
+ * the Sandbox's Pod — the one its `agents.x-k8s.io/pod-name` annotation names (else the one of its
+ * name) and that it owns — runs a class that falls short by the same rule, the Sandbox falls
+ * short, and the finding names the Pod.
  */
+import { runtimeClassName } from './names.js';
+import { parseSandboxIsolation } from './parse.js';
 import {
   compareLevels,
   DEFAULT_HANDLER_LEVELS,
   type HandlerLevels,
   handlerMeetsMinimum,
   levelOfHandler,
-  parseSandboxIsolation,
-  type RuntimeLevel,
-  runtimeClassName,
-} from '@kubeplus-isolation/spec';
-import { POD_NAME_ANNOTATION, RUNTIME_CLASS_PATH } from '../../desired/agent-sandbox.js';
-import { DEFAULT_PLATFORM_NAMESPACE, type InstanceIdentity, instanceIdentity } from '../../desired/instance.js';
-import { type SandboxInstanceMeta, tenantOf } from '../../desired/sandbox-peers.js';
-import type { RuntimeClassInfo } from '../../desired/sandbox-policy.js';
+} from './runtime.js';
+import { DEFAULT_PLATFORM_NAMESPACE, type InstanceIdentity, instanceIdentity, tenantOf } from './tenant.js';
+import type { RuntimeLevel } from './types.js';
+
+/** An instance as the instance caches hold it, reduced to what sandbox isolation reads. */
+export interface SandboxInstanceMeta extends InstanceIdentity {
+  /** The raw `kubeplus.io/sandbox-isolation` annotation. */
+  annotation: string;
+}
+
+/** A RuntimeClass as the sandbox decisions need it. */
+export interface RuntimeClassInfo {
+  name: string;
+  handler: string;
+  /**
+   * It carries kubeplus-isolation's ownership markers: a class the operator generated for some
+   * instance, never one of the platform's. Of these, an instance's Sandboxes may use only its own.
+   */
+  generated: boolean;
+  /** The instance a generated class's `kubeplus.io/owner` annotation names, if well-formed. */
+  owner?: InstanceIdentity;
+}
+
+/** Path of the runtime class in Agent Sandbox's Sandbox and SandboxTemplate, at every served version. */
+export const RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'podTemplate', 'spec', 'runtimeClassName'];
+
+/** The annotation by which the upstream controller names a Sandbox's Pod (else the Sandbox's name). */
+export const POD_NAME_ANNOTATION = 'agents.x-k8s.io/pod-name';
+
+/** A RuntimeClass as judged here: its name and handler. */
+export interface RuntimeClassHandler {
+  name: string;
+  handler: string;
+}
 
 /** The sandbox isolation in force in one tenant namespace. */
 export interface NamespaceSandboxPolicy {
@@ -129,8 +157,8 @@ export interface SandboxLike {
   spec?: unknown;
 }
 
-/** The parts of a Pod this reads; any other shape is tolerated. */
-export interface PodLike {
+/** The parts of a Sandbox's Pod this reads; any other shape is tolerated. */
+export interface SandboxPodLike {
   metadata?:
     | { name?: string | undefined; ownerReferences?: readonly { uid?: string | undefined }[] | undefined }
     | undefined;
@@ -179,7 +207,7 @@ export function sandboxPodName(sandbox: SandboxLike): string | undefined {
 function shortfall(
   runtimeClassName: string,
   minimum: RuntimeLevel,
-  byName: ReadonlyMap<string, RuntimeClassInfo>,
+  byName: ReadonlyMap<string, RuntimeClassHandler>,
   levels: HandlerLevels,
 ): JudgedClass | undefined {
   const rc = runtimeClassName === '' ? undefined : byName.get(runtimeClassName);
@@ -203,9 +231,9 @@ function shortfall(
 export function findWeakSandboxes(
   minimum: RuntimeLevel,
   sandboxes: readonly SandboxLike[],
-  classes: readonly RuntimeClassInfo[],
+  classes: readonly RuntimeClassHandler[],
   levels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
-  pods: ReadonlyMap<string, PodLike> = new Map(),
+  pods: ReadonlyMap<string, SandboxPodLike> = new Map(),
 ): WeakSandbox[] {
   const byName = new Map(classes.map((rc) => [rc.name, rc]));
   const out: WeakSandbox[] = [];

@@ -1,15 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
-import { dedupeTolerations, type NodeIsolationSpec, type Toleration } from '@kubeplus-isolation/spec';
-import fc from 'fast-check';
-import jsonpatch from 'fast-json-patch';
-// The webhook's patch is the definition of "complies": the audit must agree with it exactly.
-import { buildNodeIsolationPatch } from '../../../../webhook/src/admission/patch.js';
 import {
+  dedupeTolerations,
   findUnisolatedPods,
   missingDetails,
   missingPlacement,
+  type NodeIsolationSpec,
   type PodLike,
-} from '../../../src/controllers/audit/unisolated.js';
+  type Toleration,
+} from '@kubeplus-isolation/spec';
+import fc from 'fast-check';
+import jsonpatch from 'fast-json-patch';
+// The webhook's patch is the definition of "complies": the audit must agree with it exactly.
+import { buildNodeIsolationPatch } from '../../../services/webhook/src/admission/patch.js';
 
 const DEDICATED: Toleration = { key: 'dedicated', operator: 'Equal', value: 'team-a-pool', effect: 'NoSchedule' };
 const SPEC: NodeIsolationSpec = { nodeSelector: { pool: 'team-a-pool' }, tolerations: [DEDICATED] };
