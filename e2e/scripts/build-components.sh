@@ -8,8 +8,9 @@
 #                             runc (cgo + libseccomp), the CNI plugins bridge, host-local,
 #                             loopback and portmap, nft (Debian packages, unpacked locally),
 #                             crane, pause-image.tar (a static pause binary as an image
-#                             archive), agent-sandbox-controller and its image archive: what
-#                             the harness's real node runs (e2e/README.md)
+#                             archive), agent-sandbox-controller and its image archive,
+#                             runsc and containerd-shim-runsc-v1 (gVisor): what the harness's
+#                             real node runs (e2e/README.md)
 #
 # Usage:
 #   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # the control plane
@@ -37,7 +38,7 @@ die() { printf 'build-components: error: %s\n' "$*" >&2; exit 1; }
 
 CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
 NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap nft crane
-  pause-image.tar agent-sandbox-controller agent-sandbox-controller-image.tar)
+  pause-image.tar agent-sandbox-controller agent-sandbox-controller-image.tar runsc containerd-shim-runsc-v1)
 BINARIES=("${CONTROL_PLANE[@]}")
 # Arguments restrict the work to the binaries named (e.g. `helm` for the chart tests); `node` names
 # the node's set.
@@ -97,6 +98,7 @@ containerd_version=$(gomod_version "$components/containerd/go.mod" github.com/co
 runc_version=$(gomod_version "$components/runc/go.mod" github.com/opencontainers/runc)
 cni_version=$(gomod_version "$components/cni/go.mod" github.com/containernetworking/plugins)
 agent_sandbox_version=$(gomod_version "$components/agent-sandbox/go.mod" sigs.k8s.io/agent-sandbox)
+gvisor_version=$(gomod_version "$components/gvisor/go.mod" gvisor.dev/gvisor)
 crane_module=$(cd "$script_dir/../../deploy/image/crane" && pwd -P)
 crane_version=$(gomod_version "$crane_module/go.mod" github.com/google/go-containerregistry)
 
@@ -125,6 +127,8 @@ crane_dir=$cache/crane-$crane_version
 nft_dir=$cache/nft-debian12
 pause_dir=$cache/pause-1
 agent_sandbox_dir=$cache/agent-sandbox-$agent_sandbox_version
+# "-1": the revision of the shim's build-time change (see shim_oom_overlay below).
+gvisor_dir=$cache/gvisor-$gvisor_version-1
 bin_dir=$cache/bin-$k8s_version
 
 # name|module dir|package|output dir  (module dir "-": assembled by a function below)
@@ -150,6 +154,8 @@ targets=(
   "pause-image.tar|-|pause|$pause_dir"
   "agent-sandbox-controller|agent-sandbox|sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller|$agent_sandbox_dir"
   "agent-sandbox-controller-image.tar|-|agent_sandbox_image|$agent_sandbox_dir"
+  "runsc|gvisor|gvisor.dev/gvisor/runsc|$gvisor_dir"
+  "containerd-shim-runsc-v1|gvisor|gvisor.dev/gvisor/shim|$gvisor_dir"
 )
 
 present() { [[ -f "$1" && ( -x "$1" || $1 == *.tar ) ]]; }
@@ -248,6 +254,10 @@ ldflags_for() { # <module dir>
     agent-sandbox)
       x+=("-X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=$agent_sandbox_version")
       ;;
+    gvisor)
+      # runsc --version says VERSION_MISSING unless set (gVisor's own release builds set it).
+      x+=("-X gvisor.dev/gvisor/runsc/version.version=$gvisor_version")
+      ;;
   esac
   printf '%s' "-s -w${x[*]:+ ${x[*]}}"
 }
@@ -315,6 +325,28 @@ assemble_agent_sandbox_image() { # <tmp file> <out dir>
     /agent-sandbox-controller 65532:65532 "$work/img.tar"
   mv "$work/img.tar" "$1"
   rm -rf "$work"
+}
+
+# gVisor's containerd shim, unmodified, cannot start on a node whose root lacks CAP_SYS_RESOURCE
+# (this machine kind): its `start` step writes a hard-coded -999 (const oomScoreMax,
+# pkg/shim/v1/manager.go) to the new shim daemon's /proc/<pid>/oom_score_adj and fails on the
+# error. It does not copy containerd's score (containerd's own runc shim does), so no score
+# containerd is started with helps: the kernel refuses any value below the oom_score_adj_min a
+# process inherits (0 here) without CAP_SYS_RESOURCE, and containerd's sys.SetOOMScore forgives
+# that refusal only for a non-root caller or inside a user namespace. The shim is therefore built
+# from a vendored copy of the pinned module in a temporary directory (never in the repository)
+# whose manager.go has that one condition widened to forgive a permission refusal: the daemon
+# then keeps the score it inherited, as runc does under containerd's restrict_oom_score_adj. The
+# build fails if the line is not there exactly once (a new pin must be reviewed).
+vendor_shim() { # <work dir>: vendors the gvisor component module into it, patched
+  cp "$components/gvisor/go.mod" "$components/gvisor/go.sum" "$1/"
+  (cd "$1" && GOWORK=off go mod vendor) >&2 || die "go mod vendor of the gvisor module failed"
+  local src=$1/vendor/gvisor.dev/gvisor/pkg/shim/v1/manager.go
+  local want='if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {'
+  [[ $(grep -cF "$want" "$src") == 1 ]] ||
+    die "gVisor's shim no longer holds exactly one '$want': review its oom_score_adj handling before building"
+  sed -i 's/if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {/if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil \&\& !os.IsPermission(err) {/' "$src"
+  grep -qF '&& !os.IsPermission(err) {' "$src" || die "patching $src failed"
 }
 
 # The Pod sandbox ("pause") image: a static C program that sleeps until SIGINT/SIGTERM and reaps
@@ -386,6 +418,12 @@ for t in "${targets[@]}"; do
     # containerd: no btrfs snapshotter (it needs cgo and btrfs headers); runc: cgo, static, with
     # seccomp (libseccomp from Debian packages) so RuntimeDefault seccomp profiles work.
     genv=(CGO_ENABLED=0) tags=()
+    build_dir=$(module_dir "$mod") mod_flag=-mod=readonly
+    if [[ $name == containerd-shim-runsc-v1 ]]; then
+      vendor_dir=$(mktemp -d "${TMPDIR:-/tmp}/kpi-shim-XXXXXX")
+      vendor_shim "$vendor_dir"
+      build_dir=$vendor_dir mod_flag=-mod=vendor
+    fi
     case $mod in
       containerd) tags=(-tags no_btrfs) ;;
       # The module proxy serves it at exact versions only and the checksum database has no entry:
@@ -399,21 +437,22 @@ for t in "${targets[@]}"; do
         ;;
     esac
     (
-      cd "$(module_dir "$mod")"
+      cd "$build_dir"
       # Default -mod=readonly with the committed go.sum: reproducible, and fails
       # loudly instead of silently editing go.mod. GOWORK=off so a go.work
       # elsewhere in the monorepo can never change the pinned versions.
-      exec env GOWORK=off "${genv[@]}" go build -mod=readonly -trimpath "${tags[@]}" \
+      exec env GOWORK=off "${genv[@]}" go build "$mod_flag" -trimpath "${tags[@]}" \
         -ldflags "$flags" -o "$tmp" "$pkg"
     ) >&2 &
   fi
   build_pid=$!
   # If we are interrupted, stop go build first (it writes -o only at the very
   # end), then drop whatever it may have written.
-  trap 'kill -TERM "$build_pid" 2>/dev/null || true; wait "$build_pid" 2>/dev/null || true; rm -f "$tmp"; exit 130' INT TERM HUP
-  trap 'rm -f "$tmp"' EXIT
+  trap 'kill -TERM "$build_pid" 2>/dev/null || true; wait "$build_pid" 2>/dev/null || true; rm -f "$tmp"; rm -rf "${vendor_dir:-}"; exit 130' INT TERM HUP
+  trap 'rm -f "$tmp"; rm -rf "${vendor_dir:-}"' EXIT
   wait "$build_pid" || die "building $name ($pkg) failed"
   mv -f "$tmp" "$out/$name"
+  if [[ -n ${vendor_dir:-} ]]; then rm -rf "$vendor_dir"; vendor_dir=; fi
   trap - INT TERM HUP EXIT
   log "[build] $name ($i/${#targets[@]}) done in $((SECONDS - start))s -> $out/$name"
 done

@@ -8,7 +8,9 @@
  * - nothing leaves the machine: a Pod connecting outside the Pod and Service ranges gets "network
  *   unreachable", and the host routes those ranges only into the node's veth, never off the host;
  * - stopping the node leaves the host exactly as it was (links, routes, sysctls, mounts, default
- *   paths, cgroups, nft tables, temp dirs), and so does a Ctrl-C of a process running one.
+ *   paths, cgroups, nft tables, temp dirs, gVisor's processes), and so does a Ctrl-C of a process
+ *   running one; each run stops with a Pod running inside gVisor (runsc) on the node, so runsc's
+ *   mounts (its null-netns bind mount), cgroups, processes and files are covered too.
  */
 import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -16,6 +18,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   comparableHostStates,
+  gvisorProcesses,
   type HostState,
   hostState,
   ipInCidr,
@@ -25,7 +28,18 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { kubectl, probePod, runProbe, startProjectNode } from './support/real-node.js';
+import { kubectl, kubectlWithInput, probePod, runProbe, startProjectNode } from './support/real-node.js';
+
+/** A long-running Pod inside gVisor (the platform RuntimeClass the harness installs). */
+const GVISOR_POD = `apiVersion: v1
+kind: Pod
+metadata: {name: in-gvisor, namespace: default}
+spec:
+  runtimeClassName: gvisor
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: pause, image: kubeplus-isolation.local/pause:1, imagePullPolicy: Never}
+`;
 
 const run = promisify(execFile);
 
@@ -114,9 +128,17 @@ describe('a real node, contained', () => {
     for (const r of intoRanges) expect({ dst: r.dst, dev: r.dev }).toEqual({ dst: r.dst, dev: net.hostLink });
   });
 
+  test('a Pod on the platform class gvisor runs inside gVisor, and is still running when the node stops', async () => {
+    await kubectlWithInput(cluster, GVISOR_POD, 'apply', '-f', '-');
+    await kubectl(cluster, 'wait', '--for=condition=Ready', 'pod/in-gvisor', '--timeout=120s');
+    // gVisor's shim, sandbox and gofer run (on the host's process table, in the node's namespaces).
+    expect(gvisorProcesses().length).toBeGreaterThanOrEqual(3);
+  });
+
   test('stopping the node leaves the host exactly as it was', async () => {
     const core = cluster.cp.kc.makeApiClient(CoreV1Api);
     expect((await core.listNamespacedPod({ namespace })).items.length).toBeGreaterThan(0);
+    expect(gvisorProcesses()).not.toEqual([]);
     await cluster.stop();
     // Another real-node run may coexist: its traces are left out of both snapshots (host-state.ts).
     const [a, b] = comparableHostStates(
@@ -138,8 +160,14 @@ async function interruptNodeRun(
   const nft = join(await resolveNodeAssets(), 'nft');
   const before = hostState(nft);
   const harness = join(repoRoot(), 'e2e', 'dist', 'harness', 'index.js');
-  const script = `import { startRealNodeCluster } from ${JSON.stringify(harness)};
+  // The child's node runs a Pod inside gVisor when the signal comes (GVISOR_POD, with its kubectl).
+  const script = `import { execFileSync } from 'node:child_process';
+    import { startRealNodeCluster } from ${JSON.stringify(harness)};
     const c = await startRealNodeCluster();
+    const kubectl = (args, input) => execFileSync(c.cp.state.assetsDir + '/kubectl',
+      ['--kubeconfig', c.cp.kubeconfigPath, ...args], { input });
+    kubectl(['apply', '-f', '-'], ${JSON.stringify(GVISOR_POD)});
+    kubectl(['wait', '--for=condition=Ready', 'pod/in-gvisor', '--timeout=120s']);
     console.log('READY', c.namespace.network.slot, c.layout.dir);
     setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -159,11 +187,12 @@ async function interruptNodeRun(
       if (child.exitCode !== null) throw new Error(`child exited: ${output}`);
       return output.includes('READY') || undefined;
     },
-    { timeoutMs: 180_000, intervalMs: 250 },
+    { timeoutMs: 300_000, intervalMs: 250 },
   );
   const [, slot, dir] = /READY (\d+) (\S+)/.exec(output) ?? [];
   const own = { slot: Number(slot), dir: dir ?? '' };
   expect(hostState(nft, own)).not.toEqual(before); // a node really runs: the veth, the routes, the cgroups
+  expect(gvisorProcesses()).not.toEqual([]); // and a Pod inside gVisor
   child.kill(signal);
   const how = await exited;
   const restored = (): boolean => {

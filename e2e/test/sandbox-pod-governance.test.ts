@@ -17,18 +17,10 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { installAgentSandbox, installOpenReportsCrds, type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
+import { type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, NODE_ISOLATION, patchAgent, SANDBOX_ISOLATION } from './support/operator.js';
-import {
-  installChart,
-  kubectl,
-  kubectlWithInput,
-  PLATFORM_NS,
-  poolMandate,
-  prepareChartNode,
-  startProjectNode,
-} from './support/real-node.js';
+import { kubectl, kubectlWithInput, PLATFORM_NS, poolMandate, startSandboxNode } from './support/real-node.js';
 import { isReady, podOfSandbox, readSandbox, SANDBOX_IMAGE, sandboxYaml } from './support/sandboxes.js';
 
 const POOL = 'governed-pool';
@@ -111,18 +103,9 @@ describe("a Sandbox's Pod meets the namespace's minimum, however the tenant trie
       .filter((l) => l.includes(`Pod ${podName} (it is, or can become, a Sandbox's Pod)`));
 
   beforeAll(async () => {
-    cluster = await startProjectNode();
+    cluster = await startSandboxNode(POOL);
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     custom = cluster.cp.kc.makeApiClient(CustomObjectsApi);
-    await installAgentSandbox(cluster.cp.kc);
-    await installOpenReportsCrds(cluster.cp.kc);
-    await prepareChartNode(cluster, { pool: POOL });
-    // The platform's classes: plain runc, and a Kata one (no Kata runtime on this node).
-    await apply(
-      'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: runc}\nhandler: runc\n---\n' +
-        'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\n',
-    );
-    await installChart(cluster, 'kpi');
   });
 
   afterAll(async () => {

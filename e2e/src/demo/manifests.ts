@@ -58,23 +58,26 @@ metadata:
 handler: runc
 `;
 
-export const TEAM_A_AGENT = `apiVersion: cloudark.io/v1
+/** An Agent in the platform namespace with both annotations: the pool's mandate and `sandboxIsolation`. */
+const pooledAgent = (instance: string, sandboxIsolation: string): string => `apiVersion: cloudark.io/v1
 kind: Agent
 metadata:
-  name: ${TEAM_A_INSTANCE}
+  name: ${instance}
   namespace: ${PLATFORM_NAMESPACE}
   annotations:
     kubeplus.io/node-isolation: |
       {"nodeSelector": {"pool": "${POOL}"},
        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "${POOL}", "effect": "NoSchedule"}]}
     kubeplus.io/sandbox-isolation: |
-      {"minRuntimeClass": "kata", "enforce": true}
+      ${sandboxIsolation}
 spec:
   mcpServer:
     name: shared-k8sgpt-mcp
     namespace: platform-mcp
   modelConfigRef: default-model-config
 `;
+
+export const TEAM_A_AGENT = pooledAgent(TEAM_A_INSTANCE, '{"minRuntimeClass": "kata", "enforce": true}');
 
 export const teamBAgent = (sandboxIsolation: string): string => `apiVersion: cloudark.io/v1
 kind: Agent
@@ -110,8 +113,13 @@ spec:
         image: ${IMAGE}
 `;
 
-/** An Agent Sandbox (agents.x-k8s.io/v1beta1, the served storage version) with or without a runtime class. */
-export function sandbox(name: string, namespace: string, runtimeClassName?: string): string {
+/** A Sandbox (agents.x-k8s.io/v1beta1): its Pod spec is the runtime class, if any, then `podSpec` (indented 6). */
+function sandboxManifest(
+  name: string,
+  namespace: string,
+  runtimeClassName: string | undefined,
+  podSpec: string,
+): string {
   const rc = runtimeClassName === undefined ? '' : `\n      runtimeClassName: ${runtimeClassName}`;
   return `apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
@@ -121,8 +129,68 @@ metadata:
 spec:
   podTemplate:
     spec:${rc}
-      containers:
+${podSpec}`;
+}
+
+/** An Agent Sandbox (agents.x-k8s.io/v1beta1, the served storage version) with or without a runtime class. */
+export function sandbox(name: string, namespace: string, runtimeClassName?: string): string {
+  return sandboxManifest(
+    name,
+    namespace,
+    runtimeClassName,
+    `      containers:
       - name: code-interpreter
         image: ${IMAGE}
-`;
+`,
+  );
 }
+
+/** team-g: a tenant at minimum runsc (gVisor), on the same sandbox pool as team-a. */
+export const TEAM_G_INSTANCE = 'team-g';
+export const TEAM_G_NAMESPACE = 'team-g';
+
+export const TEAM_G_AGENT = pooledAgent(TEAM_G_INSTANCE, '{"minRuntimeClass": "runsc", "enforce": true}');
+
+/** The port KERNEL_PROBE serves on. */
+export const KERNEL_PROBE_PORT = 8080;
+
+/**
+ * A Node.js script that shows the kernel it runs on, from inside: its first line is
+ * `kernel <uname release> | <the whole /proc/version>`, its second `uid <uid> root <ro|rw> write
+ * <writable|errno>` (the root mount's mode, and what creating a file there gives);
+ * then it serves its kernel release over HTTP on KERNEL_PROBE_PORT until stopped.
+ */
+export const KERNEL_PROBE = [
+  "const fs=require('fs'),os=require('os'),http=require('http');",
+  "let w='writable';try{fs.writeFileSync('/probe','')}catch(e){w=e.code}",
+  "console.log('kernel '+os.release()+' | '+fs.readFileSync('/proc/version','utf8').trim());",
+  "const m=fs.readFileSync('/proc/self/mounts','utf8').split('\\n').map(l=>l.split(' ')).filter(f=>f[1]==='/').pop();",
+  "console.log('uid '+process.getuid()+' root '+(m?m[3].split(',')[0]:'?')+' write '+w);",
+  `http.createServer((q,r)=>r.end(os.release())).listen(${KERNEL_PROBE_PORT});`,
+].join('');
+
+/** KERNEL_PROBE's kernel line in a log ('' when absent). */
+export const kernelLine = (log: string): string => log.split('\n').find((l) => l.startsWith('kernel ')) ?? '';
+
+/**
+ * A Sandbox whose agent runs KERNEL_PROBE in `image` (one that carries node: the webhook's), under
+ * restricted Pod Security (non-root, read-only root, no capabilities, RuntimeDefault seccomp).
+ */
+export const kernelProbeSandbox = (name: string, namespace: string, image: string, runtimeClassName?: string): string =>
+  sandboxManifest(
+    name,
+    namespace,
+    runtimeClassName,
+    `      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: agent
+        image: ${image}
+        imagePullPolicy: Never
+        command: [node, -e, ${JSON.stringify(KERNEL_PROBE)}]
+        ports: [{containerPort: ${KERNEL_PROBE_PORT}}]
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {drop: [ALL]}
+`,
+  );

@@ -1,3 +1,4 @@
+import { release } from 'node:os';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -9,6 +10,7 @@ import {
 } from '@kubernetes/client-node';
 import { installAgentSandbox } from '../harness/agent-sandbox.js';
 import { installOpenReportsCrds, installSandboxCrds } from '../harness/crds.js';
+import { projectImage } from '../harness/images.js';
 import { scrapeApiServerMetrics, sumMetric } from '../harness/metrics.js';
 import { isApiStatus } from '../harness/node-api.js';
 import { waitFor } from '../harness/wait.js';
@@ -18,6 +20,8 @@ import {
   AGENT_CRD,
   AGENT_DEPLOYMENT,
   IMAGE,
+  kernelLine,
+  kernelProbeSandbox,
   NODE_ISOLATION,
   PLATFORM_NAMESPACE,
   POOL,
@@ -30,6 +34,9 @@ import {
   TEAM_A_NAMESPACE,
   TEAM_B_INSTANCE,
   TEAM_B_NAMESPACE,
+  TEAM_G_AGENT,
+  TEAM_G_INSTANCE,
+  TEAM_G_NAMESPACE,
   teamBAgent,
   UNRELATED_NAMESPACE,
 } from './manifests.js';
@@ -773,10 +780,13 @@ export class Scenario {
           'jsonpath={.status.conditions}',
         ]);
         r.note(
-          'The Sandbox is admitted, turned into a Pod by the upstream controller and placed on the tenant pool; it cannot start on this machine, which has no Kata runtime (containerd has only runc, and no kata handler is ever mapped to runc to make it look started). `make test-e2e` runs a runc-class Sandbox for real (e2e/test/agent-sandbox.test.ts).',
+          'The Sandbox is admitted, turned into a Pod by the upstream controller and placed on the tenant pool; it cannot start on this machine, which has no Kata runtime (containerd has runc and gVisor, and no kata handler is ever mapped to another runtime to make it look started). Step 9g shows the level that does run here: gVisor.',
         );
       },
     );
+
+    // Beside the kata tenant's honest outcome: a tenant at runsc, whose Sandbox runs inside gVisor.
+    if (this.realNode) await this.gvisorTenant();
 
     let existing: SandboxObject[] = [];
     await r.step(
@@ -1064,6 +1074,102 @@ export class Scenario {
         this.check('admission policies and bindings removed', 'none', json(policies), policies.length === 0);
         const agents = (await this.custom.listClusterCustomObject(AGENT)) as { items: unknown[] };
         this.check('no Agent instance left', '0', String(agents.items.length), agents.items.length === 0);
+      },
+    );
+  }
+
+  /**
+   * Step 9g (real node only): team-g, at minimum runsc, on the same pool; its Sandbox on the
+   * generated class runs inside gVisor, proven by the kernel its container reads. The instance is
+   * deleted at the end, so step 13 finds the cluster as the documents expect.
+   */
+  private async gvisorTenant(): Promise<void> {
+    const r = this.report;
+    await r.step(
+      '9g',
+      `A tenant at minRuntimeClass runsc: its Sandbox runs inside gVisor on ${REAL_NODE}`,
+      'issue 22',
+      async () => {
+        const rc = runtimeClassOf(TEAM_G_INSTANCE);
+        await this.apply('agent-team-g.yaml', TEAM_G_AGENT);
+        await this.eventually(
+          `RuntimeClass ${rc} (handler runsc) and namespace ${TEAM_G_NAMESPACE}`,
+          'handler runsc, the namespace isolated',
+          async () => {
+            const handler = await this.runtimeClassHandler(rc);
+            const ns = await this.readNamespace(TEAM_G_NAMESPACE);
+            const sa = await this.core
+              .readNamespacedServiceAccount({ name: 'default', namespace: TEAM_G_NAMESPACE })
+              .catch(() => undefined);
+            return handler === 'runsc' && ns?.metadata?.labels?.[ENABLED_LABEL] === 'true' && sa !== undefined
+              ? `handler ${handler}, ${ENABLED_LABEL}=true`
+              : undefined;
+          },
+          (v) => v,
+        );
+        await this.sh(['get', 'runtimeclass', rc, 'gvisor']);
+        const manifest = kernelProbeSandbox('gvisor-interpreter', TEAM_G_NAMESPACE, projectImage('webhook'), rc);
+        // The policy reaches the API server a moment after the operator writes it (DEMO.md).
+        await waitFor(
+          'the runsc policy in force in team-g',
+          async () => {
+            const res = await this.env.kubectl(
+              ['apply', '--dry-run=server', '-f', '-'],
+              sandbox('probe', TEAM_G_NAMESPACE, 'runc'),
+            );
+            return res.code !== 0 || undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 250 },
+        ).catch(() => undefined);
+        const res = await this.apply('sandbox-gvisor.yaml', manifest);
+        this.check(
+          'accepted',
+          `Sandbox gvisor-interpreter with runtimeClassName ${rc}`,
+          `exit ${res.code}`,
+          res.code === 0,
+        );
+        const pod = await this.eventually(
+          'the Agent Sandbox controller creates its Pod, placed by node isolation, and it runs',
+          `Running on ${REAL_NODE} with runtimeClassName ${rc} and the pool's nodeSelector`,
+          async () => {
+            const p = await this.core
+              .readNamespacedPod({ namespace: TEAM_G_NAMESPACE, name: 'gvisor-interpreter' })
+              .catch(() => undefined);
+            return p?.status?.phase === 'Running' &&
+              p.spec?.runtimeClassName === rc &&
+              canonical(p.spec?.nodeSelector) === canonical(NODE_ISOLATION.nodeSelector) &&
+              p.spec?.nodeName === REAL_NODE
+              ? p
+              : undefined;
+          },
+          (p: V1Pod) =>
+            `${p.metadata?.name}: Running on ${p.spec?.nodeName}, runtimeClassName ${p.spec?.runtimeClassName}, nodeSelector ${json(p.spec?.nodeSelector)}`,
+          120_000,
+        );
+        await this.sh(['get', 'sandbox,pods', '-n', TEAM_G_NAMESPACE, '-o', 'wide']);
+        if (pod) {
+          const host = release();
+          const log = await this.eventually(
+            "the kernel the Sandbox's container reads (its log: uname -r and /proc/version, from inside)",
+            `gVisor's kernel (4.19.0-gvisor-like), not the host's ${host}`,
+            async () => {
+              const res = await this.env.kubectl(['logs', '-n', TEAM_G_NAMESPACE, 'gvisor-interpreter']);
+              const line = kernelLine(res.stdout);
+              return line !== '' && /gvisor/i.test(line) && !line.includes(host) ? line : undefined;
+            },
+            (line) => line,
+            30_000,
+          );
+          if (log) r.note(`PROOF: Sandbox ${TEAM_G_NAMESPACE}/gvisor-interpreter runs inside gVisor: ${log}`);
+        }
+        await this.sh(['delete', 'agent', TEAM_G_INSTANCE, '-n', PLATFORM_NAMESPACE]);
+        await this.eventually(
+          `namespace ${TEAM_G_NAMESPACE} removed with its Sandbox (the instance deleted)`,
+          'gone (404)',
+          async () => (await this.readNamespace(TEAM_G_NAMESPACE)) === undefined || undefined,
+          () => 'gone',
+          120_000,
+        );
       },
     );
   }

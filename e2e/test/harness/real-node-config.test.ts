@@ -11,7 +11,14 @@ import {
   nodeNetwork,
   realNodePreflight,
 } from '@kubeplus-isolation/e2e';
-import { cniConflist, containerdConfig, kubeletConfig, kubeProxyConfig } from '../../src/harness/node/config.js';
+import {
+  cniConflist,
+  containerdConfig,
+  kubeletConfig,
+  kubeProxyConfig,
+  RUNSC_HANDLER,
+  runscConfig,
+} from '../../src/harness/node/config.js';
 import { cidrsOverlap, MAX_SLOTS, slotSupernet } from '../../src/harness/node/network.js';
 
 describe('nodeNetwork', () => {
@@ -61,6 +68,21 @@ describe('the rendered configuration', () => {
     expect(toml).toContain('BinaryName = "/cache/bin/runc"');
     expect(toml).toContain('sandbox = "kubeplus-isolation.local/pause:1"');
     expect(toml).toContain('bin_dirs = ["/cache/bin"]');
+  });
+
+  test("containerd has a runsc handler whose shim runs the node's runsc on systrap, its state in the run dir", () => {
+    const toml = containerdConfig(layout);
+    const table = `[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.${RUNSC_HANDLER}]`;
+    expect(toml).toContain(table);
+    const entry = toml.slice(toml.indexOf(table));
+    expect(entry).toMatch(/^\s+runtime_type = "io.containerd.runsc.v1"$/m);
+    expect(entry).toMatch(/^\s+TypeUrl = "io.containerd.runsc.v1.options"$/m);
+    expect(entry).toMatch(/^\s+ConfigPath = "\/tmp\/kubeplus-node-x\/containerd\/runsc.toml"$/m);
+    // runc stays the default: only a RuntimeClass naming runsc runs a Pod inside gVisor.
+    expect(toml).toContain('default_runtime_name = "runc"');
+    expect(runscConfig(layout)).toBe(
+      'binary_name = "/cache/bin/runsc"\nroot = "/tmp/kubeplus-node-x/containerd/runsc"\n\n[runsc_config]\n  platform = "systrap"\n',
+    );
   });
 
   test('the CNI bridge hands out the Pod range with the bridge as gateway, no masquerading, leases in the run dir', () => {

@@ -4,6 +4,8 @@ import { promisify } from 'node:util';
 import {
   FatalWaitError,
   imageArchives,
+  installAgentSandbox,
+  installOpenReportsCrds,
   projectImage,
   type RealNodeCluster,
   repoRoot,
@@ -152,6 +154,29 @@ export function startProjectNode(): Promise<RealNodeCluster> {
     images: imageArchives(),
     log: (m) => process.stderr.write(`[real-node] ${m}\n`),
   });
+}
+
+/**
+ * A real node for the Sandbox suites: the upstream Agent Sandbox controller, the OpenReports CRDs,
+ * the node labelled for `pool` (prepareChartNode), the platform's classes `runc` and `kata` (no
+ * Kata runtime on this node; the harness installs `gvisor`), and the chart installed as `kpi`
+ * with `chartArgs`.
+ */
+export async function startSandboxNode(pool: string, ...chartArgs: string[]): Promise<RealNodeCluster> {
+  const cluster = await startProjectNode();
+  await installAgentSandbox(cluster.cp.kc);
+  await installOpenReportsCrds(cluster.cp.kc);
+  await prepareChartNode(cluster, { pool });
+  await kubectlWithInput(
+    cluster,
+    'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: runc}\nhandler: runc\n---\n' +
+      'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\n',
+    'apply',
+    '-f',
+    '-',
+  );
+  await installChart(cluster, 'kpi', ...chartArgs);
+  return cluster;
 }
 
 /**

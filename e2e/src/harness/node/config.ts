@@ -20,6 +20,10 @@ export interface NodeLayout {
   containerdSocket: string;
   containerdConfig: string;
   runcRoot: string;
+  /** runsc's state (`--root`): its sandboxes' state files and the null-netns bind mount. */
+  runscRoot: string;
+  /** The runsc shim's configuration (`ConfigPath` of containerd's runsc runtime). */
+  runscConfig: string;
   cniConfDir: string;
   cniDataDir: string;
   kubeletRoot: string;
@@ -53,6 +57,8 @@ export function nodeLayout(
     containerdSocket: join(dir, 'containerd', 'containerd.sock'),
     containerdConfig: join(dir, 'containerd', 'config.toml'),
     runcRoot: join(dir, 'containerd', 'runc'),
+    runscRoot: join(dir, 'containerd', 'runsc'),
+    runscConfig: join(dir, 'containerd', 'runsc.toml'),
     cniConfDir: join(dir, 'cni', 'net.d'),
     cniDataDir: join(dir, 'cni', 'networks'),
     kubeletRoot: join(dir, 'kubelet'),
@@ -108,6 +114,14 @@ state = ${q(l.containerdState)}
         BinaryName = ${q(join(l.binDir, 'runc'))}
         Root = ${q(l.runcRoot)}
         SystemdCgroup = false
+    # gVisor: the handler a RuntimeClass names \`runsc\` (the harness installs the platform class
+    # \`gvisor\`, RUNSC_RUNTIME_CLASS). The shim (containerd-shim-runsc-v1) is found on containerd's
+    # PATH, the node's binary directory; its options point at runscConfig(l).
+    [${runtime}.containerd.runtimes.runsc]
+      runtime_type = "io.containerd.runsc.v1"
+      [${runtime}.containerd.runtimes.runsc.options]
+        TypeUrl = "io.containerd.runsc.v1.options"
+        ConfigPath = ${q(l.runscConfig)}
   [${runtime}.cni]
     bin_dirs = [${q(l.binDir)}]
     conf_dir = ${q(l.cniConfDir)}
@@ -119,6 +133,24 @@ state = ${q(l.containerdState)}
 
 [plugins.'io.containerd.nri.v1.nri']
   disable = true
+`;
+}
+
+/** The containerd handler that runs a Pod inside gVisor, and the platform RuntimeClass naming it. */
+export const RUNSC_HANDLER = 'runsc';
+export const RUNSC_RUNTIME_CLASS = 'gvisor';
+
+/**
+ * The runsc shim's configuration: runsc from the node's binaries, its state in the run dir, and
+ * the systrap platform (gVisor's KVM platform hangs under this machine kind's nested
+ * virtualization; systrap needs no device and no capability beyond root's).
+ */
+export function runscConfig(l: NodeLayout): string {
+  return `binary_name = ${q(join(l.binDir, 'runsc'))}
+root = ${q(l.runscRoot)}
+
+[runsc_config]
+  platform = "systrap"
 `;
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cgroupHierarchies } from './cgroups.js';
@@ -23,6 +23,29 @@ export interface HostState {
   nftTables: string;
   /** The harness's own leftovers in the temp dir (node run dirs, the shared sysctl record). */
   tmpEntries: string[];
+  /**
+   * gVisor's processes on the host (its shim, sandbox, gofer: every process whose executable is
+   * runsc or containerd-shim-runsc-v1), as `<name> <pid>`. Only the real node runs gVisor.
+   */
+  gvisorProcesses: string[];
+}
+
+const GVISOR_EXECUTABLES = ['runsc', 'containerd-shim-runsc-v1'] as const;
+
+/** Every process whose executable is one of gVisor's (read from /proc; a vanished one is skipped). */
+export function gvisorProcesses(): string[] {
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .flatMap((pid) => {
+      try {
+        const exe = readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '');
+        const name = exe.slice(exe.lastIndexOf('/') + 1);
+        return (GVISOR_EXECUTABLES as readonly string[]).includes(name) ? [`${name} ${pid}`] : [];
+      } catch {
+        return [];
+      }
+    })
+    .sort();
 }
 
 export const DEFAULT_NODE_PATHS = [
@@ -109,6 +132,7 @@ export function hostState(nft?: string, own?: OwnRun): HostState {
       ),
       ...(existsSync(sysctlRecordPath()) && !othersHoldSysctls ? [sysctlRecordPath()] : []),
     ].sort(),
+    gvisorProcesses: gvisorProcesses(),
   };
 }
 

@@ -1,6 +1,13 @@
 export { cgroupHierarchies, createCgroupRoot, processesInCgroupRoot, removeCgroupRoot } from './cgroups.js';
-export { type NodeLayout, nodeLayout } from './config.js';
-export { comparableHostStates, DEFAULT_NODE_PATHS, type HostState, hostState, type OwnRun } from './host-state.js';
+export { type NodeLayout, nodeLayout, RUNSC_HANDLER, RUNSC_RUNTIME_CLASS, runscConfig } from './config.js';
+export {
+  comparableHostStates,
+  DEFAULT_NODE_PATHS,
+  gvisorProcesses,
+  type HostState,
+  hostState,
+  type OwnRun,
+} from './host-state.js';
 export { KUBELET_SYSCTLS, readSysctls, sysctlRecordPath } from './host-sysctls.js';
 export { type NodeNamespace, processesInMountNamespace } from './namespace.js';
 export { ipInCidr, type NodeNetwork, nodeNetwork } from './network.js';

@@ -3,7 +3,7 @@ import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, NodeV1Api } from '@kubernetes/client-node';
 import { logReport } from '../cluster.js';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../control-plane.js';
 import { type ManagedProcess, onInterrupt, startProcess, tailFile } from '../process.js';
@@ -17,6 +17,9 @@ import {
   kubeProxyConfig,
   type NodeLayout,
   nodeLayout,
+  RUNSC_HANDLER,
+  RUNSC_RUNTIME_CLASS,
+  runscConfig,
 } from './config.js';
 import { holdKubeletSysctls, releaseKubeletSysctls } from './host-sysctls.js';
 import { createNodeNamespace, type NodeNamespace, processesInMountNamespace } from './namespace.js';
@@ -40,6 +43,8 @@ export const NODE_BINARIES = [
   'nft',
   'pause-image.tar',
   'agent-sandbox-controller-image.tar',
+  'runsc',
+  'containerd-shim-runsc-v1',
 ] as const;
 
 /** The node's binaries directory: KUBEPLUS_ISOLATION_ASSETS if it holds them all, else the build script's. */
@@ -83,7 +88,10 @@ export interface RealNodeOptions {
   log?: (message: string) => void;
 }
 
-/** A control plane with one real node (kubelet + containerd + runc + CNI + kube-proxy) joined to it. */
+/**
+ * A control plane with one real node (kubelet + containerd with runc and gVisor's runsc + CNI +
+ * kube-proxy) joined to it, and the platform RuntimeClass `gvisor` (handler `runsc`).
+ */
 export interface RealNodeCluster {
   readonly cp: ControlPlane;
   readonly layout: NodeLayout;
@@ -255,6 +263,11 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
       { timeoutMs: opts.readyTimeoutMs ?? 120_000, intervalMs: 250 },
     );
     log(`node ${l.nodeName} Ready (${network.nodeIp}, Pods ${network.podCidr}, Services ${network.serviceCidr})`);
+    // The node's containerd has a gVisor handler: the platform's RuntimeClass for it, as a platform
+    // team installs one beside the runtime (a Pod naming it runs inside gVisor's kernel).
+    await cp.kc.makeApiClient(NodeV1Api).createRuntimeClass({
+      body: { metadata: { name: RUNSC_RUNTIME_CLASS }, handler: RUNSC_HANDLER },
+    });
 
     const cpRef = cp;
     return {
@@ -282,6 +295,7 @@ async function writeNodeFiles(cp: ControlPlane, l: NodeLayout): Promise<void> {
     l.podLogsDir,
     join(l.dir, 'pki'),
     l.runcRoot,
+    l.runscRoot,
     l.containerdRoot,
   ]) {
     mkdirSync(d, { recursive: true });
@@ -296,6 +310,7 @@ async function writeNodeFiles(cp: ControlPlane, l: NodeLayout): Promise<void> {
   cp.writeKubeconfig(l.kubeletKubeconfig, `system:node:${l.nodeName}`, kubeletClient);
   cp.writeKubeconfig(l.kubeProxyKubeconfig, 'system:kube-proxy', proxyClient);
   writeFileSync(l.containerdConfig, containerdConfig(l));
+  writeFileSync(l.runscConfig, runscConfig(l));
   writeFileSync(join(l.cniConfDir, '10-kubeplus-node.conflist'), cniConflist(l));
   writeFileSync(l.kubeletConfig, kubeletConfig(l));
   writeFileSync(l.kubeProxyConfig, kubeProxyConfig(l));
