@@ -183,7 +183,9 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
   });
 
   await section('strength', async () => {
-    results.strength = await measureStrength(cfg);
+    const measured = await measureStrength(cfg);
+    results.strength = measured.result;
+    results.versions = { ...results.versions, kubernetes: results.versions.kubernetes ?? measured.kubernetes };
   });
 
   const clusterSections: Section[] = [
@@ -410,7 +412,9 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
  * Sandbox controller and a `runc` RuntimeClass beside the harness's `gvisor`; stopped (host
  * restored) whatever happens.
  */
-async function measureStrength(cfg: BenchConfig): Promise<BenchResults['strength']> {
+async function measureStrength(
+  cfg: BenchConfig,
+): Promise<{ result: NonNullable<BenchResults['strength']>; kubernetes?: string }> {
   log('starting a real node (kubelet, containerd with runc and runsc) for the strength section');
   const cluster = await startRealNodeCluster({ log: (m) => log(`[real-node] ${m}`) });
   let failed = true;
@@ -438,7 +442,7 @@ async function measureStrength(cfg: BenchConfig): Promise<BenchResults['strength
       log,
     );
     failed = false;
-    return result;
+    return { result, kubernetes: (await versions(api)).kubernetes };
   } finally {
     api.close();
     await cluster.stop({ failed });

@@ -850,6 +850,15 @@ export function strengthSection(r: BenchResults): string[] {
   }
   p();
   p('Median over rounds (min–max).');
+  const same = (setup: 'pod-runc' | 'pod-gvisor'): boolean => {
+    const x = st.samples[setup];
+    return (x?.running ?? []).length > 0 && (x?.running ?? []).every((v, i) => v === x?.started?.[i]);
+  };
+  if (same('pod-runc') && same('pod-gvisor'))
+    p(
+      "In every round the kubelet reported the container started in the same status update as the Pod's phase " +
+        '`Running` (no startup probe), so the two rows are one event.',
+    );
   p();
   return out;
 }
