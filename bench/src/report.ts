@@ -850,6 +850,7 @@ export function strengthSection(r: BenchResults): string[] {
   }
   p();
   p('Median over rounds (min–max).');
+  p();
   const same = (setup: 'pod-runc' | 'pod-gvisor'): boolean => {
     const x = st.samples[setup];
     return (x?.running ?? []).length > 0 && (x?.running ?? []).every((v, i) => v === x?.started?.[i]);
