@@ -22,6 +22,7 @@ export const SECTIONS = [
   'scale-webhook',
   'scale-policy',
   'sandbox-pods',
+  'strength',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

@@ -7,19 +7,26 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
+  agentSandboxImage,
+  agentSandboxVersion,
   type ControlPlane,
   createTestNamespace,
   type FakeNodes,
+  installAgentSandbox,
   loadWebhookEntry,
   NODE_PLACEMENT_ADMISSION_PLUGINS,
+  RUNSC_HANDLER,
+  RUNSC_RUNTIME_CLASS,
   type RunningService,
   type RunningWebhook,
   registerWebhook,
   repoRoot,
   resolveAssets,
+  sandboxCrdsDir,
   scrapeApiServerMetrics,
   startControlPlane,
   startFakeNodes,
+  startRealNodeCluster,
   startService,
   startWebhook,
   waitFor,
@@ -53,6 +60,7 @@ import { type BenchResults, mergeResults } from './results.js';
 import { installSandboxPodPolicy, runSandboxPodsBench } from './sandbox-pods.js';
 import { runOperatorScale, runWebhookScale } from './scale.js';
 import { runPolicyScale } from './scale-policy.js';
+import { RUNC_RUNTIME_CLASS, runStrengthBench } from './strength.js';
 import { reviewBody, runWebhookLoad } from './webhook-bench.js';
 
 const log = (line: string): void => {
@@ -172,6 +180,12 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       { rounds: cfg.rounds, containers: [1, 10, 100], tolerations: [0, 10, 50], timeMs: cfg.patchTimeMs },
       log,
     );
+  });
+
+  await section('strength', async () => {
+    const measured = await measureStrength(cfg);
+    results.strength = measured.result;
+    results.versions = { ...results.versions, kubernetes: results.versions.kubernetes ?? measured.kubernetes };
   });
 
   const clusterSections: Section[] = [
@@ -391,6 +405,48 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     await cp.stop();
   }
   return finish(results, started);
+}
+
+/**
+ * §7: a real node of its own (the e2e harness, as the e2e suites start it) with the upstream Agent
+ * Sandbox controller and a `runc` RuntimeClass beside the harness's `gvisor`; stopped (host
+ * restored) whatever happens.
+ */
+async function measureStrength(
+  cfg: BenchConfig,
+): Promise<{ result: NonNullable<BenchResults['strength']>; kubernetes?: string }> {
+  log('starting a real node (kubelet, containerd with runc and runsc) for the strength section');
+  const cluster = await startRealNodeCluster({ log: (m) => log(`[real-node] ${m}`) });
+  let failed = true;
+  const api = await RawApi.connect(cluster.cp.kc, 4);
+  try {
+    await installAgentSandbox(cluster.cp.kc);
+    const client = KubernetesObjectApi.makeApiClient(cluster.cp.kc);
+    await client.create({
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      metadata: { name: RUNC_RUNTIME_CLASS.name },
+      handler: RUNC_RUNTIME_CLASS.handler,
+    } as KubernetesObject);
+    const namespace = await createTestNamespace(cluster.cp.kc, 'bench-strength');
+    const moduleDir = dirname(dirname(sandboxCrdsDir()));
+    const result = await runStrengthBench(
+      { kc: cluster.cp.kc, api, namespace, rounds: cfg.rounds, gvisorClass: RUNSC_RUNTIME_CLASS },
+      {
+        runtimeClasses: {
+          runc: { ...RUNC_RUNTIME_CLASS },
+          gvisor: { name: RUNSC_RUNTIME_CLASS, handler: RUNSC_HANDLER },
+        },
+        agentSandboxImage: agentSandboxImage(agentSandboxVersion(moduleDir)),
+      },
+      log,
+    );
+    failed = false;
+    return { result, kubernetes: (await versions(api)).kubernetes };
+  } finally {
+    api.close();
+    await cluster.stop({ failed });
+  }
 }
 
 const MiB = 1024 * 1024;

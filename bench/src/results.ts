@@ -8,6 +8,7 @@ import type { ProfileSummary } from './profile.js';
 import type { SandboxPodsResult } from './sandbox-pods.js';
 import type { OperatorScaleResult, WebhookScaleResult } from './scale.js';
 import type { PolicyScaleResult } from './scale-policy.js';
+import type { StrengthResult } from './strength.js';
 import type { WebhookLoadResult } from './webhook-bench.js';
 
 /** Everything one `make bench` measured; bench/results/latest.json; docs/benchmarks.md is rendered from it. */
@@ -38,6 +39,8 @@ export interface BenchResults {
   podCreate?: PodCreateResult;
   /** Pod CREATE in a namespace governed by a sandbox policy (its Pod rule), against a plain one. */
   sandboxPods?: SandboxPodsResult;
+  /** The cost of strength on the real node: Pod startup and Sandbox CREATE → Ready, runc vs runsc. */
+  strength?: StrengthResult;
   chart?: ChartComplexityResult;
   scaleWebhook?: WebhookScaleResult;
   scalePolicy?: PolicyScaleResult;
@@ -71,6 +74,7 @@ export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResu
   'scale-webhook': ['scaleWebhook'],
   'scale-policy': ['scalePolicy'],
   'sandbox-pods': ['sandboxPods'],
+  strength: ['strength'],
 };
 
 /**

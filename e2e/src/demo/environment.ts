@@ -26,7 +26,7 @@ const run = promisify(execFile);
 
 /**
  * Where the demo runs its services:
- * - `real-node`: node-a is a real node (kubelet, containerd, runc; e2e/README.md "A real node")
+ * - `real-node`: node-a is a real node (kubelet, containerd with runc and gVisor's runsc; e2e/README.md "A real node")
  *   and the chart is installed with helm: the webhook and the operator run as Pods on node-a from
  *   the images `make images` built, and the tenant's Pods really run there;
  * - `fake-nodes`: all three nodes are fake (Pods are bound, never run) and the services run as

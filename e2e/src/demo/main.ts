@@ -16,7 +16,7 @@ const USAGE = `usage: make demo [ARGS="--keep --fake-nodes"] [KEEP=1]
        node e2e/dist/demo/main.js [--keep] [--fake-nodes]
 
 Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler (temp dir) and, where the
-machine can run one (root, overlayfs, cgroups), a real node node-a (kubelet, containerd, runc) with
+machine can run one (root, overlayfs, cgroups), a real node node-a (kubelet, containerd with runc and gVisor's runsc) with
 fake nodes node-b and node-c, and installs the Helm chart with helm: the webhook and the operator
 run as Pods on node-a. Elsewhere (or with --fake-nodes) all three nodes are fake and the webhook
 and the operator run as processes. Then it walks the demo steps of both design documents (node

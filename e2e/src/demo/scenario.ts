@@ -291,7 +291,7 @@ export class Scenario {
         r.step(
           'S1',
           this.realNode
-            ? `Start a control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and join the real node ${REAL_NODE} (kubelet, containerd, runc, CNI, kube-proxy; the images of \`make images\` imported)`
+            ? `Start a control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and join the real node ${REAL_NODE} (kubelet, containerd with runc and gVisor's runsc, CNI, kube-proxy; the images of \`make images\` imported)`
             : 'Start a control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler',
           'setup',
           async () => {
