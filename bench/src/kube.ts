@@ -4,7 +4,7 @@
  * measured latency is the API server's. @kubernetes/client-node is used for everything untimed.
  */
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 
 export interface ApiResponse {
   status: number;
@@ -94,4 +94,14 @@ export async function forEachConcurrent(
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+}
+
+/** Creates the RuntimeClass `name` with `handler`, as a platform team would. */
+export async function createRuntimeClass(kc: KubeConfig, rc: { name: string; handler: string }): Promise<void> {
+  await KubernetesObjectApi.makeApiClient(kc).create({
+    apiVersion: 'node.k8s.io/v1',
+    kind: 'RuntimeClass',
+    metadata: { name: rc.name },
+    handler: rc.handler,
+  } as KubernetesObject);
 }

@@ -45,7 +45,7 @@ import {
 } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
 import { type BenchConfig, loadConfig, type Section, WEBHOOK_DOCKERFILE } from './config.js';
-import { RawApi } from './kube.js';
+import { createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
 import { runPatchBench } from './patch-bench.js';
@@ -421,13 +421,7 @@ async function measureStrength(
   const api = await RawApi.connect(cluster.cp.kc, 4);
   try {
     await installAgentSandbox(cluster.cp.kc);
-    const client = KubernetesObjectApi.makeApiClient(cluster.cp.kc);
-    await client.create({
-      apiVersion: 'node.k8s.io/v1',
-      kind: 'RuntimeClass',
-      metadata: { name: RUNC_RUNTIME_CLASS.name },
-      handler: RUNC_RUNTIME_CLASS.handler,
-    } as KubernetesObject);
+    await createRuntimeClass(cluster.cp.kc, RUNC_RUNTIME_CLASS);
     const namespace = await createTestNamespace(cluster.cp.kc, 'bench-strength');
     const moduleDir = dirname(dirname(sandboxCrdsDir()));
     const result = await runStrengthBench(

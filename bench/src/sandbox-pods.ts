@@ -16,17 +16,18 @@
  * does the same work in all three; h's Pods differ from g's only by the label.
  */
 import { waitFor } from '@kubeplus-isolation/e2e';
+import { ADOPTABLE_LABEL } from '@kubeplus-isolation/operator/dist/desired/agent-sandbox.js';
 import { desiredSandboxPolicy } from '@kubeplus-isolation/operator/dist/desired/sandbox-policy.js';
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
-import type { RawApi } from './kube.js';
+import { createRuntimeClass, type RawApi } from './kube.js';
 import { type BlockStats, createPods, podBody, roundRatio, runRounds } from './pod-create.js';
 import { type Summary, summarize } from './stats.js';
 
+/** The label h's Pods carry (the operator's): one that lets the Agent Sandbox controller adopt a Pod. */
+export { ADOPTABLE_LABEL };
+
 export type SandboxPodSetup = 'a' | 'g' | 'h';
 export const SANDBOX_POD_SETUPS: readonly SandboxPodSetup[] = ['a', 'g', 'h'];
-
-/** The label h's Pods carry: one that lets the Agent Sandbox controller adopt a Pod. */
-export const ADOPTABLE_LABEL = 'agents.x-k8s.io/adoptable';
 
 /** The platform RuntimeClass every setup's Pods name: no ownership markers, handler kata (meets the minimum). */
 export const PLATFORM_RUNTIME_CLASS = { name: 'bench-kata', handler: 'kata' } as const;
@@ -213,12 +214,7 @@ export async function installSandboxPodPolicy(
 ): Promise<Pick<SandboxPodsResult, 'policy' | 'checks'>> {
   const client = KubernetesObjectApi.makeApiClient(kc);
   const desired = benchSandboxPolicy(namespace);
-  await client.create({
-    apiVersion: 'node.k8s.io/v1',
-    kind: 'RuntimeClass',
-    metadata: { name: PLATFORM_RUNTIME_CLASS.name },
-    handler: PLATFORM_RUNTIME_CLASS.handler,
-  } as KubernetesObject);
+  await createRuntimeClass(kc, PLATFORM_RUNTIME_CLASS);
   for (const obj of desired.objects) await client.create(obj as unknown as KubernetesObject);
   const policy = desired.objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as
     | (KubernetesObject & { spec: { matchConditions: { name: string }[] } })
