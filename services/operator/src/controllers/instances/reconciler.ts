@@ -71,6 +71,7 @@ import {
 } from '../../desired/objects.js';
 import { isManaged, type MetaLike, ownerOf } from '../../desired/owner.js';
 import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
+import { ConditionWarnings } from './condition-warnings.js';
 
 export interface ReconcileResult {
   /** Reconcile again after this long even without a change (set after conflicts with other instances). */
@@ -117,6 +118,10 @@ export interface InstanceReconcilerOptions {
   levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
   /** Delay before retrying after a conflict with another instance (default 60 s). */
   conflictRequeueMs?: number;
+  /** How often a standing condition's Warning Event is recorded again while it holds (default 30 min). */
+  reannounceWarningsMs?: number;
+  /** The clock (tests). */
+  now?: () => number;
   /**
    * Write the NodeIsolation parameter of the admission-policy engine into every namespace this
    * instance node-isolates (`--node-isolation-engine` admission-policy or both). Default false.
@@ -173,6 +178,8 @@ export class InstanceReconciler {
   private readonly nodeIsolationParams: boolean;
   private readonly hooks: ReconcilerHooks;
   private readonly log: ReconcileLogger;
+  private readonly conditionWarnings: ConditionWarnings;
+  private readonly now: () => number;
 
   constructor(options: InstanceReconcilerOptions) {
     this.port = options.port;
@@ -183,6 +190,8 @@ export class InstanceReconciler {
     this.nodeIsolationParams = options.nodeIsolationParams ?? false;
     this.hooks = options.hooks ?? {};
     this.log = options.logger ?? NO_LOG;
+    this.conditionWarnings = new ConditionWarnings(options.reannounceWarningsMs);
+    this.now = options.now ?? Date.now;
   }
 
   /** Brings everything one instance owns to what its annotations ask for. */
@@ -197,6 +206,7 @@ export class InstanceReconciler {
     const instance = parsed.value;
     const hasFinalizer = instance.finalizers.includes(FINALIZER);
     if (instance.deletionTimestamp !== undefined) {
+      this.conditionWarnings.forget(instanceIdentity(instance));
       if (hasFinalizer) await this.finalize(instance);
       return {};
     }
@@ -505,6 +515,7 @@ export class InstanceReconciler {
   ): Promise<ReconcileResult> {
     const key = instanceKeyOf(instance);
     if (parsed === undefined || tenant === undefined) {
+      this.conditionWarnings.forget(instanceIdentity(instance));
       const types = sandboxManagedTypes(await this.port.servedMutatingPolicyVersion());
       // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
       const removed = await pruneOwned(this.port, instance, types, [], asksForIsolation(instance) ? {} : FRESH);
@@ -550,7 +561,10 @@ export class InstanceReconciler {
     }
     if (plan.runtimeClassConflict) this.hooks.conflict?.('RuntimeClass', key);
     if (plan.mutatingPolicyUnavailable) this.hooks.mutatingPolicyUnavailable?.(key);
-    for (const w of plan.warnings) this.warn(instance, w.reason, w.message);
+    // Standing conditions: announced when they appear, not at every resync (condition-warnings.ts).
+    for (const w of this.conditionWarnings.toAnnounce(instanceIdentity(instance), plan.warnings, this.now())) {
+      this.warn(instance, w.reason, w.message);
+    }
     let requeueAfterMs = plan.runtimeClassConflict ? this.conflictRequeueMs : undefined;
 
     const changed: string[] = [];

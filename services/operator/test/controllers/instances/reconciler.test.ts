@@ -207,6 +207,21 @@ describe('acceptance: enforce false (advisory)', () => {
     expect(cluster.events.find((e) => e.reason === 'MutatingAdmissionPolicyUnavailable')?.type).toBe('Warning');
     expect(unavailable).toEqual([key]);
   });
+
+  it('the standing warning is recorded once, not at every resync (a write each), and again after the re-announce interval', async () => {
+    cluster.mutatingVersion = undefined;
+    let now = 0;
+    const r = reconciler({ now: () => now, reannounceWarningsMs: 60_000 });
+    const key = teamA({ [SANDBOX]: KATA_ADVISORY });
+    const warned = (): number => cluster.events.filter((e) => e.reason === 'MutatingAdmissionPolicyUnavailable').length;
+    await r.reconcile(key);
+    for (now = 1_000; now < 60_000; now += 10_000) await r.reconcile(key); // resyncs
+    expect(warned()).toBe(1);
+    expect(unavailable).toHaveLength(7); // the metric still counts every reconcile
+    now = 60_000;
+    await r.reconcile(key);
+    expect(warned()).toBe(2);
+  });
 });
 
 describe('acceptance: changes are applied in place', () => {
