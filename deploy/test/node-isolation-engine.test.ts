@@ -36,6 +36,23 @@ const webhookObjects = (objects: K8sObject[]): string[] =>
     .map((o) => `${o.kind}/${o.metadata.name}`);
 
 describe('global.nodeIsolation.engine', () => {
+  test('admissionPolicy and both need Kubernetes 1.36 (MutatingAdmissionPolicy v1): older clusters get the reason, not helm\'s "no matches for kind"', async () => {
+    for (const name of ['admissionPolicy', 'both']) {
+      for (const version of ['1.30.14', '1.35.4']) {
+        expect(await renderError(engine(name), { args: ['--kube-version', version] })).toContain(
+          `global.nodeIsolation.engine=${name} needs MutatingAdmissionPolicy admissionregistration.k8s.io/v1 (Kubernetes 1.36 or later), which this cluster (Kubernetes v${version}) does not serve: use engine webhook (the default) on this cluster`,
+        );
+      }
+      expect(
+        byKind(await render(engine(name), { args: ['--kube-version', '1.36.0'] }), 'MutatingAdmissionPolicy'),
+      ).toHaveLength(1);
+    }
+    // The default engine renders on the oldest supported minor.
+    expect(
+      byKind(await render({}, { args: ['--kube-version', '1.30.0'] }), 'MutatingWebhookConfiguration'),
+    ).toHaveLength(1);
+  });
+
   test('webhook (the default): the webhook, no policy engine, no NodeIsolation rights', async () => {
     for (const objects of [await render(), await render(engine('webhook'))]) {
       expect(byKind(objects, 'MutatingWebhookConfiguration')).toHaveLength(1);
