@@ -12,7 +12,8 @@
  *   running one; each run stops with a Pod running inside gVisor (runsc) on the node, so runsc's
  *   mounts (its null-netns bind mount), cgroups, processes and files are covered too.
  */
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -25,6 +26,7 @@ import {
   type RealNodeCluster,
   repoRoot,
   resolveNodeAssets,
+  sysctlRecordPath,
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -153,8 +155,38 @@ describe('a real node, contained', () => {
  * A child process runs a real node, reports it Ready, and is sent `signal`: the host must end up
  * as it was before. Returns how the child exited.
  */
+/** Every live descendant of `pid` (children before grandchildren), read from /proc. */
+function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    for (const [child, parent] of parentOf) {
+      if (parent === p) {
+        out.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/**
+ * Starts a real node (a Pod inside gVisor on it) in a child process, snapshots the host, interrupts
+ * the child (`interrupt`: a signal to the child alone, or any other way) and, once `settle` returns,
+ * expects the host as it was before.
+ */
 async function interruptNodeRun(
-  signal: NodeJS.Signals,
+  interrupt: NodeJS.Signals | ((child: ChildProcess) => void),
   settle: (check: () => boolean) => Promise<void>,
 ): Promise<NodeJS.Signals | number | null> {
   const nft = join(await resolveNodeAssets(), 'nft');
@@ -193,7 +225,8 @@ async function interruptNodeRun(
   const own = { slot: Number(slot), dir: dir ?? '' };
   expect(hostState(nft, own)).not.toEqual(before); // a node really runs: the veth, the routes, the cgroups
   expect(gvisorProcesses()).not.toEqual([]); // and a Pod inside gVisor
-  child.kill(signal);
+  if (typeof interrupt === 'string') child.kill(interrupt);
+  else interrupt(child);
   const how = await exited;
   const restored = (): boolean => {
     const [a, b] = comparableHostStates(before, hostState(nft, own));
@@ -222,5 +255,41 @@ describe('a SIGKILL while a real node runs', () => {
       });
     });
     expect(how).toBe('SIGKILL');
+  });
+});
+
+describe('a SIGKILL of a whole run, its watchdogs too', () => {
+  test('leaves traces that the next run (make clean-node) removes: processes, gVisor, cgroups, veth, sysctls, temp dirs', async () => {
+    // As a CI timeout or `kill -9` of the process tree does: the child, the control plane, the
+    // node's holder, containerd, kubelet and both watchdogs die at once; nothing of the run is left
+    // to clean up, and the shims and gVisor's sandboxes (reparented away) keep running.
+    let leftBehind = '';
+    const how = await interruptNodeRun(
+      (child) => {
+        for (const pid of [child.pid ?? 0, ...descendants(child.pid ?? 0)].filter((p) => p > 0)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // exited meanwhile
+          }
+        }
+      },
+      async (restored) => {
+        // Past the watchdogs' 500 ms period: had one survived, it would have cleaned up by now.
+        await new Promise((r) => setTimeout(r, 3_000));
+        expect(restored()).toBe(false);
+        leftBehind = [
+          ...gvisorProcesses(),
+          ...readdirSync('/sys/class/net').filter((l) => /^kpin\d+$/.test(l)),
+          ...readdirSync('/tmp').filter((e) => e.startsWith('kubeplus-node-') || e === sysctlRecordPath().slice(5)),
+        ].join(', ');
+        const { stdout } = await run(process.execPath, [join(repoRoot(), 'e2e', 'dist', 'clean-node', 'main.js')]);
+        expect(stdout).toMatch(/removed what dead runs left: real node \S+kubeplus-node-/);
+        expect(stdout).toMatch(/control plane \S+kubeplus-e2e-/);
+      },
+    );
+    expect(how).toBe('SIGKILL');
+    expect(leftBehind).toMatch(/runsc|containerd-shim-runsc-v1/); // the run really left gVisor running
+    expect(gvisorProcesses()).toEqual([]);
   });
 });

@@ -18,6 +18,8 @@ export interface ClusterState {
   logDir: string;
   ports: ClusterPorts;
   assetsDir: string;
+  /** The API server's version (gitVersion of /version, e.g. v1.30.14). */
+  kubernetesVersion: string;
   nodeMonitorGracePeriodSeconds: number;
   extraAdmissionPlugins: string[];
   /** Milliseconds from startControlPlane() to a usable cluster, and per phase. */

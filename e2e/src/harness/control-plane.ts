@@ -16,6 +16,7 @@ import {
   etcdArgs,
   schedulerArgs,
 } from './components.js';
+import { describeSweep, sweepDeadRuns } from './dead-runs.js';
 import { httpGet, type ProbeTls } from './http-probe.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import { type CertAndKey, CertificateAuthority, generateServiceAccountKeyPair } from './pki.js';
@@ -30,6 +31,7 @@ import {
   tailFile,
 } from './process.js';
 import { killTrackedGroups, REAPER_PID_FILE, startReaper } from './reaper.js';
+import { OWNER_FILE, writeOwner } from './run-owner.js';
 import { FatalWaitError, waitFor } from './wait.js';
 
 export interface ControlPlaneOptions {
@@ -196,7 +198,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const log = opts.log ?? ((): void => {});
   const keepTmpOnFailure = opts.keepTmpOnFailure ?? keepTmpFromEnv();
   const assets = opts.assets ?? (await resolveAssets(CONTROL_PLANE_BINARIES));
+  // What runs SIGKILLed with their watchdogs left behind goes first (dead-runs.ts).
+  const swept = describeSweep(sweepDeadRuns({ tmp: opts.tmpRoot ?? tmpdir() }));
+  if (swept !== '') log(swept);
   const dir = mkdtempSync(join(opts.tmpRoot ?? tmpdir(), 'kubeplus-e2e-'));
+  writeOwner(join(dir, OWNER_FILE));
   const settings: ComponentSettings = {
     extraAdmissionPlugins: opts.extraAdmissionPlugins ?? [],
     nodeMonitorGracePeriodSeconds: opts.nodeMonitorGracePeriodSeconds ?? 40,
@@ -244,6 +250,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       reaper.dismiss();
       removeInterruptCleanup();
       if (!(failed && keepTmpOnFailure)) rmSync(dir, { recursive: true, force: true });
+      // Kept on purpose (KEEP_E2E_TMP=1): no longer a run's, so no later sweep removes it.
+      else rmSync(join(dir, OWNER_FILE), { force: true });
     }
   };
 
@@ -302,7 +310,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         const apiserver = launch('kube-apiserver', assets['kube-apiserver'], apiServerArgs(layout, settings));
         await waitHealthy(apiserver, `${server}/readyz`, tls);
         mark('kube-apiserver', t);
-        log(`kube-apiserver ready at ${server}`);
+        const kubernetesVersion = await serverVersion(server, tls);
+        log(`kube-apiserver ${kubernetesVersion} ready at ${server}`);
 
         t = performance.now();
         const kcm = launch(
@@ -328,6 +337,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           logDir: layout.logDir,
           ports: layout.ports,
           assetsDir: assets.dir,
+          kubernetesVersion,
           nodeMonitorGracePeriodSeconds: settings.nodeMonitorGracePeriodSeconds,
           extraAdmissionPlugins: [...settings.extraAdmissionPlugins],
           timings,
@@ -395,4 +405,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const kept = keepTmpOnFailure ? ` (kept ${dir})` : ' (set KEEP_E2E_TMP=1 to keep its temp dir)';
     throw new Error(`control plane failed to start${kept}: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** The API server's gitVersion (GET /version), e.g. v1.30.14. */
+async function serverVersion(server: string, tls: ProbeTls): Promise<string> {
+  const res = await httpGet(`${server}/version`, tls);
+  const version = res.status === 200 ? (JSON.parse(res.body) as { gitVersion?: unknown }).gitVersion : undefined;
+  if (typeof version !== 'string') throw new Error(`GET ${server}/version answered ${res.status}: ${res.body}`);
+  return version;
 }

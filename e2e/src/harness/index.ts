@@ -40,6 +40,7 @@ export {
   instanceKindCrd,
   loadCrds,
 } from './crds.js';
+export { describeSweep, type SweepReport, sweepDeadRuns } from './dead-runs.js';
 export {
   FAKE_NODE_LABEL,
   type FakeNodeOptions,
@@ -50,6 +51,17 @@ export {
 } from './fake-nodes.js';
 export { appVersion, imageArchives, type ProjectService, projectImage } from './images.js';
 export { kubeconfigYaml, loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
+export {
+  compareMinors,
+  FLOOR_MINOR,
+  MUTATING_POLICY_BETA_ARGS,
+  minorOf,
+  nodeMinor,
+  type PolicyApiSupport,
+  policyApiSupport,
+  requestedMinor,
+  servedPolicyApis,
+} from './kubernetes-versions.js';
 export {
   type MetricSample,
   parsePrometheusText,
@@ -66,6 +78,7 @@ export { instancePolicyName, legacyInstancePolicyName, type PolicyRole } from '.
 export { freePorts } from './ports.js';
 export { describeExit, type ManagedProcess, type ProcessExit } from './process.js';
 export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
+export { ownerAlive, processStartTime, type RunOwner, readOwner, runOwner } from './run-owner.js';
 export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
 export { writeServiceAccountKubeconfig } from './service-accounts.js';
 export {

@@ -32,6 +32,7 @@ const timer = setInterval(() => {
   setTimeout(() => {
     signalAll(pids, 'SIGKILL');
     if (keep !== '1') { try { fs.rmSync(tmpDir, { recursive: true, force: true }); } catch {} }
+    else { try { fs.rmSync(tmpDir + '/owner.json', { force: true }); } catch {} }
     process.exit(0);
   }, 3000);
 }, 500);

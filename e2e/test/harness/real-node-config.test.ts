@@ -115,6 +115,31 @@ describe('the rendered configuration', () => {
     expect(yaml).toContain('masqueradeAll: true');
     expect(yaml).toContain('maxPerCore: 0');
     expect(yaml).toContain('clusterCIDR: 10.203.0.0/24');
+    expect(yaml).not.toContain('featureGates');
+  });
+
+  test('an older minor (the version matrix) gets only what its kubelet and kube-proxy know and need', () => {
+    const old = nodeLayout(
+      '/tmp/kubeplus-node-x',
+      '/cache/bin',
+      nodeNetwork(3),
+      '/tmp/cp/pki/ca.crt',
+      undefined,
+      '1.30',
+    );
+    // failCgroupV1 appeared in 1.31 (v1 is simply supported before); nftables mode was alpha before 1.31.
+    expect(kubeletConfig(old)).not.toContain('failCgroupV1');
+    expect(kubeProxyConfig(old)).toContain('featureGates:\n  NFTablesProxyMode: true\n');
+    const beta = nodeLayout(
+      '/tmp/kubeplus-node-x',
+      '/cache/bin',
+      nodeNetwork(3),
+      '/tmp/cp/pki/ca.crt',
+      undefined,
+      '1.31',
+    );
+    expect(kubeletConfig(beta)).toContain('failCgroupV1: false');
+    expect(kubeProxyConfig(beta)).not.toContain('featureGates');
   });
 });
 

@@ -11,6 +11,8 @@ export interface NodeLayout {
   binDir: string;
   nodeName: string;
   network: NodeNetwork;
+  /** kubelet's and kube-proxy's minor (the control plane's: a kubelet is never newer), e.g. 1.30. */
+  kubernetesMinor: string;
   /** kubelet's cgroupRoot, the same path in every hierarchy (cgroups.ts). */
   cgroupRoot: string;
   /** The Pod sandbox image, imported before kubelet starts (pinned: never pulled, never collected). */
@@ -44,12 +46,14 @@ export function nodeLayout(
   network: NodeNetwork,
   clientCaFile: string,
   nodeName = `kubeplus-node-${network.slot}`,
+  kubernetesMinor = '1.36',
 ): NodeLayout {
   return {
     dir,
     binDir,
     nodeName,
     network,
+    kubernetesMinor,
     cgroupRoot: `/kubeplus-isolation-node-${network.slot}`,
     pauseImage: 'kubeplus-isolation.local/pause:1',
     containerdRoot: join(dir, 'containerd', 'root'),
@@ -75,6 +79,8 @@ export function nodeLayout(
 }
 
 const q = (s: string): string => JSON.stringify(s);
+/** `minor` (1.x) is 1.`at` or later. */
+const atLeast = (minor: string, at: number): boolean => Number(minor.split('.')[1]) >= at;
 
 export function containerdConfig(l: NodeLayout): string {
   const runtime = "plugins.'io.containerd.cri.v1.runtime'";
@@ -186,9 +192,11 @@ export function cniConflist(l: NodeLayout): string {
 export function kubeletConfig(l: NodeLayout): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# This machine kind has cgroup v1 (hybrid); kubelet 1.36 refuses v1 unless told otherwise.
-failCgroupV1: false
-cgroupDriver: cgroupfs
+${
+  atLeast(l.kubernetesMinor, 31)
+    ? '# This machine kind has cgroup v1 (hybrid); kubelet 1.36 refuses v1 unless told otherwise (1.31+).\nfailCgroupV1: false\n'
+    : ''
+}cgroupDriver: cgroupfs
 cgroupRoot: ${l.cgroupRoot}
 containerRuntimeEndpoint: unix://${l.containerdSocket}
 address: ${l.network.nodeIp}
@@ -232,7 +240,11 @@ export function kubeProxyConfig(l: NodeLayout): string {
   return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
-clientConnection:
+${
+  atLeast(l.kubernetesMinor, 31)
+    ? ''
+    : '# nftables mode is alpha before 1.31 (beta, on by default, in 1.31; GA in 1.33).\nfeatureGates:\n  NFTablesProxyMode: true\n'
+}clientConnection:
   kubeconfig: ${l.kubeProxyKubeconfig}
 hostnameOverride: ${l.nodeName}
 bindAddress: ${l.network.nodeIp}

@@ -2,8 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ownerAlive } from '../run-owner.js';
 import { cgroupHierarchies } from './cgroups.js';
 import { KUBELET_SYSCTLS, sysctlHolders, sysctlRecordPath } from './host-sysctls.js';
+import { NODE_RUNS_DIR, readNodeRunRecords } from './run-record.js';
 
 /**
  * What a real node could leave behind on the host, read from the host's namespaces: the test that
@@ -131,6 +133,11 @@ export function hostState(nft?: string, own?: OwnRun): HostState {
         (e) => e.startsWith('kubeplus-node-') && own !== undefined && join(tmpdir(), e) === own.dir,
       ),
       ...(existsSync(sysctlRecordPath()) && !othersHoldSysctls ? [sysctlRecordPath()] : []),
+      // The machine-wide dir of node run records: removed with the last record (another run's keeps it).
+      ...(existsSync(NODE_RUNS_DIR) &&
+      !readNodeRunRecords().some((r) => r.owner.pid !== process.pid && ownerAlive(r.owner))
+        ? [NODE_RUNS_DIR]
+        : []),
     ].sort(),
     gvisorProcesses: gvisorProcesses(),
   };

@@ -120,3 +120,17 @@ export function releaseKubeletSysctls(pid = process.pid): void {
     rmSync(sysctlRecordPath(), { force: true });
   });
 }
+
+/**
+ * Writes back a record whose holders have all died (runs SIGKILLed with their watchdogs) and
+ * removes it; a record with a live holder is left alone. True when something was restored.
+ */
+export function restoreAbandonedSysctls(): boolean {
+  return withLock(() => {
+    const record = load();
+    if (!record || record.holders.some(alive)) return false;
+    writeSysctls(record.originals);
+    rmSync(sysctlRecordPath(), { force: true });
+    return true;
+  });
+}

@@ -19,3 +19,4 @@ export {
   resolveNodeAssets,
   startRealNodeCluster,
 } from './real-node.js';
+export { NODE_RUNS_DIR, type NodeRunRecord, readNodeRunRecords, writeNodeRunRecord } from './run-record.js';

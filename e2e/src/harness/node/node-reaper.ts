@@ -16,9 +16,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../repo.js';
+import type { RunOwner } from '../run-owner.js';
 import { removeCgroupRoot } from './cgroups.js';
 import { releaseKubeletSysctls } from './host-sysctls.js';
 import { killNodeNamespace, type NodeNamespaceRef } from './namespace.js';
+import { removeNodeRunRecord } from './run-record.js';
 
 export const NODE_REAPER_MARKER = 'node-reaper.armed';
 
@@ -27,6 +30,8 @@ export interface NodeReaperSpec {
   parentPid: number;
   namespace: NodeNamespaceRef;
   cgroupRoot: string;
+  /** The run's record (run-record.ts), removed once the node is torn down. */
+  owner: RunOwner;
   /** The node's dir (holds the marker file); removed unless `keepDir`. */
   dir: string;
   keepDir: boolean;
@@ -36,12 +41,26 @@ export interface NodeReaperSpec {
 export function armNodeReaper(spec: NodeReaperSpec): () => void {
   const marker = join(spec.dir, NODE_REAPER_MARKER);
   writeFileSync(marker, `${spec.parentPid}\n`);
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), JSON.stringify(spec)], {
+  const child = spawn(process.execPath, [watchdogEntry(), JSON.stringify(spec)], {
     detached: true,
     stdio: 'ignore',
   });
   child.unref();
   return () => rmSync(marker, { force: true });
+}
+
+/**
+ * The file the watchdog process runs: this module, built. Under jest the harness runs from its
+ * TypeScript sources, which plain `node` cannot run (their imports name the built .js files), so
+ * the watchdog then runs e2e/dist's copy (`make build`, which every e2e target does first); before
+ * this, a jest suite's watchdog died at once and a SIGKILLed suite left its node behind.
+ */
+export function watchdogEntry(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.js')) return here;
+  const built = join(repoRoot(), 'e2e', 'dist', 'harness', 'node', 'node-reaper.js');
+  if (!existsSync(built)) throw new Error(`${built} is missing: run \`make build\` (the real node's watchdog runs it)`);
+  return built;
 }
 
 function alive(pid: number): boolean {
@@ -59,6 +78,7 @@ export function reapNode(spec: NodeReaperSpec): void {
   killNodeNamespace(spec.namespace);
   removeCgroupRoot(spec.cgroupRoot);
   releaseKubeletSysctls(spec.parentPid);
+  removeNodeRunRecord(spec.owner);
   if (!spec.keepDir) rmSync(spec.dir, { recursive: true, force: true });
 }
 

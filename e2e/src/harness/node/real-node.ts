@@ -6,8 +6,11 @@ import { promisify } from 'node:util';
 import { CoreV1Api, NodeV1Api } from '@kubernetes/client-node';
 import { logReport } from '../cluster.js';
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from '../control-plane.js';
+import { describeSweep, sweepDeadRuns } from '../dead-runs.js';
+import { minorOf } from '../kubernetes-versions.js';
 import { type ManagedProcess, onInterrupt, startProcess, tailFile } from '../process.js';
 import { repoRoot } from '../repo.js';
+import { runOwner } from '../run-owner.js';
 import { FatalWaitError, waitFor } from '../wait.js';
 import { createCgroupRoot, removeCgroupRoot } from './cgroups.js';
 import {
@@ -25,6 +28,7 @@ import { holdKubeletSysctls, releaseKubeletSysctls } from './host-sysctls.js';
 import { createNodeNamespace, type NodeNamespace, processesInMountNamespace } from './namespace.js';
 import { armNodeReaper } from './node-reaper.js';
 import { assertRealNodeSupported } from './preflight.js';
+import { removeNodeRunRecord, writeNodeRunRecord } from './run-record.js';
 
 const execFile = promisify(execFileCb);
 
@@ -120,7 +124,11 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
   const keepTmpOnFailure = opts.keepTmpOnFailure ?? process.env.KEEP_E2E_TMP === '1';
   assertRealNodeSupported();
   const binDir = await resolveNodeAssets();
+  const swept = describeSweep(sweepDeadRuns());
+  if (swept !== '') log(swept);
   const dir = mkdtempSync(join(tmpdir(), 'kubeplus-node-'));
+  const owner = runOwner();
+  writeNodeRunRecord({ owner, dir });
   const logDir = join(dir, 'logs');
   mkdirSync(logDir, { recursive: true });
 
@@ -139,6 +147,7 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
     ns?.killAll();
     if (layout) problems.push(...removeCgroupRoot(layout.cgroupRoot).map((d) => `cgroup ${d} not removed`));
     releaseKubeletSysctls();
+    removeNodeRunRecord(owner);
     return problems;
   };
   let stopping: Promise<void> | undefined;
@@ -172,6 +181,7 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
       if (!keepTmpOnFailure) rmSync(dir, { recursive: true, force: true });
     });
     ns = await createNodeNamespace(dir, logDir);
+    writeNodeRunRecord({ owner, dir, namespace: ns.ref() });
     const { network } = ns;
     log(`node namespace ready: slot ${network.slot}, host ${network.hostIp} <-> node ${network.nodeIp}`);
     cp = await startControlPlane({
@@ -183,15 +193,24 @@ export async function startRealNodeCluster(opts: RealNodeOptions = {}): Promise<
         kubernetesServiceIp: network.kubernetesServiceIp,
       },
     });
-    const l = nodeLayout(dir, binDir, network, join(cp.dir, 'pki', 'ca.crt'), opts.nodeName);
+    const l = nodeLayout(
+      dir,
+      binDir,
+      network,
+      join(cp.dir, 'pki', 'ca.crt'),
+      opts.nodeName,
+      minorOf(cp.state.kubernetesVersion),
+    );
     layout = l;
     await writeNodeFiles(cp, l);
+    writeNodeRunRecord({ owner, dir, namespace: ns.ref(), cgroupRoot: l.cgroupRoot });
     createCgroupRoot(l.cgroupRoot);
     // From here on a SIGKILL of this process is covered too (node-reaper.ts).
     disarmReaper = armNodeReaper({
       parentPid: process.pid,
       namespace: ns.ref(),
       cgroupRoot: l.cgroupRoot,
+      owner,
       dir,
       keepDir: keepTmpOnFailure,
     });
