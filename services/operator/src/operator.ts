@@ -54,6 +54,7 @@ import {
 import { registerReportMetrics } from './controllers/compliance/report-metrics.js';
 import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './controllers/compliance/report-sources.js';
 import { NamespaceReporter, type ReportStore, type SandboxLister } from './controllers/compliance/reporter.js';
+import { ConditionWarnings } from './controllers/instances/condition-warnings.js';
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
   cachedOwner,
@@ -308,8 +309,12 @@ export function createOperator(deps: OperatorDeps): Operator {
     },
   );
   const reconcileLogger = logger.child({ component: 'reconciler' });
+  // One memo for every reconcile (a reconciler is made per call): standing conditions are
+  // announced when they appear, not at every resync.
+  const conditionWarnings = new ConditionWarnings();
   const reconcilerFor = (p: ClusterPort): InstanceReconciler =>
     new InstanceReconciler({
+      conditionWarnings,
       port: p,
       platformNamespace: config.platformNamespace,
       handlerLevels: config.handlerLevels,

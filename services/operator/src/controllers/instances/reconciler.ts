@@ -118,8 +118,11 @@ export interface InstanceReconcilerOptions {
   levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
   /** Delay before retrying after a conflict with another instance (default 60 s). */
   conflictRequeueMs?: number;
-  /** How often a standing condition's Warning Event is recorded again while it holds (default 30 min). */
-  reannounceWarningsMs?: number;
+  /**
+   * What was announced of standing conditions (condition-warnings.ts). The operator makes a
+   * reconciler per reconcile, so it passes one memo for all of them; default: a memo of its own.
+   */
+  conditionWarnings?: ConditionWarnings;
   /** The clock (tests). */
   now?: () => number;
   /**
@@ -190,7 +193,7 @@ export class InstanceReconciler {
     this.nodeIsolationParams = options.nodeIsolationParams ?? false;
     this.hooks = options.hooks ?? {};
     this.log = options.logger ?? NO_LOG;
-    this.conditionWarnings = new ConditionWarnings(options.reannounceWarningsMs);
+    this.conditionWarnings = options.conditionWarnings ?? new ConditionWarnings();
     this.now = options.now ?? Date.now;
   }
 

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
+import { ConditionWarnings } from '../../../src/controllers/instances/condition-warnings.js';
 import {
   type AnnotationName,
   type ConflictKind,
@@ -211,15 +212,17 @@ describe('acceptance: enforce false (advisory)', () => {
   it('the standing warning is recorded once, not at every resync (a write each), and again after the re-announce interval', async () => {
     cluster.mutatingVersion = undefined;
     let now = 0;
-    const r = reconciler({ now: () => now, reannounceWarningsMs: 60_000 });
+    // As the operator runs it: a new reconciler per reconcile, one memo shared by all.
+    const memo = new ConditionWarnings(60_000);
+    const r = (): InstanceReconciler => reconciler({ now: () => now, conditionWarnings: memo });
     const key = teamA({ [SANDBOX]: KATA_ADVISORY });
     const warned = (): number => cluster.events.filter((e) => e.reason === 'MutatingAdmissionPolicyUnavailable').length;
-    await r.reconcile(key);
-    for (now = 1_000; now < 60_000; now += 10_000) await r.reconcile(key); // resyncs
+    await r().reconcile(key);
+    for (now = 1_000; now < 60_000; now += 10_000) await r().reconcile(key); // resyncs
     expect(warned()).toBe(1);
     expect(unavailable).toHaveLength(7); // the metric still counts every reconcile
     now = 60_000;
-    await r.reconcile(key);
+    await r().reconcile(key);
     expect(warned()).toBe(2);
   });
 });
