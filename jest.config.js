@@ -1,6 +1,33 @@
 // One jest config for the monorepo. Projects: `unit` (fast, no cluster) and `e2e` (a real
 // kube-apiserver; see e2e/README.md). TypeScript is compiled by @swc/jest as ESM, so jest
 // runs with --experimental-vm-modules (see Makefile).
+import { readFileSync } from 'node:fs';
+
+// The suites that need the real node (e2e/README.md "A real node"), listed in
+// e2e/test/real-node-suites.json. Its kubelet is the newest pinned minor's and must never be newer
+// than its API server, so on an older control plane (KUBEPLUS_ISOLATION_K8S, the version matrix)
+// they are not run; e2e/test/global-setup.ts says so, and e2e/test/harness/suite-lists.test.ts fails
+// if a suite starting a real node is missing from the list.
+const REAL_NODE_SUITES = JSON.parse(readFileSync(new URL('./e2e/test/real-node-suites.json', import.meta.url), 'utf8'));
+const nodeMinor = /^\s*k8s\.io\/kubernetes v(\d+\.\d+)\./m.exec(
+  readFileSync(new URL('./e2e/components/k8s/go.mod', import.meta.url), 'utf8'),
+)?.[1];
+const requestedMinor = process.env.KUBEPLUS_ISOLATION_K8S || nodeMinor;
+const minorNumber = (m) => Number(m.split('.')[1]);
+// The chart's floor (Chart.yaml kubeVersion ">=1.30.0-0"): below it only the refusal is checked.
+const floorMinor = /^kubeVersion:\s*"?>=\s*(\d+\.\d+)/m.exec(
+  readFileSync(new URL('./deploy/kubeplus-isolation/Chart.yaml', import.meta.url), 'utf8'),
+)?.[1];
+const belowFloor = minorNumber(requestedMinor) < minorNumber(floorMinor);
+/**
+ * On an older minor (or with KUBEPLUS_ISOLATION_E2E_API_ONLY=1, `make test-matrix` on the newest),
+ * only the API-level suites run.
+ */
+const e2eIgnored =
+  requestedMinor === nodeMinor && process.env.KUBEPLUS_ISOLATION_E2E_API_ONLY !== '1'
+    ? []
+    : REAL_NODE_SUITES.map((f) => `<rootDir>/${f}`);
+
 const swc = [
   '@swc/jest',
   {
@@ -56,7 +83,8 @@ export default {
       // by the global setup; see e2e/README.md. Suites share it, so run them in band (--runInBand).
       ...base,
       displayName: 'e2e',
-      testMatch: ['<rootDir>/e2e/test/**/*.test.ts'],
+      testMatch: belowFloor ? ['<rootDir>/e2e/test/kubernetes-versions.test.ts'] : ['<rootDir>/e2e/test/**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...e2eIgnored],
       // Suites use the harness sources; global setup/teardown and the environment, which jest loads
       // outside its module registry, use the built package (e2e/dist).
       moduleNameMapper: { ...base.moduleNameMapper, '^@kubeplus-isolation/e2e$': '<rootDir>/e2e/src/harness/index.ts' },

@@ -91,7 +91,25 @@ gomod_replace_version() { # <go.mod> <module path>
     $1 == m && $2 == "=>" && $4 ~ /^v[0-9]/ { print $4; exit }' "$1"
 }
 
-k8s_version=$(gomod_version "$components/k8s/go.mod" k8s.io/kubernetes)
+# The real node's Kubernetes (kubelet, kube-proxy) and the default control plane: e2e/components/k8s.
+node_k8s_version=$(gomod_version "$components/k8s/go.mod" k8s.io/kubernetes)
+[[ $node_k8s_version =~ ^v1\.([0-9]+)\. ]] || die "unexpected k8s.io/kubernetes version $node_k8s_version"
+node_minor=1.${BASH_REMATCH[1]}
+# The version matrix (e2e/README.md "Kubernetes versions"): KUBEPLUS_ISOLATION_K8S=1.<minor> builds
+# the control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) and the
+# node's kubelet and kube-proxy (never newer than the API server) of that minor from
+# e2e/components/k8s-1.<minor> (written by pin-k8s-minor.sh); everything else (etcd, helm,
+# containerd, runc, CNI, gVisor, …) is the same for every minor.
+pinned_minors() { (cd "$components" && for d in k8s-1.*/go.mod; do [[ -f $d ]] && printf '%s ' "${d%%/*}"; done) | sed 's/k8s-//g'; }
+cp_module=k8s
+if [[ -n ${KUBEPLUS_ISOLATION_K8S:-} && ${KUBEPLUS_ISOLATION_K8S} != "$node_minor" ]]; then
+  [[ $KUBEPLUS_ISOLATION_K8S =~ ^1\.[0-9]+$ ]] ||
+    die "KUBEPLUS_ISOLATION_K8S=$KUBEPLUS_ISOLATION_K8S: expected a minor such as 1.30 (pinned: $(pinned_minors)$node_minor)"
+  [[ -f $components/k8s-$KUBEPLUS_ISOLATION_K8S/go.mod ]] ||
+    die "KUBEPLUS_ISOLATION_K8S=$KUBEPLUS_ISOLATION_K8S: no control plane is pinned for it (pinned: $(pinned_minors)$node_minor; e2e/scripts/pin-k8s-minor.sh adds one)"
+  cp_module=k8s-$KUBEPLUS_ISOLATION_K8S
+fi
+k8s_version=$(gomod_version "$components/$cp_module/go.mod" k8s.io/kubernetes)
 etcd_version=$(gomod_version "$components/etcd/go.mod" go.etcd.io/etcd/server/v3)
 helm_version=$(gomod_version "$components/helm/go.mod" helm.sh/helm/v3)
 containerd_version=$(gomod_version "$components/containerd/go.mod" github.com/containerd/containerd/v2)
@@ -107,11 +125,10 @@ k8s_major=${BASH_REMATCH[1]} k8s_minor=${BASH_REMATCH[2]} k8s_patch=${BASH_REMAT
 # The staging modules are tagged v0.<minor>.<patch> for kubernetes v1.<minor>.<patch>.
 staging_want="v0.${k8s_minor}.${k8s_patch}"
 for m in k8s.io/api k8s.io/apimachinery k8s.io/client-go k8s.io/component-base k8s.io/apiserver; do
-  got=$(gomod_replace_version "$components/k8s/go.mod" "$m")
+  got=$(gomod_replace_version "$components/$cp_module/go.mod" "$m")
   [[ "$got" == "$staging_want" ]] ||
-    die "$components/k8s/go.mod replaces $m with '${got:-nothing}', expected $staging_want to match k8s.io/kubernetes $k8s_version"
+    die "$components/$cp_module/go.mod replaces $m with '${got:-nothing}', expected $staging_want to match k8s.io/kubernetes $k8s_version"
 done
-
 cache=${KUBEPLUS_ISOLATION_CACHE:-$HOME/.cache/kubeplus-isolation}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd -P)
@@ -133,14 +150,14 @@ bin_dir=$cache/bin-$k8s_version
 
 # name|module dir|package|output dir  (module dir "-": assembled by a function below)
 targets=(
-  "kube-apiserver|k8s|k8s.io/kubernetes/cmd/kube-apiserver|$k8s_dir"
-  "kube-controller-manager|k8s|k8s.io/kubernetes/cmd/kube-controller-manager|$k8s_dir"
-  "kube-scheduler|k8s|k8s.io/kubernetes/cmd/kube-scheduler|$k8s_dir"
-  "kubectl|k8s|k8s.io/kubernetes/cmd/kubectl|$k8s_dir"
+  "kube-apiserver|$cp_module|k8s.io/kubernetes/cmd/kube-apiserver|$k8s_dir"
+  "kube-controller-manager|$cp_module|k8s.io/kubernetes/cmd/kube-controller-manager|$k8s_dir"
+  "kube-scheduler|$cp_module|k8s.io/kubernetes/cmd/kube-scheduler|$k8s_dir"
+  "kubectl|$cp_module|k8s.io/kubernetes/cmd/kubectl|$k8s_dir"
   "etcd|etcd|go.etcd.io/etcd/server/v3|$etcd_dir"
   "helm|helm|helm.sh/helm/v3/cmd/helm|$helm_dir"
-  "kubelet|k8s|k8s.io/kubernetes/cmd/kubelet|$k8s_dir"
-  "kube-proxy|k8s|k8s.io/kubernetes/cmd/kube-proxy|$k8s_dir"
+  "kubelet|$cp_module|k8s.io/kubernetes/cmd/kubelet|$k8s_dir"
+  "kube-proxy|$cp_module|k8s.io/kubernetes/cmd/kube-proxy|$k8s_dir"
   "containerd|containerd|github.com/containerd/containerd/v2/cmd/containerd|$containerd_dir"
   "containerd-shim-runc-v2|containerd|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|$containerd_dir"
   "ctr|containerd|github.com/containerd/containerd/v2/cmd/ctr|$containerd_dir"
@@ -213,13 +230,15 @@ build_date() { # <module dir> <module path>
 ldflags_for() { # <module dir>
   local x=() p
   case $1 in
-    k8s)
-      local date
-      date=$(build_date k8s k8s.io/kubernetes)
+    k8s | k8s-1.*)
+      local date v
+      date=$(build_date "$1" k8s.io/kubernetes)
+      v=$(gomod_version "$components/$1/go.mod" k8s.io/kubernetes)
+      [[ $v =~ ^v([0-9]+)\.([0-9]+)\. ]] || die "unexpected k8s.io/kubernetes version $v in $1/go.mod"
       for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-        x+=("-X $p.gitVersion=$k8s_version"
-            "-X $p.gitMajor=$k8s_major"
-            "-X $p.gitMinor=$k8s_minor"
+        x+=("-X $p.gitVersion=$v"
+            "-X $p.gitMajor=${BASH_REMATCH[1]}"
+            "-X $p.gitMinor=${BASH_REMATCH[2]}"
             "-X $p.gitTreeState=clean"
             "-X $p.buildDate=$date")
       done

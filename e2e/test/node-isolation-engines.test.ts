@@ -23,6 +23,7 @@ import {
   waitForPolicyResult,
   writeNodeIsolationParameter,
 } from './support/policy-engine.js';
+import { describeIf, POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY } from './support/versions.js';
 
 const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
 type NodeIsolationSpec = Parameters<typeof buildNodeIsolationPatch>[1];
@@ -85,65 +86,70 @@ function owned(pod: V1Pod): { nodeSelector: unknown; tolerations: unknown } {
   return { nodeSelector: pod.spec?.nodeSelector ?? null, tolerations: pod.spec?.tolerations ?? null };
 }
 
-describe('node isolation: the admission-policy engine applies exactly the webhook’s patch (real API server)', () => {
-  let cluster: Cluster;
-  let kc: KubeConfig;
-  let governed = '';
-  let plain = '';
-  let engine: PolicyEngine | undefined;
+describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
+  'node isolation: the admission-policy engine applies exactly the webhook’s patch (real API server)',
+  () => {
+    let cluster: Cluster;
+    let kc: KubeConfig;
+    let governed = '';
+    let plain = '';
+    let engine: PolicyEngine | undefined;
 
-  const dryRun = async (namespace: string, body: V1Pod): Promise<V1Pod> =>
-    kc.makeApiClient(CoreV1Api).createNamespacedPod({ namespace, body, dryRun: 'All' });
+    const dryRun = async (namespace: string, body: V1Pod): Promise<V1Pod> =>
+      kc.makeApiClient(CoreV1Api).createNamespacedPod({ namespace, body, dryRun: 'All' });
 
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    engine = await installPolicyEngine(kc);
-    expect(engine.objects.map((o) => o.kind).sort()).toEqual([
-      'CustomResourceDefinition',
-      'MutatingAdmissionPolicy',
-      'MutatingAdmissionPolicyBinding',
-      // The cap on a Pod's tolerations that bounds the policy's CEL cost (node-isolation-engine-cost.test.ts).
-      'ValidatingAdmissionPolicy',
-      'ValidatingAdmissionPolicyBinding',
-    ]);
-    governed = await createTestNamespace(kc, 'kpi-engine-policy', { labels: { [ENABLED_LABEL]: 'true' } });
-    plain = await createTestNamespace(kc, 'kpi-engine-plain');
-    await writeNodeIsolationParameter(kc, governed, MANDATE);
-    await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);
-  });
-
-  afterAll(async () => {
-    await Promise.all([governed, plain].filter(Boolean).map((ns) => deleteNamespace(kc, ns)));
-    await engine?.uninstall();
-  });
-
-  test('property: for generated Pods, the policy stores what the webhook’s patch stores', async () => {
-    let n = 0;
-    await fc.assert(
-      fc.asyncProperty(fields, async (f) => {
-        const name = `p-${n++}`;
-        const body = podBody(name, f);
-        const viaPolicy = owned(await dryRun(governed, structuredClone(body)));
-        // What the webhook receives: the Pod after the API server's built-in mutating plugins
-        // (DefaultTolerationSeconds appends its tolerations before any webhook or policy runs).
-        const seen = await dryRun(plain, structuredClone(body));
-        const patch = buildNodeIsolationPatch(structuredClone(seen), MANDATE);
-        const viaWebhook = owned(jsonpatch.applyPatch(structuredClone(seen), patch, true, false).newDocument as V1Pod);
-        expect(viaPolicy).toEqual(viaWebhook);
-      }),
-      { numRuns: 120, seed: 20261201, endOnFailure: true },
-    );
-  });
-
-  test('a Pod that already complies is stored unchanged; the policy is idempotent under reinvocation', async () => {
-    const compliant = podBody('compliant', {
-      nodeSelector: { ...MANDATE.nodeSelector, disk: 'ssd' },
-      tolerations: [{ key: 'other', operator: 'Exists', effect: 'NoSchedule' }, ...MANDATE.tolerations],
+    beforeAll(async () => {
+      cluster = await connectE2eCluster();
+      kc = cluster.kc;
+      engine = await installPolicyEngine(kc);
+      expect(engine.objects.map((o) => o.kind).sort()).toEqual([
+        'CustomResourceDefinition',
+        'MutatingAdmissionPolicy',
+        'MutatingAdmissionPolicyBinding',
+        // The cap on a Pod's tolerations that bounds the policy's CEL cost (node-isolation-engine-cost.test.ts).
+        'ValidatingAdmissionPolicy',
+        'ValidatingAdmissionPolicyBinding',
+      ]);
+      governed = await createTestNamespace(kc, 'kpi-engine-policy', { labels: { [ENABLED_LABEL]: 'true' } });
+      plain = await createTestNamespace(kc, 'kpi-engine-plain');
+      await writeNodeIsolationParameter(kc, governed, MANDATE);
+      await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);
     });
-    const stored = owned(await dryRun(governed, structuredClone(compliant)));
-    const reference = owned(await dryRun(plain, structuredClone(compliant)));
-    expect(stored).toEqual(reference);
-    expect(buildNodeIsolationPatch(compliant, MANDATE)).toEqual([]);
-  });
-});
+
+    afterAll(async () => {
+      await Promise.all([governed, plain].filter(Boolean).map((ns) => deleteNamespace(kc, ns)));
+      await engine?.uninstall();
+    });
+
+    test('property: for generated Pods, the policy stores what the webhook’s patch stores', async () => {
+      let n = 0;
+      await fc.assert(
+        fc.asyncProperty(fields, async (f) => {
+          const name = `p-${n++}`;
+          const body = podBody(name, f);
+          const viaPolicy = owned(await dryRun(governed, structuredClone(body)));
+          // What the webhook receives: the Pod after the API server's built-in mutating plugins
+          // (DefaultTolerationSeconds appends its tolerations before any webhook or policy runs).
+          const seen = await dryRun(plain, structuredClone(body));
+          const patch = buildNodeIsolationPatch(structuredClone(seen), MANDATE);
+          const viaWebhook = owned(
+            jsonpatch.applyPatch(structuredClone(seen), patch, true, false).newDocument as V1Pod,
+          );
+          expect(viaPolicy).toEqual(viaWebhook);
+        }),
+        { numRuns: 120, seed: 20261201, endOnFailure: true },
+      );
+    });
+
+    test('a Pod that already complies is stored unchanged; the policy is idempotent under reinvocation', async () => {
+      const compliant = podBody('compliant', {
+        nodeSelector: { ...MANDATE.nodeSelector, disk: 'ssd' },
+        tolerations: [{ key: 'other', operator: 'Exists', effect: 'NoSchedule' }, ...MANDATE.tolerations],
+      });
+      const stored = owned(await dryRun(governed, structuredClone(compliant)));
+      const reference = owned(await dryRun(plain, structuredClone(compliant)));
+      expect(stored).toEqual(reference);
+      expect(buildNodeIsolationPatch(compliant, MANDATE)).toEqual([]);
+    });
+  },
+);

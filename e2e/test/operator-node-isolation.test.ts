@@ -61,6 +61,7 @@ import {
   waitForNamespace,
 } from './support/operator.js';
 import { installPolicyEngine, NODE_ISOLATION_PARAMS, type PolicyEngine } from './support/policy-engine.js';
+import { describeIf, POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY } from './support/versions.js';
 
 const run = promisify(execFile);
 const PLATFORM_NAMESPACE = 'kubeplus';
@@ -106,264 +107,270 @@ const unisolated = (ns: V1Namespace | undefined): boolean =>
  */
 const ENGINES = ['webhook', 'admission-policy'] as const;
 
-describe.each(ENGINES)(
-  'operator: node isolation (seed 1) from instance annotations, on the real control plane (engine %s)',
-  (engine) => {
-    let cluster: Cluster;
-    let kc: KubeConfig;
-    let core: CoreV1Api;
-    let operator: TestOperator | undefined;
-    let webhook: RunningWebhook | undefined;
-    let policyEngine: PolicyEngine | undefined;
-    let nodes: FakeNodes | undefined;
-    let createdPlatformNamespace = false;
-    const pool = uniqueName('team-a-pool');
-    const otherPool = uniqueName('team-a-pool-v2');
-    const pinned = uniqueName('op-ni-pool-node');
-    const free = uniqueName('op-ni-free-node');
-    const webhookConfig = uniqueName('e2e-op-node-isolation');
-    const namespaces: string[] = [];
-    const tenantNamespace = async (prefix: string): Promise<string> => {
-      const ns = await createTestNamespace(kc, prefix);
-      namespaces.push(ns);
-      return ns;
-    };
+for (const engine of ENGINES) {
+  describeIf(engine === 'webhook' || POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
+    `operator: node isolation (seed 1) from instance annotations, on the real control plane (engine ${engine})`,
+    () => {
+      let cluster: Cluster;
+      let kc: KubeConfig;
+      let core: CoreV1Api;
+      let operator: TestOperator | undefined;
+      let webhook: RunningWebhook | undefined;
+      let policyEngine: PolicyEngine | undefined;
+      let nodes: FakeNodes | undefined;
+      let createdPlatformNamespace = false;
+      const pool = uniqueName('team-a-pool');
+      const otherPool = uniqueName('team-a-pool-v2');
+      const pinned = uniqueName('op-ni-pool-node');
+      const free = uniqueName('op-ni-free-node');
+      const webhookConfig = uniqueName('e2e-op-node-isolation');
+      const namespaces: string[] = [];
+      const tenantNamespace = async (prefix: string): Promise<string> => {
+        const ns = await createTestNamespace(kc, prefix);
+        namespaces.push(ns);
+        return ns;
+      };
 
-    beforeAll(async () => {
-      cluster = await connectE2eCluster();
-      kc = cluster.kc;
-      core = kc.makeApiClient(CoreV1Api);
-      await ensureAgentCrd(kc);
-      // Demo step 1: a tainted, labelled pool node, and an ordinary one any other Pod may use.
-      nodes = await startFakeNodes(kc, [pinned, free]);
-      await nodes.taint(pinned, { key: 'dedicated', value: pool, effect: 'NoSchedule' });
-      await nodes.label(pinned, { pool });
-      if (engine === 'webhook') {
-        webhook = await startWebhook(cluster);
-        await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig });
-      } else {
-        // Before the operator: its cache of NodeIsolation objects must sync before it is ready.
-        policyEngine = await installPolicyEngine(kc);
-      }
-      try {
-        await core.createNamespace({ body: { metadata: { name: PLATFORM_NAMESPACE } } });
-        createdPlatformNamespace = true;
-      } catch (error) {
-        if (!isApiStatus(error, 409)) throw error;
-      }
-      const leaseNamespace = await tenantNamespace('kpi-op-ni-system');
-      operator = await startTestOperator(cluster, {
-        name: 'op-ni',
-        leaseNamespace,
-        leaseName: uniqueName('op-ni-lease'),
-        extraArgs: [`--node-isolation-engine=${engine}`],
+      beforeAll(async () => {
+        cluster = await connectE2eCluster();
+        kc = cluster.kc;
+        core = kc.makeApiClient(CoreV1Api);
+        await ensureAgentCrd(kc);
+        // Demo step 1: a tainted, labelled pool node, and an ordinary one any other Pod may use.
+        nodes = await startFakeNodes(kc, [pinned, free]);
+        await nodes.taint(pinned, { key: 'dedicated', value: pool, effect: 'NoSchedule' });
+        await nodes.label(pinned, { pool });
+        if (engine === 'webhook') {
+          webhook = await startWebhook(cluster);
+          await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig });
+        } else {
+          // Before the operator: its cache of NodeIsolation objects must sync before it is ready.
+          policyEngine = await installPolicyEngine(kc);
+        }
+        try {
+          await core.createNamespace({ body: { metadata: { name: PLATFORM_NAMESPACE } } });
+          createdPlatformNamespace = true;
+        } catch (error) {
+          if (!isApiStatus(error, 409)) throw error;
+        }
+        const leaseNamespace = await tenantNamespace('kpi-op-ni-system');
+        operator = await startTestOperator(cluster, {
+          name: 'op-ni',
+          leaseNamespace,
+          leaseName: uniqueName('op-ni-lease'),
+          extraArgs: [`--node-isolation-engine=${engine}`],
+        });
       });
-    });
 
-    afterAll(async () => {
-      // While the operator still runs, so it releases (and cleans up after) every instance.
-      if (kc) await deleteAgentsAndCrd(kc);
-      await operator?.stop();
-      if (kc && webhook) await unregisterWebhook(kc, webhookConfig);
-      // In parallel: the namespace controller takes seconds per namespace.
-      await Promise.all(
-        [...namespaces, ...(createdPlatformNamespace ? [PLATFORM_NAMESPACE] : [])].map((ns) => deleteNamespace(kc, ns)),
-      );
-      await nodes?.stop();
-      await webhook?.stop();
-      await policyEngine?.uninstall();
-    });
-
-    test('an instance in its own namespace: the namespace gets the label and the canonical annotation, and its Pods land only on the pool node', async () => {
-      const ns = await tenantNamespace('kpi-op-ni-team-a');
-      const name = uniqueName('team-a-agent');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
-
-      // Demo step 3: the namespace carries both the label and the resolved annotation.
-      const labelled = await waitForNamespace(kc, ns, 'to be labelled and annotated by the operator', (n) =>
-        isolated(n, pool),
-      );
-      expect(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBe(canonical(pool));
-      expect(labelled?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${AGENT.group}/${AGENT.kind}/${ns}/${name}`);
-      // Not created by the operator: it never claims the namespace as its own (so it never deletes it).
-      expect(labelled?.metadata?.annotations?.[CREATED_FOR_ANNOTATION]).toBeUndefined();
-      expect((await getAgent(kc, ns, name))?.metadata.finalizers).toContain(FINALIZER);
-      await waitForEvent(kc, ns, name, 'NodeIsolationApplied');
-      if (engine === 'admission-policy') {
-        // The policy's parameter, beside the label: the same canonical spec.
-        const param = (await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
-          group: NODE_ISOLATION_PARAMS.group,
-          version: NODE_ISOLATION_PARAMS.version,
-          plural: NODE_ISOLATION_PARAMS.plural,
-          namespace: ns,
-          name: NODE_ISOLATION_PARAMS.name,
-        })) as { spec: unknown };
-        expect(param.spec).toEqual(JSON.parse(canonical(pool)));
-      }
-
-      // Demo step 4: a Pod that declares no placement gets the mandate and is bound to the pool node.
-      await waitForWebhookActive(kc, ns, { pool });
-      await core.createNamespacedPod({ namespace: ns, body: testPod('agent-pod') });
-      const pod = await waitForPodBound(kc, ns, 'agent-pod');
-      expect(placement(pod)).toEqual({
-        name: 'agent-pod',
-        nodeName: pinned,
-        nodeSelector: { 'kubernetes.io/os': 'linux', pool },
-        tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
+      afterAll(async () => {
+        // While the operator still runs, so it releases (and cleans up after) every instance.
+        if (kc) await deleteAgentsAndCrd(kc);
+        await operator?.stop();
+        if (kc && webhook) await unregisterWebhook(kc, webhookConfig);
+        // In parallel: the namespace controller takes seconds per namespace.
+        await Promise.all(
+          [...namespaces, ...(createdPlatformNamespace ? [PLATFORM_NAMESPACE] : [])].map((ns) =>
+            deleteNamespace(kc, ns),
+          ),
+        );
+        await nodes?.stop();
+        await webhook?.stop();
+        await policyEngine?.uninstall();
       });
-    });
 
-    test('an instance in the platform namespace gets a namespace named after it, isolated from its first version; deleting the instance deletes it', async () => {
-      const name = uniqueName('team-a-agent-instance');
-      // A watch started before the instance exists sees every version of the namespace.
-      const seen: { type: string; labels: Record<string, string>; annotations: Record<string, string> }[] = [];
-      let watchEnded: unknown;
-      const before = await core.listNamespace({ fieldSelector: `metadata.name=${name}` });
-      expect(before.items).toEqual([]);
-      const watch = await new Watch(kc).watch(
-        '/api/v1/namespaces',
-        { fieldSelector: `metadata.name=${name}`, resourceVersion: before.metadata?.resourceVersion },
-        (type, obj: V1Namespace) =>
-          seen.push({ type, labels: obj.metadata?.labels ?? {}, annotations: obj.metadata?.annotations ?? {} }),
-        (err) => {
-          watchEnded = err ?? 'closed';
-        },
-      );
-      try {
-        await createAgent(kc, PLATFORM_NAMESPACE, name, { [NODE_ISOLATION]: userAnnotation(pool) });
-        await waitFor(
-          `the watch to see namespace ${name} created`,
-          async (observe) => {
-            observe({ seen, watchEnded });
-            return seen.length > 0;
+      test('an instance in its own namespace: the namespace gets the label and the canonical annotation, and its Pods land only on the pool node', async () => {
+        const ns = await tenantNamespace('kpi-op-ni-team-a');
+        const name = uniqueName('team-a-agent');
+        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+
+        // Demo step 3: the namespace carries both the label and the resolved annotation.
+        const labelled = await waitForNamespace(kc, ns, 'to be labelled and annotated by the operator', (n) =>
+          isolated(n, pool),
+        );
+        expect(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBe(canonical(pool));
+        expect(labelled?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${AGENT.group}/${AGENT.kind}/${ns}/${name}`);
+        // Not created by the operator: it never claims the namespace as its own (so it never deletes it).
+        expect(labelled?.metadata?.annotations?.[CREATED_FOR_ANNOTATION]).toBeUndefined();
+        expect((await getAgent(kc, ns, name))?.metadata.finalizers).toContain(FINALIZER);
+        await waitForEvent(kc, ns, name, 'NodeIsolationApplied');
+        if (engine === 'admission-policy') {
+          // The policy's parameter, beside the label: the same canonical spec.
+          const param = (await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+            group: NODE_ISOLATION_PARAMS.group,
+            version: NODE_ISOLATION_PARAMS.version,
+            plural: NODE_ISOLATION_PARAMS.plural,
+            namespace: ns,
+            name: NODE_ISOLATION_PARAMS.name,
+          })) as { spec: unknown };
+          expect(param.spec).toEqual(JSON.parse(canonical(pool)));
+        }
+
+        // Demo step 4: a Pod that declares no placement gets the mandate and is bound to the pool node.
+        await waitForWebhookActive(kc, ns, { pool });
+        await core.createNamespacedPod({ namespace: ns, body: testPod('agent-pod') });
+        const pod = await waitForPodBound(kc, ns, 'agent-pod');
+        expect(placement(pod)).toEqual({
+          name: 'agent-pod',
+          nodeName: pinned,
+          nodeSelector: { 'kubernetes.io/os': 'linux', pool },
+          tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
+        });
+      });
+
+      test('an instance in the platform namespace gets a namespace named after it, isolated from its first version; deleting the instance deletes it', async () => {
+        const name = uniqueName('team-a-agent-instance');
+        // A watch started before the instance exists sees every version of the namespace.
+        const seen: { type: string; labels: Record<string, string>; annotations: Record<string, string> }[] = [];
+        let watchEnded: unknown;
+        const before = await core.listNamespace({ fieldSelector: `metadata.name=${name}` });
+        expect(before.items).toEqual([]);
+        const watch = await new Watch(kc).watch(
+          '/api/v1/namespaces',
+          { fieldSelector: `metadata.name=${name}`, resourceVersion: before.metadata?.resourceVersion },
+          (type, obj: V1Namespace) =>
+            seen.push({ type, labels: obj.metadata?.labels ?? {}, annotations: obj.metadata?.annotations ?? {} }),
+          (err) => {
+            watchEnded = err ?? 'closed';
           },
-          { timeoutMs: 30_000, intervalMs: 100 },
         );
-        // The very first version — what any Pod admission could ever see — is already isolated.
-        const first = seen[0];
-        expect(first?.type).toBe('ADDED');
-        expect(first?.labels[ENABLED_LABEL]).toBe('true');
-        expect(first?.annotations[RESOLVED_ANNOTATION]).toBe(canonical(pool));
-        expect(first?.annotations[CREATED_FOR_ANNOTATION]).toBe(
-          `${AGENT.group}/${AGENT.kind}/${PLATFORM_NAMESPACE}/${name}`,
-        );
-        await waitForEvent(kc, PLATFORM_NAMESPACE, name, 'NamespaceCreated', (m) => m.includes('with node isolation'));
+        try {
+          await createAgent(kc, PLATFORM_NAMESPACE, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+          await waitFor(
+            `the watch to see namespace ${name} created`,
+            async (observe) => {
+              observe({ seen, watchEnded });
+              return seen.length > 0;
+            },
+            { timeoutMs: 30_000, intervalMs: 100 },
+          );
+          // The very first version — what any Pod admission could ever see — is already isolated.
+          const first = seen[0];
+          expect(first?.type).toBe('ADDED');
+          expect(first?.labels[ENABLED_LABEL]).toBe('true');
+          expect(first?.annotations[RESOLVED_ANNOTATION]).toBe(canonical(pool));
+          expect(first?.annotations[CREATED_FOR_ANNOTATION]).toBe(
+            `${AGENT.group}/${AGENT.kind}/${PLATFORM_NAMESPACE}/${name}`,
+          );
+          await waitForEvent(kc, PLATFORM_NAMESPACE, name, 'NamespaceCreated', (m) =>
+            m.includes('with node isolation'),
+          );
 
-        // Its Pods are placed like any isolated namespace's.
+          // Its Pods are placed like any isolated namespace's.
+          await waitFor(
+            `ServiceAccount default in namespace ${name}`,
+            () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }),
+            { timeoutMs: 30_000 },
+          );
+          await waitForWebhookActive(kc, name, { pool });
+          await core.createNamespacedPod({ namespace: name, body: testPod('agent-pod') });
+          expect((await waitForPodBound(kc, name, 'agent-pod')).spec?.nodeName).toBe(pinned);
+
+          // Demo step 6: delete the instance; the namespace (and so the label) is gone.
+          await deleteAgent(kc, PLATFORM_NAMESPACE, name);
+          await waitForNamespace(kc, name, 'to be deleted and finalized', (ns) => ns === undefined, 120_000);
+          const kubectl = join(cluster.state.assetsDir, 'kubectl');
+          const got = await run(kubectl, ['--kubeconfig', cluster.kubeconfigPath, 'get', 'namespace', name]).then(
+            () => ({ code: 0, stderr: '' }),
+            (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+          );
+          expect(got.code).toBe(1);
+          expect(got.stderr).toContain(`namespaces "${name}" not found`);
+          // No explicit unlabelling step: every version up to the deletion still carried the label.
+          await waitFor('the watch to see the DELETED event', async () => seen.at(-1)?.type === 'DELETED', {
+            timeoutMs: 10_000,
+          });
+          expect(seen.filter((e) => e.labels[ENABLED_LABEL] !== 'true')).toEqual([]);
+        } finally {
+          watch.abort();
+        }
+      });
+
+      test('removing the annotation removes the label and the annotation; deleting the instance removes them and keeps the namespace', async () => {
+        const ns = await tenantNamespace('kpi-op-ni-team-b');
+        const name = uniqueName('team-b-agent');
+        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
+
+        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: null } });
+        await waitForNamespace(kc, ns, 'to lose the label, the annotation and the owner keys', unisolated);
         await waitFor(
-          `ServiceAccount default in namespace ${name}`,
-          () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }),
+          `the operator to remove its finalizer from ${ns}/${name} (it owns nothing any more)`,
+          async (observe) => {
+            const agent = await getAgent(kc, ns, name);
+            observe(agent?.metadata.finalizers);
+            return agent !== undefined && !(agent.metadata.finalizers ?? []).includes(FINALIZER);
+          },
           { timeoutMs: 30_000 },
         );
-        await waitForWebhookActive(kc, name, { pool });
-        await core.createNamespacedPod({ namespace: name, body: testPod('agent-pod') });
-        expect((await waitForPodBound(kc, name, 'agent-pod')).spec?.nodeName).toBe(pinned);
+        // The API server no longer sends this namespace's Pods to the webhook (nor to the policy).
+        const plain = await core.createNamespacedPod({ namespace: ns, body: testPod('after-removal'), dryRun: 'All' });
+        expect(plain.spec?.nodeSelector).toBeUndefined();
+        expect(withoutDefaultTolerations(plain.spec?.tolerations)).toEqual([]);
 
-        // Demo step 6: delete the instance; the namespace (and so the label) is gone.
-        await deleteAgent(kc, PLATFORM_NAMESPACE, name);
-        await waitForNamespace(kc, name, 'to be deleted and finalized', (ns) => ns === undefined, 120_000);
-        const kubectl = join(cluster.state.assetsDir, 'kubectl');
-        const got = await run(kubectl, ['--kubeconfig', cluster.kubeconfigPath, 'get', 'namespace', name]).then(
-          () => ({ code: 0, stderr: '' }),
-          (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
-        );
-        expect(got.code).toBe(1);
-        expect(got.stderr).toContain(`namespaces "${name}" not found`);
-        // No explicit unlabelling step: every version up to the deletion still carried the label.
-        await waitFor('the watch to see the DELETED event', async () => seen.at(-1)?.type === 'DELETED', {
-          timeoutMs: 10_000,
-        });
-        expect(seen.filter((e) => e.labels[ENABLED_LABEL] !== 'true')).toEqual([]);
-      } finally {
-        watch.abort();
-      }
-    });
-
-    test('removing the annotation removes the label and the annotation; deleting the instance removes them and keeps the namespace', async () => {
-      const ns = await tenantNamespace('kpi-op-ni-team-b');
-      const name = uniqueName('team-b-agent');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
-      await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
-
-      await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: null } });
-      await waitForNamespace(kc, ns, 'to lose the label, the annotation and the owner keys', unisolated);
-      await waitFor(
-        `the operator to remove its finalizer from ${ns}/${name} (it owns nothing any more)`,
-        async (observe) => {
-          const agent = await getAgent(kc, ns, name);
-          observe(agent?.metadata.finalizers);
-          return agent !== undefined && !(agent.metadata.finalizers ?? []).includes(FINALIZER);
-        },
-        { timeoutMs: 30_000 },
-      );
-      // The API server no longer sends this namespace's Pods to the webhook (nor to the policy).
-      const plain = await core.createNamespacedPod({ namespace: ns, body: testPod('after-removal'), dryRun: 'All' });
-      expect(plain.spec?.nodeSelector).toBeUndefined();
-      expect(withoutDefaultTolerations(plain.spec?.tolerations)).toEqual([]);
-
-      // Isolated again, then the instance is deleted: the keys go, the namespace (not the operator's) stays.
-      await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: userAnnotation(pool) } });
-      await waitForNamespace(kc, ns, 'to be isolated again', (n) => isolated(n, pool));
-      await deleteAgent(kc, ns, name);
-      const kept = await waitForNamespace(kc, ns, 'to lose the isolation keys and stay Active', unisolated);
-      expect(kept?.metadata?.name).toBe(ns);
-    });
-
-    test('drift: a label or resolved annotation removed or changed by hand is restored', async () => {
-      const ns = await tenantNamespace('kpi-op-ni-drift');
-      const name = uniqueName('drift-agent');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
-      await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
-
-      await core.patchNamespace({ name: ns, body: { metadata: { labels: { [ENABLED_LABEL]: null } } } }, mergePatch);
-      await waitForNamespace(kc, ns, 'to get the label back', (n) => isolated(n, pool));
-
-      await core.patchNamespace(
-        { name: ns, body: { metadata: { annotations: { [RESOLVED_ANNOTATION]: canonical(otherPool) } } } },
-        mergePatch,
-      );
-      await waitForNamespace(kc, ns, `to get the annotation back to ${pool}`, (n) => isolated(n, pool));
-    });
-
-    test('an invalid annotation: a Warning Event listing the errors, the metric counts it, and the namespace keeps its last good state', async () => {
-      const ns = await tenantNamespace('kpi-op-ni-team-c');
-      const name = uniqueName('team-c-agent');
-      const op = operator as TestOperator;
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
-      await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
-      const good = (await readNamespace(kc, ns)) as V1Namespace;
-      const countBefore = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION });
-
-      await patchAgent(kc, ns, name, {
-        annotations: {
-          [NODE_ISOLATION]: JSON.stringify({
-            nodeSelector: { pool: otherPool },
-            tolerations: [{ key: 'dedicated', operator: 'Sideways', value: otherPool, effect: 'Never' }],
-          }),
-        },
+        // Isolated again, then the instance is deleted: the keys go, the namespace (not the operator's) stays.
+        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: userAnnotation(pool) } });
+        await waitForNamespace(kc, ns, 'to be isolated again', (n) => isolated(n, pool));
+        await deleteAgent(kc, ns, name);
+        const kept = await waitForNamespace(kc, ns, 'to lose the isolation keys and stay Active', unisolated);
+        expect(kept?.metadata?.name).toBe(ns);
       });
-      const event = await waitForEvent(kc, ns, name, 'InvalidNodeIsolation');
-      expect(event.type).toBe('Warning');
-      expect(event.message).toContain('tolerations[0].operator must be one of Exists, Equal');
-      expect(event.message).toContain('tolerations[0].effect must be one of NoSchedule, PreferNoSchedule, NoExecute');
-      await waitFor(
-        `${INVALID_METRIC}{annotation="${NODE_ISOLATION}"} to move past ${countBefore}`,
-        async (observe) => {
-          const now = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION });
-          observe(now);
-          return now > countBefore;
-        },
-        { timeoutMs: 10_000 },
-      );
-      // Not a single write to the namespace: same resourceVersion, same keys.
-      const after = (await readNamespace(kc, ns)) as V1Namespace;
-      expect(after.metadata?.resourceVersion).toBe(good.metadata?.resourceVersion);
-      expect(isolationKeys(after)).toEqual(isolationKeys(good));
-      expect(after.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBe(canonical(pool));
 
-      // A valid annotation again is applied at once (the instance is not stuck).
-      await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: userAnnotation(otherPool) } });
-      await waitForNamespace(kc, ns, `to be isolated to ${otherPool}`, (n) => isolated(n, otherPool));
-    });
-  },
-);
+      test('drift: a label or resolved annotation removed or changed by hand is restored', async () => {
+        const ns = await tenantNamespace('kpi-op-ni-drift');
+        const name = uniqueName('drift-agent');
+        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
+
+        await core.patchNamespace({ name: ns, body: { metadata: { labels: { [ENABLED_LABEL]: null } } } }, mergePatch);
+        await waitForNamespace(kc, ns, 'to get the label back', (n) => isolated(n, pool));
+
+        await core.patchNamespace(
+          { name: ns, body: { metadata: { annotations: { [RESOLVED_ANNOTATION]: canonical(otherPool) } } } },
+          mergePatch,
+        );
+        await waitForNamespace(kc, ns, `to get the annotation back to ${pool}`, (n) => isolated(n, pool));
+      });
+
+      test('an invalid annotation: a Warning Event listing the errors, the metric counts it, and the namespace keeps its last good state', async () => {
+        const ns = await tenantNamespace('kpi-op-ni-team-c');
+        const name = uniqueName('team-c-agent');
+        const op = operator as TestOperator;
+        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
+        const good = (await readNamespace(kc, ns)) as V1Namespace;
+        const countBefore = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION });
+
+        await patchAgent(kc, ns, name, {
+          annotations: {
+            [NODE_ISOLATION]: JSON.stringify({
+              nodeSelector: { pool: otherPool },
+              tolerations: [{ key: 'dedicated', operator: 'Sideways', value: otherPool, effect: 'Never' }],
+            }),
+          },
+        });
+        const event = await waitForEvent(kc, ns, name, 'InvalidNodeIsolation');
+        expect(event.type).toBe('Warning');
+        expect(event.message).toContain('tolerations[0].operator must be one of Exists, Equal');
+        expect(event.message).toContain('tolerations[0].effect must be one of NoSchedule, PreferNoSchedule, NoExecute');
+        await waitFor(
+          `${INVALID_METRIC}{annotation="${NODE_ISOLATION}"} to move past ${countBefore}`,
+          async (observe) => {
+            const now = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION });
+            observe(now);
+            return now > countBefore;
+          },
+          { timeoutMs: 10_000 },
+        );
+        // Not a single write to the namespace: same resourceVersion, same keys.
+        const after = (await readNamespace(kc, ns)) as V1Namespace;
+        expect(after.metadata?.resourceVersion).toBe(good.metadata?.resourceVersion);
+        expect(isolationKeys(after)).toEqual(isolationKeys(good));
+        expect(after.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBe(canonical(pool));
+
+        // A valid annotation again is applied at once (the instance is not stuck).
+        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: userAnnotation(otherPool) } });
+        await waitForNamespace(kc, ns, `to be isolated to ${otherPool}`, (n) => isolated(n, otherPool));
+      });
+    },
+  );
+}

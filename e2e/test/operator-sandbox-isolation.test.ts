@@ -40,6 +40,7 @@ import {
   readNamespace,
   runtimeClassName,
   SANDBOX_ISOLATION,
+  sharedClusterDefaults,
   startTestOperator,
   type TestOperator,
   waitForEvent,
@@ -66,6 +67,8 @@ const sandboxAnnotation = (minRuntimeClass: string, enforce?: boolean): string =
   JSON.stringify(enforce === undefined ? { minRuntimeClass } : { minRuntimeClass, enforce });
 
 const VERSIONS: SandboxVersion[] = ['v1beta1', 'v1alpha1'];
+/** Advisory mode defaults where the cluster serves MutatingAdmissionPolicy (the version matrix: 1.36+). */
+const DEFAULTING = sharedClusterDefaults();
 const INVALID_METRIC = 'kubeplus_operator_invalid_annotations_total';
 
 /** The handler of the instance's RuntimeClass, or undefined. */
@@ -244,18 +247,21 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     // No node isolation was asked for, and none appears: the two annotations are independent.
     expect((await readNamespace(kc, ns))?.metadata?.labels?.[ENABLED_LABEL]).toBeUndefined();
 
-    await waitForAdmission(kc, ref(ns, 'probe'), undefined, `to be defaulted to ${own}`, (a) =>
-      a.allowed ? a.object.spec.podTemplate.spec.runtimeClassName === own : false,
+    // Defaulted where the cluster serves MutatingAdmissionPolicy (1.36+); on an older minor the
+    // documented fallback: left unset, admitted (kubernetes-versions.test.ts: its Warning Event).
+    const unsetBecomes = DEFAULTING ? own : undefined;
+    await waitForAdmission(kc, ref(ns, 'probe'), undefined, `to be admitted as ${unsetBecomes ?? 'unset'}`, (a) =>
+      a.allowed ? a.object.spec.podTemplate.spec.runtimeClassName === unsetBecomes : false,
     );
     for (const version of VERSIONS) {
       const defaulted = expectAllowed(
         await createSandbox(kc, ref(ns, `unset-${version}`, version), undefined),
         `a ${version} Sandbox without a runtime class`,
       );
-      expect(defaulted.object.spec.podTemplate.spec.runtimeClassName).toBe(own);
-      expect(defaulted.warnings).toEqual([]);
+      expect(defaulted.object.spec.podTemplate.spec.runtimeClassName).toBe(unsetBecomes);
+      if (DEFAULTING) expect(defaulted.warnings).toEqual([]);
       expect((await getSandbox(kc, ref(ns, `unset-${version}`, version)))?.spec.podTemplate.spec.runtimeClassName).toBe(
-        own,
+        unsetBecomes,
       );
     }
 
@@ -554,10 +560,19 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     const uidOf = (kind: string): string | undefined => owned.find((o) => o.kind === kind)?.uid;
 
-    // A deleted binding is re-created.
-    await adm.deleteMutatingAdmissionPolicyBinding({ name: policyName(ns, name, 'default') });
+    // A deleted binding is re-created (the defaulting one where the cluster serves it, else the warning one).
+    const [bindingKind, deleteBinding] = DEFAULTING
+      ? ([
+          'MutatingAdmissionPolicyBinding',
+          () => adm.deleteMutatingAdmissionPolicyBinding({ name: policyName(ns, name, 'default') }),
+        ] as const)
+      : ([
+          'ValidatingAdmissionPolicyBinding',
+          () => adm.deleteValidatingAdmissionPolicyBinding({ name: policyName(ns, name, 'advisory') }),
+        ] as const);
+    await deleteBinding();
     await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false), (o) =>
-      o.some((x) => x.kind === 'MutatingAdmissionPolicyBinding' && x.uid !== uidOf('MutatingAdmissionPolicyBinding')),
+      o.some((x) => x.kind === bindingKind && x.uid !== uidOf(bindingKind)),
     );
 
     // An advisory binding switched to Deny is switched back.

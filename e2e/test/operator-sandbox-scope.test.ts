@@ -23,6 +23,7 @@ import {
   expectedSandboxObjects,
   runtimeClassName,
   SANDBOX_ISOLATION,
+  sharedClusterDefaults,
   startTestOperator,
   type TestOperator,
   waitForEvent,
@@ -48,6 +49,9 @@ import {
 const sandboxAnnotation = (minRuntimeClass: string, enforce: boolean): string =>
   JSON.stringify({ minRuntimeClass, enforce });
 const MIXED_METRIC = 'kubeplus_operator_sandbox_mixed_policy_namespaces';
+
+/** Advisory mode defaults where the cluster serves MutatingAdmissionPolicy (the version matrix: 1.36+). */
+const DEFAULTING = sharedClusterDefaults();
 
 describe('operator: what a sandbox policy governs (every served version; every instance of a namespace)', () => {
   let cluster: Cluster;
@@ -100,8 +104,15 @@ describe('operator: what a sandbox policy governs (every served version; every i
     await waitForOwned(kc, e, expectedSandboxObjects(enforced, e, true));
     await waitForOwned(kc, a, expectedSandboxObjects(advisory, a, false));
     await waitForAdmission(kc, ref(enforced, 'probe'), 'runc', 'to be denied', denied);
-    await waitForAdmission(kc, ref(advisory, 'probe'), undefined, 'to be defaulted', (o) =>
-      o.allowed ? o.object.spec.podTemplate.spec.runtimeClassName === runtimeClassName(a) : false,
+    await waitForAdmission(
+      kc,
+      ref(advisory, 'probe'),
+      undefined,
+      DEFAULTING ? 'to be defaulted' : 'to be admitted unset',
+      (o) =>
+        o.allowed
+          ? o.object.spec.podTemplate.spec.runtimeClassName === (DEFAULTING ? runtimeClassName(a) : undefined)
+          : false,
     );
 
     const kinds: SandboxKind[] = ['Sandbox', 'SandboxTemplate'];
@@ -130,15 +141,17 @@ describe('operator: what a sandbox policy governs (every served version; every i
         'an UPDATE at v1 of the runtime class to runc',
       );
 
-      // Advisory mode at v1: the MutatingAdmissionPolicy defaults through the same conversion.
+      // Advisory mode at v1: the MutatingAdmissionPolicy defaults through the same conversion (where
+      // the cluster serves one, 1.36+; else the fallback leaves it unset, kubernetes-versions.test.ts).
+      const unsetBecomes = sharedClusterDefaults() ? runtimeClassName(a) : undefined;
       const defaulted = expectAllowed(
         await createSandbox(kc, ref(advisory, 'v1-unset', 'v1'), undefined),
         'a v1 Sandbox without a runtime class in an advisory namespace',
       );
       expect(defaulted.object.apiVersion).toBe('agents.x-k8s.io/v1');
-      expect(defaulted.object.spec.podTemplate.spec.runtimeClassName).toBe(runtimeClassName(a));
+      expect(defaulted.object.spec.podTemplate.spec.runtimeClassName).toBe(unsetBecomes);
       expect((await getSandbox(kc, ref(advisory, 'v1-unset', 'v1')))?.spec.podTemplate.spec.runtimeClassName).toBe(
-        runtimeClassName(a),
+        unsetBecomes,
       );
       const warned = expectAllowed(
         await createSandbox(kc, ref(advisory, 'v1-runc', 'v1'), 'runc'),
@@ -238,14 +251,19 @@ describe('operator: what a sandbox policy governs (every served version; every i
         `to be denied (${runtimeClassName(weak)} is runsc, and kata is enforced here)`,
         denied,
       );
-      const defaulted = await waitForAdmission(
-        kc,
-        ref(ns, 'probe'),
-        undefined,
-        `to be defaulted to ${runtimeClassName(strict)}`,
-        (o) => (o.allowed ? o.object.spec.podTemplate.spec.runtimeClassName === runtimeClassName(strict) : false),
-      );
-      expect(defaulted.allowed && defaulted.warnings).toEqual([]);
+      if (DEFAULTING) {
+        const defaulted = await waitForAdmission(
+          kc,
+          ref(ns, 'probe'),
+          undefined,
+          `to be defaulted to ${runtimeClassName(strict)}`,
+          (o) => (o.allowed ? o.object.spec.podTemplate.spec.runtimeClassName === runtimeClassName(strict) : false),
+        );
+        expect(defaulted.allowed && defaulted.warnings).toEqual([]);
+      } else {
+        // Nothing defaults on this minor: an unset class meets the enforced kata policy, and is refused.
+        await waitForAdmission(kc, ref(ns, 'probe'), undefined, 'to be denied (unset, kata enforced)', denied);
+      }
       expectAllowed(
         await createSandbox(kc, ref(ns, 'strict-own'), runtimeClassName(strict)),
         `a Sandbox with ${runtimeClassName(strict)}`,
@@ -254,8 +272,15 @@ describe('operator: what a sandbox policy governs (every served version; every i
       await deleteAgent(kc, ns, strict);
       // The weaker instance's objects stay, and its policy alone governs now.
       await waitForOwned(kc, weak, expectedSandboxObjects(ns, weak, false));
-      await waitForAdmission(kc, ref(ns, 'probe'), undefined, `to be defaulted to ${runtimeClassName(weak)}`, (o) =>
-        o.allowed ? o.object.spec.podTemplate.spec.runtimeClassName === runtimeClassName(weak) : false,
+      await waitForAdmission(
+        kc,
+        ref(ns, 'probe'),
+        undefined,
+        `to be admitted as ${DEFAULTING ? runtimeClassName(weak) : 'unset'}`,
+        (o) =>
+          o.allowed
+            ? o.object.spec.podTemplate.spec.runtimeClassName === (DEFAULTING ? runtimeClassName(weak) : undefined)
+            : false,
       );
       await waitForAdmission(kc, ref(ns, 'probe'), runtimeClassName(weak), 'to be admitted', allowedWithout);
       expect(await operator.metric(MIXED_METRIC)).toBe(baseline);

@@ -9,13 +9,17 @@
 import { readFileSync } from 'node:fs';
 import {
   type Cluster,
+  e2eStatePath,
   FatalWaitError,
   instanceKindCrd,
   instancePolicyName,
   isApiStatus,
   type MetricSample,
+  minorOf,
   type PolicyRole,
+  policyApiSupport,
   type RunningService,
+  readState,
   scrapeMetrics,
   startOperator,
   sumMetric,
@@ -23,6 +27,7 @@ import {
 } from '@kubeplus-isolation/e2e';
 import {
   AdmissionregistrationV1Api,
+  AdmissionregistrationV1beta1Api,
   ApiException,
   ApiextensionsV1Api,
   CoreV1Api,
@@ -398,6 +403,8 @@ export async function startTestOperator(cluster: Cluster, opts: TestOperatorOpti
 
 export interface OwnedObject {
   kind: string;
+  /** group/version it was listed at (MutatingAdmissionPolicies: the version the cluster serves). */
+  apiVersion: string;
   name: string;
   uid: string;
   resourceVersion: string;
@@ -429,23 +436,77 @@ export async function ownedObjects(kc: KubeConfig, instance: InstanceRef): Promi
     adm
       .listValidatingAdmissionPolicyBinding({ labelSelector })
       .then((l) => l.items.map((o) => ({ kind: 'ValidatingAdmissionPolicyBinding', o }))),
-    adm
-      .listMutatingAdmissionPolicy({ labelSelector })
-      .then((l) => l.items.map((o) => ({ kind: 'MutatingAdmissionPolicy', o }))),
-    adm
-      .listMutatingAdmissionPolicyBinding({ labelSelector })
-      .then((l) => l.items.map((o) => ({ kind: 'MutatingAdmissionPolicyBinding', o }))),
+    mutatingPolicies(kc, labelSelector),
   ]);
   return lists
     .flat()
-    .map(({ kind, o }) => ({
+    .map(({ kind, o, apiVersion }: Listed) => ({
       kind,
+      apiVersion: apiVersion ?? (kind === 'RuntimeClass' ? 'node.k8s.io/v1' : 'admissionregistration.k8s.io/v1'),
       name: o.metadata?.name ?? '',
       uid: o.metadata?.uid ?? '',
       resourceVersion: o.metadata?.resourceVersion ?? '',
       raw: o,
     }))
     .sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+}
+
+/** An object as listed: its kind, the object, and the version it was listed at. */
+export interface Listed {
+  kind: string;
+  o: { metadata?: { name?: string; uid?: string; resourceVersion?: string } };
+  apiVersion?: string;
+}
+
+/**
+ * The MutatingAdmissionPolicies and bindings labelled `labelSelector`, at the version the cluster
+ * serves (v1 from 1.36, v1beta1 on 1.34-1.35 when enabled), none where it serves neither.
+ */
+export async function mutatingPolicies(kc: KubeConfig, labelSelector: string): Promise<Listed[]> {
+  const tagged = (apiVersion: string, kind: string, items: Listed['o'][]): Listed[] =>
+    items.map((o) => ({ kind, o, apiVersion }));
+  const v1 = kc.makeApiClient(AdmissionregistrationV1Api);
+  const beta = kc.makeApiClient(AdmissionregistrationV1beta1Api);
+  for (const [apiVersion, list] of [
+    [
+      'admissionregistration.k8s.io/v1',
+      async () => [
+        ...tagged(
+          'admissionregistration.k8s.io/v1',
+          'MutatingAdmissionPolicy',
+          (await v1.listMutatingAdmissionPolicy({ labelSelector })).items,
+        ),
+        ...tagged(
+          'admissionregistration.k8s.io/v1',
+          'MutatingAdmissionPolicyBinding',
+          (await v1.listMutatingAdmissionPolicyBinding({ labelSelector })).items,
+        ),
+      ],
+    ],
+    [
+      'admissionregistration.k8s.io/v1beta1',
+      async () => [
+        ...tagged(
+          'admissionregistration.k8s.io/v1beta1',
+          'MutatingAdmissionPolicy',
+          (await beta.listMutatingAdmissionPolicy({ labelSelector })).items,
+        ),
+        ...tagged(
+          'admissionregistration.k8s.io/v1beta1',
+          'MutatingAdmissionPolicyBinding',
+          (await beta.listMutatingAdmissionPolicyBinding({ labelSelector })).items,
+        ),
+      ],
+    ],
+  ] as const) {
+    try {
+      return await list();
+    } catch (error) {
+      if (!isApiStatus(error, 404))
+        throw new Error(`listing ${apiVersion} MutatingAdmissionPolicies`, { cause: error });
+    }
+  }
+  return [];
 }
 
 /** `Kind/name` of each object, for comparing object sets. */
@@ -459,9 +520,17 @@ export function expectedSandboxObjects(
   namespace: string,
   instance: string,
   enforce: boolean,
-  opts: { runtimeClass?: boolean } = {},
+  opts: { runtimeClass?: boolean; mutatingPolicy?: boolean } = {},
 ): string[] {
+  const defaults = opts.mutatingPolicy ?? sharedClusterDefaults();
   const rc = opts.runtimeClass === false ? [] : [`RuntimeClass/${runtimeClassName(instance)}`];
+  // Advisory mode defaults with a MutatingAdmissionPolicy only where the cluster serves one.
+  const defaulting = !defaults
+    ? []
+    : [
+        `MutatingAdmissionPolicy/${policyName(namespace, instance, 'default')}`,
+        `MutatingAdmissionPolicyBinding/${policyName(namespace, instance, 'default')}`,
+      ];
   const names = enforce
     ? [
         ...rc,
@@ -469,13 +538,21 @@ export function expectedSandboxObjects(
         `ValidatingAdmissionPolicyBinding/${policyName(namespace, instance, 'enforce')}`,
       ]
     : [
-        `MutatingAdmissionPolicy/${policyName(namespace, instance, 'default')}`,
-        `MutatingAdmissionPolicyBinding/${policyName(namespace, instance, 'default')}`,
+        ...defaulting,
         ...rc,
         `ValidatingAdmissionPolicy/${policyName(namespace, instance, 'advisory')}`,
         `ValidatingAdmissionPolicyBinding/${policyName(namespace, instance, 'advisory')}`,
       ];
   return names.sort((a, b) => a.localeCompare(b));
+}
+
+/**
+ * Whether the run's shared control plane serves MutatingAdmissionPolicy by default (v1, Kubernetes
+ * 1.36+), so advisory mode defaults with one; on an older minor of the version matrix the operator
+ * falls back to warning only (kubernetes-versions.test.ts proves the fallback).
+ */
+export function sharedClusterDefaults(): boolean {
+  return policyApiSupport(minorOf(readState(e2eStatePath()).kubernetesVersion)).mutatingV1;
 }
 
 /** Waits until the instance owns exactly `expected` (Kind/name) and `extra` holds; returns them. */

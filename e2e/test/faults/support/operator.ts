@@ -30,6 +30,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { mutatingPolicies, sharedClusterDefaults } from '../../support/operator.js';
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -249,13 +250,13 @@ export interface OwnedObject {
 export async function ownedObjects(kc: KubeConfig, ownerNamespace: string): Promise<OwnedObject[]> {
   const selector = `${MANAGED_BY}=${MANAGED_BY_VALUE},${OWNER_NAMESPACE}=${ownerNamespace}`;
   const adm = kc.makeApiClient(AdmissionregistrationV1Api);
-  const [namespaces, classes, vaps, vapbs, maps, mapbs] = await Promise.all([
+  const [namespaces, classes, vaps, vapbs, mutating] = await Promise.all([
     kc.makeApiClient(CoreV1Api).listNamespace({ labelSelector: `${OWNER_NAMESPACE}=${ownerNamespace},${OWNER_UID}` }),
     kc.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: selector }),
     adm.listValidatingAdmissionPolicy({ labelSelector: selector }),
     adm.listValidatingAdmissionPolicyBinding({ labelSelector: selector }),
-    adm.listMutatingAdmissionPolicy({ labelSelector: selector }),
-    adm.listMutatingAdmissionPolicyBinding({ labelSelector: selector }),
+    // At the version the cluster serves; none below 1.34 (the version matrix).
+    mutatingPolicies(kc, selector),
   ]);
   const entry = (kind: string, o: KubernetesObject, detail?: string): OwnedObject => ({
     kind,
@@ -283,8 +284,7 @@ export async function ownedObjects(kc: KubeConfig, ownerNamespace: string): Prom
     ...classes.items.map((o) => entry('RuntimeClass', o, o.handler)),
     ...vaps.items.map((o) => entry('ValidatingAdmissionPolicy', o)),
     ...vapbs.items.map((o) => entry('ValidatingAdmissionPolicyBinding', o)),
-    ...maps.items.map((o) => entry('MutatingAdmissionPolicy', o)),
-    ...mapbs.items.map((o) => entry('MutatingAdmissionPolicyBinding', o)),
+    ...mutating.map((m) => entry(m.kind, m.o as KubernetesObject)),
   ];
 }
 
@@ -319,7 +319,8 @@ export function expectedObjects(spec: InstanceSpec, kind: InstanceKind, platform
     const role = spec.sandbox.enforce ? 'enforce' : 'advisory';
     out.push({ kind: 'ValidatingAdmissionPolicy', name: policy(role), ...base });
     out.push({ kind: 'ValidatingAdmissionPolicyBinding', name: policy(role), ...base });
-    if (!spec.sandbox.enforce) {
+    // Advisory defaulting: where the cluster serves MutatingAdmissionPolicy (1.36+).
+    if (!spec.sandbox.enforce && sharedClusterDefaults()) {
       out.push({ kind: 'MutatingAdmissionPolicy', name: policy('default'), ...base });
       out.push({ kind: 'MutatingAdmissionPolicyBinding', name: policy('default'), ...base });
     }
