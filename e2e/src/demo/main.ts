@@ -98,7 +98,7 @@ async function main(): Promise<number> {
       process.stdout.write(
         `\n${bold('The cluster keeps running.')} In another terminal:\n` +
           `  export KUBECONFIG=${cp.kubeconfigPath}\n` +
-          `  export PATH=${dirname(env.assets?.kubectl ?? '')}:$PATH   # kubectl v1.36.3\n` +
+          `  export PATH=${dirname(env.assets?.kubectl ?? '')}:$PATH   # kubectl ${cp.state.kubernetesVersion}\n` +
           `  kubectl get nodes,pods -A -o wide\n` +
           `Manifests: ${env.manifestsDir}   Logs: ${cp.state.logDir}\n` +
           `Press Ctrl-C here to stop it (everything is removed, including ${cp.dir}).\n`,

@@ -11,6 +11,7 @@ import {
 import { installAgentSandbox } from '../harness/agent-sandbox.js';
 import { installOpenReportsCrds, installSandboxCrds } from '../harness/crds.js';
 import { projectImage } from '../harness/images.js';
+import { servedPolicyApis } from '../harness/kubernetes-versions.js';
 import { scrapeApiServerMetrics, sumMetric } from '../harness/metrics.js';
 import { isApiStatus } from '../harness/node-api.js';
 import { waitFor } from '../harness/wait.js';
@@ -50,12 +51,8 @@ const OWNER_NAME_LABEL = 'kubeplus.io/owner-name';
 const WEBHOOK_ENTRY_NAME = 'node-isolation.kubeplus.io';
 const SANDBOX = { group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes' };
 const AGENT = { group: 'cloudark.io', version: 'v1', plural: 'agents' };
-const POLICY_PLURALS = [
-  'validatingadmissionpolicies',
-  'validatingadmissionpolicybindings',
-  'mutatingadmissionpolicies',
-  'mutatingadmissionpolicybindings',
-] as const;
+const VALIDATING_PLURALS = ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] as const;
+const MUTATING_PLURALS = ['mutatingadmissionpolicies', 'mutatingadmissionpolicybindings'] as const;
 
 interface SandboxObject {
   metadata: { name: string; uid: string; resourceVersion: string };
@@ -174,16 +171,38 @@ export class Scenario {
   /** Names of the admission policies and bindings owned by `instance` (by the operator's owner label). */
   async policiesOf(instance: string): Promise<string[]> {
     const names: string[] = [];
-    for (const plural of POLICY_PLURALS) {
+    const mutating = await this.mutatingPolicyVersion();
+    const lists = [
+      ...VALIDATING_PLURALS.map((plural) => ({ plural, version: 'v1' })),
+      ...(mutating === undefined ? [] : MUTATING_PLURALS.map((plural) => ({ plural, version: mutating }))),
+    ];
+    for (const { plural, version } of lists) {
       const list = (await this.custom.listClusterCustomObject({
         group: 'admissionregistration.k8s.io',
-        version: 'v1',
+        version,
         plural,
         labelSelector: `${OWNER_NAME_LABEL}=${instance}`,
       })) as { items: { metadata: { name: string } }[] };
       names.push(...list.items.map((o) => `${plural}/${o.metadata.name}`));
     }
     return names.sort();
+  }
+
+  #mutating: Promise<string | undefined> | undefined;
+  /**
+   * The MutatingAdmissionPolicy version this cluster serves (`v1` from 1.36), or undefined: then
+   * advisory mode does not default, and the demo shows the fallback the operator really takes.
+   */
+  mutatingPolicyVersion(): Promise<string | undefined> {
+    this.#mutating ??= servedPolicyApis(this.kc).then((s) => s.mutating?.split('/')[1]);
+    return this.#mutating;
+  }
+
+  /** `kubectl get` of the admission-policy kinds this cluster serves. */
+  async policyKinds(): Promise<string> {
+    return (await this.mutatingPolicyVersion()) === undefined
+      ? 'validatingadmissionpolicies'
+      : 'validatingadmissionpolicies,mutatingadmissionpolicies';
   }
 
   async sandboxes(namespace: string): Promise<SandboxObject[]> {
@@ -807,12 +826,7 @@ export class Scenario {
           async () => (await this.runtimeClassHandler(rc)) === 'runsc' && 'runsc',
           (h) => h,
         );
-        await this.sh([
-          'get',
-          'validatingadmissionpolicies,mutatingadmissionpolicies',
-          '-l',
-          `${OWNER_NAME_LABEL}=${TEAM_B_INSTANCE}`,
-        ]);
+        await this.sh(['get', await this.policyKinds(), '-l', `${OWNER_NAME_LABEL}=${TEAM_B_INSTANCE}`]);
         const ns = await this.readNamespace(TEAM_B_NAMESPACE);
         this.check(
           'no node isolation asked, none applied',
@@ -823,12 +837,36 @@ export class Scenario {
 
         this.env.writeManifest('sandbox-team-b-unset.yaml', sandbox('notebook', TEAM_B_NAMESPACE));
         this.env.writeManifest('sandbox-team-b-runc.yaml', sandbox('legacy-tool', TEAM_B_NAMESPACE, 'runc'));
-        await this.untilInForce(
-          'team-b’s defaulting policy',
-          'sandbox-team-b-unset.yaml',
-          (dry) => dry.code === 0 && dry.stdout.trim() === rc,
-          ['-o', 'jsonpath={.spec.podTemplate.spec.runtimeClassName}'],
-        );
+        // Defaulting needs a MutatingAdmissionPolicy API (Kubernetes 1.36; 1.34-1.35 when enabled).
+        // Without one the operator falls back, as documented: it says so on the instance, installs
+        // the warning policy only, and an unset class stays unset.
+        const defaults = (await this.mutatingPolicyVersion()) !== undefined;
+        if (defaults) {
+          await this.untilInForce(
+            'team-b’s defaulting policy',
+            'sandbox-team-b-unset.yaml',
+            (dry) => dry.code === 0 && dry.stdout.trim() === rc,
+            ['-o', 'jsonpath={.spec.podTemplate.spec.runtimeClassName}'],
+          );
+        } else {
+          r.note(
+            `This cluster (Kubernetes ${this.env.controlPlane.state.kubernetesVersion}) serves no MutatingAdmissionPolicy API: advisory mode cannot default, and the operator says so on the instance.`,
+          );
+          await this.eventually(
+            'a Warning Event on the instance: MutatingAdmissionPolicyUnavailable',
+            'Warning MutatingAdmissionPolicyUnavailable',
+            async () => {
+              const events = await this.core.listNamespacedEvent({
+                namespace: TEAM_B_NAMESPACE,
+                fieldSelector: `involvedObject.name=${TEAM_B_INSTANCE}`,
+              });
+              const hit = events.items.find((e) => e.reason === 'MutatingAdmissionPolicyUnavailable');
+              return hit !== undefined && `${hit.type} ${hit.reason}: ${hit.message}`;
+            },
+            (seen) => seen,
+          );
+          await this.sh(['get', 'events', '-n', TEAM_B_NAMESPACE, '--field-selector', 'type=Warning']);
+        }
         await this.untilInForce(
           'team-b’s warning policy',
           'sandbox-team-b-runc.yaml',
@@ -849,10 +887,13 @@ export class Scenario {
           existing.map((s) => [s.metadata.name, s.spec.podTemplate.spec.runtimeClassName]),
         );
         this.check(
-          'unset runtimeClassName: admitted with the namespace default applied',
-          `notebook → ${rc}`,
-          `exit ${unset.code}; notebook → ${byName.notebook ?? 'unset'}`,
-          unset.code === 0 && byName.notebook === rc,
+          defaults
+            ? 'unset runtimeClassName: admitted with the namespace default applied'
+            : 'unset runtimeClassName: admitted, left unset (no MutatingAdmissionPolicy to default with), with a warning',
+          defaults ? `notebook → ${rc}` : 'notebook → unset, "Warning: ..." on stderr',
+          `exit ${unset.code}; notebook → ${byName.notebook ?? 'unset'}${defaults ? '' : `; ${unset.stderr.trim() || 'no warning'}`}`,
+          unset.code === 0 &&
+            (defaults ? byName.notebook === rc : byName.notebook === undefined && /warning/i.test(unset.stderr)),
         );
         this.check(
           'explicit weaker runc: admitted, with a warning',
@@ -899,12 +940,7 @@ export class Scenario {
           },
           (now) => now.join(', '),
         );
-        await this.sh([
-          'get',
-          'validatingadmissionpolicies,mutatingadmissionpolicies',
-          '-l',
-          `${OWNER_NAME_LABEL}=${TEAM_B_INSTANCE}`,
-        ]);
+        await this.sh(['get', await this.policyKinds(), '-l', `${OWNER_NAME_LABEL}=${TEAM_B_INSTANCE}`]);
         await this.untilInForce(
           'team-b’s enforce policy (and the advisory ones unloaded)',
           'sandbox-team-b-runc-2.yaml',
@@ -949,12 +985,13 @@ export class Scenario {
         // Not retroactive, but visible: the namespace's compliance Report (OpenReports) fails the
         // Sandboxes admitted before the tightening (the operator's audit, every 5 s in the demo).
         // legacy-tool (runc); notebook names the instance's own class, which now has handler kata.
+        // Weaker than kata now: the runc one, and (where advisory mode could not default it) the unset one.
         const weak = existing
-          .filter((s) => s.spec.podTemplate.spec.runtimeClassName === 'runc')
+          .filter((s) => [undefined, 'runc'].includes(s.spec.podTemplate.spec.runtimeClassName))
           .map((s) => s.metadata.name)
           .sort();
         await this.eventually(
-          `the compliance Report of ${TEAM_B_NAMESPACE} fails the Sandbox still on runc (weaker than kata)`,
+          `the compliance Report of ${TEAM_B_NAMESPACE} fails the Sandboxes weaker than kata (${weak.join(', ')})`,
           `sandbox-isolation fail: ${weak.join(', ')}`,
           async (observe) => {
             const res = await this.env.kubectl([
