@@ -16,20 +16,22 @@ import { nodeMinor } from '../harness/kubernetes-versions.js';
 import { repoRoot } from '../harness/repo.js';
 import { type JestJson, type MinorRun, passed, renderMatrix } from './report.js';
 
-function parse(argv: readonly string[]): { floor: string; below?: string; minors: string[] } {
+function parse(argv: readonly string[]): { floor: string; below?: string; minors: string[]; skip: string[] } {
   let floor = '';
   let below: string | undefined;
   const minors: string[] = [];
+  const skip: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] ?? '';
     if (a === '--floor') floor = argv[++i] ?? '';
     else if (a === '--below-floor') below = argv[++i];
+    else if (a === '--skip') skip.push(...(argv[++i] ?? '').split(/[ ,]+/).filter((m) => m !== ''));
     else if (/^1\.\d+$/.test(a)) minors.push(a);
     else throw new Error(`test-matrix: unexpected argument ${JSON.stringify(a)}`);
   }
   if (floor === '' || minors.length === 0)
     throw new Error('usage: main.js --floor 1.30 [--below-floor 1.29] <minor>...');
-  return { floor, ...(below === undefined ? {} : { below }), minors };
+  return { floor, ...(below === undefined ? {} : { below }), minors, skip };
 }
 
 const root = repoRoot();
@@ -100,12 +102,23 @@ async function runMinor(minor: string, scope: string, apiOnly: boolean, out: str
 }
 
 async function main(): Promise<number> {
-  const { floor, below, minors } = parse(process.argv.slice(2));
+  const { floor, below, minors, skip } = parse(process.argv.slice(2));
   const newest = nodeMinor();
   const out = join(root, 'e2e', 'dist', 'matrix-results');
   mkdirSync(out, { recursive: true });
   const runs: MinorRun[] = [];
   for (const minor of minors) {
+    if (skip.includes(minor)) {
+      runs.push({
+        minor,
+        version: '',
+        scope: 'not in this run (K8S_MATRIX_SKIP)',
+        results: undefined,
+        skipped: true,
+        seconds: 0,
+      });
+      continue;
+    }
     const scope =
       minor === newest
         ? 'API-level suites (the real-node suites: `make test`)'

@@ -32,6 +32,14 @@ test('one row per minor with its counts and result; skipped tests listed with th
     },
     { minor: '1.29', version: '', scope: 'below the floor', results: undefined, error: 'build failed', seconds: 5 },
     { minor: '1.32', version: 'v1.32.13', scope: 'API-level suites', results: results(1, []), seconds: 60 },
+    {
+      minor: '1.35',
+      version: '',
+      scope: 'not in this run (K8S_MATRIX_SKIP)',
+      results: undefined,
+      skipped: true,
+      seconds: 0,
+    },
   ];
   const doc = renderMatrix(runs, { commit: 'abc1234', date: '2026-12-02 10:00 UTC', machine: '2 cores' });
   expect(doc).toContain('| 1.36 | v1.36.3 | API-level suites | 3 | 10 | 0 | 0 | 10 min | pass |');
@@ -45,5 +53,6 @@ test('one row per minor with its counts and result; skipped tests listed with th
   );
   expect(doc).toContain('- FAILED e2e/test/node-isolation-engines.test.ts: it broke');
   expect(doc).toContain('at abc1234 on 2026-12-02 10:00 UTC (2 cores)');
-  expect(runs.map(passed)).toEqual([true, true, false, false]);
+  expect(doc).toContain('| 1.35 | — | not in this run (K8S_MATRIX_SKIP) | | | | | | not run |');
+  expect(runs.map(passed)).toEqual([true, true, false, false, true]);
 });
