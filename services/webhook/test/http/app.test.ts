@@ -207,6 +207,18 @@ describe('POST /mutate/pods', () => {
         'unsupported_encoding',
       ],
       [
+        'a charset other than UTF-8',
+        (t) => t.set('Content-Type', 'application/json; charset=utf-16').send('{}'),
+        415,
+        'unsupported_encoding',
+      ],
+      [
+        'an empty chunked body',
+        (t) => t.set('Content-Type', 'application/json').set('Transfer-Encoding', 'chunked').send(''),
+        400,
+        'missing_body',
+      ],
+      [
         'corrupt gzip body',
         (t) => t.set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').send('{"not":"gzip"}'),
         400,
@@ -320,7 +332,7 @@ describe('POST /mutate/pods', () => {
   });
 });
 
-describe('request bodies (body-parser, strict JSON)', () => {
+describe('request bodies (read-body.ts: strict JSON, as body-parser read it)', () => {
   const body = JSON.stringify(review());
 
   it.each([['application/json'], ['application/json; charset=utf-8'], ['Application/JSON']])(
