@@ -39,22 +39,43 @@ export function isoTimestamp(now: number = Date.now()): string {
   return `${isoPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`;
 }
 
+/** Keys a record's fields never contribute to the line (the line's own ts, level and msg come first). */
+function isReserved(key: string): boolean {
+  return key === 'level' || key === 'message' || key === 'component';
+}
+
 /**
  * The line of one record in the services' shared format — `{"ts","level","msg",…fields}` —
  * built with the once-per-second timestamp and native JSON.stringify, or `undefined` when the
  * record needs @kubeplus-isolation/service `formatLine` (an Error as the message or a field, a
  * value JSON.stringify rejects: a BigInt, a cycle), which writes those the same way the
- * operator's lines do.
+ * operator's lines do. With `meta` (the logger's defaultMeta), the fields are what winston's
+ * single-object call merges — the record's keys, then meta's other keys, meta's values winning —
+ * without building that object.
  */
-function leanLine(level: unknown, message: unknown, fields: Record<string, unknown>): string | undefined {
+function leanLine(
+  level: unknown,
+  message: unknown,
+  fields: Record<string, unknown>,
+  meta?: Record<string, unknown>,
+): string | undefined {
   if (typeof message !== 'string') return undefined;
   const line: Record<string, unknown> = { ts: isoTimestamp(), level, msg: message };
-  if (fields.component !== undefined) line.component = fields.component;
+  const component = meta !== undefined && Object.hasOwn(meta, 'component') ? meta.component : fields.component;
+  if (component !== undefined) line.component = component;
   for (const key in fields) {
-    if (key === 'level' || key === 'message' || key === 'component') continue;
-    const value = fields[key];
+    if (isReserved(key)) continue;
+    const value = meta !== undefined && Object.hasOwn(meta, key) ? meta[key] : fields[key];
     if (value instanceof Error) return undefined;
     line[key] = value;
+  }
+  if (meta !== undefined) {
+    for (const key in meta) {
+      if (isReserved(key) || Object.hasOwn(fields, key)) continue;
+      const value = meta[key];
+      if (value instanceof Error) return undefined;
+      line[key] = value;
+    }
   }
   try {
     return JSON.stringify(line);
@@ -174,8 +195,8 @@ export function logRecord(logger: winston.Logger, level: LogLevel, record: Recor
     logger[level](record);
     return;
   }
-  // What winston's single-object call sees (defaultMeta, then the record), formatted as leanJson does.
-  const line = leanLine(level, record.message, { ...logger.defaultMeta, ...record });
+  // What winston's single-object call sees (the record merged with defaultMeta), formatted as leanJson does.
+  const line = leanLine(level, record.message, record, logger.defaultMeta as Record<string, unknown> | undefined);
   if (line === undefined) {
     logger[level](record);
     return;

@@ -176,6 +176,30 @@ describe('logRecord: the line logger[level](record) writes', () => {
     );
   });
 
+  it('merges the logger’s defaultMeta as winston does: the record’s keys first, then the meta’s, the meta’s values winning', () => {
+    const meta = { component: COMPONENT, replica: 'r-1', uid: 'from-meta' };
+    const run = (write: (logger: winston.Logger) => void) =>
+      stdoutLines((logger) => {
+        logger.defaultMeta = meta;
+        write(logger);
+      });
+    const fields = { ...record(), extra: 1 };
+    const direct = run((logger) => logRecord(logger, 'info', fields));
+    expect(direct).toEqual(run((logger) => logger.info(fields)));
+    expect(Object.keys(JSON.parse(direct.join('')))).toEqual([
+      'ts',
+      'level',
+      'msg',
+      'component',
+      'uid',
+      'namespace',
+      'durationMs',
+      'extra',
+      'replica',
+    ]);
+    expect(JSON.parse(direct.join('')).uid).toBe('from-meta');
+  });
+
   it('writes nothing below the level', () => {
     expect(stdoutLines((logger) => logRecord(logger, 'debug', record()))).toEqual([]);
   });
