@@ -472,6 +472,36 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
             '20 requests/s while the lookups ran: a steady background load both kinds of run shared.'),
     );
     p();
+    const big = r.scaleWebhookLarge;
+    if (big) {
+      const total = sw.namespacesCreated + big.namespacesCreated;
+      const isolated = sw.isolatedCreated + big.isolatedCreated;
+      p(`#### With ${thousands(total)} namespaces`);
+      p();
+      p(
+        `Then, the same way, ${thousands(big.namespacesCreated)} more namespaces (${num(big.createSeconds, 1)} s; cache complete ` +
+          `${num(big.cacheFilledSeconds, 1)} s after their first create), ${thousands(big.isolatedCreated)} of them isolated: ` +
+          `${thousands(total)} created in all, ${thousands(isolated)} isolated (cache entries after: ${JSON.stringify(big.cacheEntriesAfter)}). ` +
+          `The same ${r.config.rounds} rounds of one-namespace and spread lookups, spread over the ${thousands(big.isolatedCreated)} new isolated namespaces.`,
+      );
+      p();
+      p(`| | ${thousands(sw.namespacesCreated)} namespaces | ${thousands(total)} namespaces |`);
+      p('| --- | ---: | ---: |');
+      p(
+        `| webhook RSS, cache full (before the lookup load) | ${num(sw.rssCacheFilledMiB, 1)} MiB | ${num(big.rssCacheFilledMiB, 1)} MiB |`,
+      );
+      p(`| webhook RSS after the lookup load | ${num(sw.rssAfterMiB, 1)} MiB | ${num(big.rssAfterMiB, 1)} MiB |`);
+      p(`| p99 ms, one namespace | ${spread(sw.single.p99)} | ${spread(big.single.p99)} |`);
+      p(`| p99 ms, spread | ${spread(sw.spread.p99)} | ${spread(big.spread.p99)} |`);
+      p(`| p50 ms, spread | ${spread(sw.spread.p50)} | ${spread(big.spread.p50)} |`);
+      p(
+        `| admissions per CPU-second, spread | ${spread(sw.spread.perCpuSecond, thousands)} | ${spread(big.spread.perCpuSecond, thousands)} |`,
+      );
+      p(`| spread / one p99 (same round) | ${spread(sw.ratioP99)} | ${spread(big.ratioP99)} |`);
+      p();
+      p(`Failed requests: ${big.errors}.`);
+      p();
+    }
     const fp = r.webhookMemory?.footprint;
     if (fp) {
       p(
