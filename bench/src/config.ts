@@ -42,9 +42,10 @@ export interface BenchConfig {
   scaleIsolated: number;
   /**
    * The webhook's larger scale point: namespaces in all (the first step's included, as many more
-   * created, the same share isolated); not above scaleNamespaces: no second step.
+   * created, the same share isolated); not above scaleNamespaces: no second step. Absent in
+   * results written before it existed.
    */
-  scaleLargeNamespaces: number;
+  scaleLargeNamespaces?: number;
   operatorInstances: number;
   operatorTimeoutSeconds: number;
   /** --concurrency for the operator; undefined: its own default. */

@@ -399,7 +399,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
         );
       results.scaleWebhook = await step(cfg.scaleNamespaces, cfg.scaleIsolated);
       // The larger point: as many more namespaces as make scaleLargeNamespaces, the same share isolated.
-      const more = cfg.scaleLargeNamespaces - cfg.scaleNamespaces;
+      const more = (cfg.scaleLargeNamespaces ?? 0) - cfg.scaleNamespaces;
       if (more > 0 && cfg.scaleNamespaces > 0) {
         results.scaleWebhookLarge = await step(more, Math.round((more * cfg.scaleIsolated) / cfg.scaleNamespaces));
       }
