@@ -2,8 +2,10 @@
  * Reads a request's JSON body: the Buffers of the stream (decompressed first for a
  * Content-Encoding of gzip, deflate, br or zstd), at most `limit` bytes of them, decoded as UTF-8
  * and parsed once — instead of body-parser, whose per-request work (raw-body's streaming iconv
- * decoder, http-errors objects, type checks the route has already made) cost a sixth of the
- * webhook's CPU time under load (docs/benchmarks.md §2, the profile).
+ * decoder into a string, http-errors objects, type checks the route has already made) cost ~5-10%
+ * of the webhook's CPU time under load (its 16% in the profile was mostly JSON.parse, which any
+ * reader pays), and whose string garbage left ~55 MiB more RSS after load with 75 KiB reviews
+ * (services/webhook/README.md, issue 24).
  *
  * Its answers are body-parser's (`express.json({ strict: true })`), as the route turned them
  * into 4xx answers:

@@ -365,7 +365,7 @@ describe('request bodies (read-body.ts: strict JSON, as body-parser read it)', (
     const spaced = await send(Buffer.concat([bom, Buffer.from(' \t\r\n'), Buffer.from(body)]));
     expect(spaced.status).toBe(200);
     expect(spaced.body.response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
-    // An array is JSON body-parser accepts; the review check then refuses it.
+    // An array is strict JSON (as body-parser also accepted); the review check then refuses it.
     const array = await send(Buffer.from('[1]'));
     expect(array.status).toBe(400);
     expect(array.body.error).toBe('not_an_object');
