@@ -40,6 +40,12 @@ export interface BenchConfig {
   chainReplicas: number;
   scaleNamespaces: number;
   scaleIsolated: number;
+  /**
+   * The webhook's larger scale point: namespaces in all (the first step's included, as many more
+   * created, the same share isolated); not above scaleNamespaces: no second step. Absent in
+   * results written before it existed.
+   */
+  scaleLargeNamespaces?: number;
   operatorInstances: number;
   operatorTimeoutSeconds: number;
   /** --concurrency for the operator; undefined: its own default. */
@@ -91,6 +97,7 @@ export function loadConfig(): BenchConfig {
     chainReplicas: Math.max(1, int('BENCH_CHAIN_REPLICAS', 30)),
     scaleNamespaces: int('BENCH_SCALE_NAMESPACES', 10_000),
     scaleIsolated: int('BENCH_SCALE_ISOLATED', 5_000),
+    scaleLargeNamespaces: int('BENCH_SCALE_LARGE_NAMESPACES', 50_000),
     operatorInstances: int('BENCH_OPERATOR_INSTANCES', 1_000),
     operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 240)),
     operatorConcurrency: process.env.BENCH_OPERATOR_CONCURRENCY

@@ -377,25 +377,32 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     });
     await section('scale-webhook', async () => {
       let unpin: () => void = () => undefined;
-      results.scaleWebhook = await runWebhookScale(
-        api,
-        {
-          namespaces: cfg.scaleNamespaces,
-          isolated: cfg.scaleIsolated,
-          createConcurrency: 32,
-          rounds: cfg.rounds,
-          loadSeconds: cfg.loadSeconds,
-          connections: cfg.loadConnections,
-          webhookPid: running.process.pid,
-          webhookUrl: running.url,
-          webhookMetricsUrl: running.metricsUrl,
-          pin: () => {
-            unpin = pin(running.process.pid);
+      const step = (namespaces: number, isolated: number) =>
+        runWebhookScale(
+          api,
+          {
+            namespaces,
+            isolated,
+            createConcurrency: 32,
+            rounds: cfg.rounds,
+            loadSeconds: cfg.loadSeconds,
+            connections: cfg.loadConnections,
+            webhookPid: running.process.pid,
+            webhookUrl: running.url,
+            webhookMetricsUrl: running.metricsUrl,
+            pin: () => {
+              unpin = pin(running.process.pid);
+            },
+            unpin: () => unpin(),
           },
-          unpin: () => unpin(),
-        },
-        log,
-      );
+          log,
+        );
+      results.scaleWebhook = await step(cfg.scaleNamespaces, cfg.scaleIsolated);
+      // The larger point: as many more namespaces as make scaleLargeNamespaces, the same share isolated.
+      const more = (cfg.scaleLargeNamespaces ?? 0) - cfg.scaleNamespaces;
+      if (more > 0 && cfg.scaleNamespaces > 0) {
+        results.scaleWebhookLarge = await step(more, Math.round((more * cfg.scaleIsolated) / cfg.scaleNamespaces));
+      }
     });
   } finally {
     api.close();

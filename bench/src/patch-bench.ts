@@ -17,7 +17,7 @@ export interface PatchCase extends PodShape {
   patch: Summary;
   /** buildNodeIsolationPatch + patchProblem: what admit() runs per Pod, ops/s. */
   patchAndCheck: Summary;
-  /** JSON.parse of the AdmissionReview body (express.json does this per request), ops/s. */
+  /** JSON.parse of the AdmissionReview body (the webhook's body reader does this per request), ops/s. */
   parseReview: Summary;
 }
 

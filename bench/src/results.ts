@@ -43,6 +43,8 @@ export interface BenchResults {
   strength?: StrengthResult;
   chart?: ChartComplexityResult;
   scaleWebhook?: WebhookScaleResult;
+  /** The same webhook after namespaces were added up to config.scaleLargeNamespaces. */
+  scaleWebhookLarge?: WebhookScaleResult;
   scalePolicy?: PolicyScaleResult;
   scaleOperator?: OperatorScaleResult;
   /** Sections that failed, with the error; they are reported as not measured. */
@@ -71,7 +73,7 @@ export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResu
   podcreate: ['podCreate'],
   chart: ['chart'],
   'scale-operator': ['scaleOperator'],
-  'scale-webhook': ['scaleWebhook'],
+  'scale-webhook': ['scaleWebhook', 'scaleWebhookLarge'],
   'scale-policy': ['scalePolicy'],
   'sandbox-pods': ['sandboxPods'],
   strength: ['strength'],

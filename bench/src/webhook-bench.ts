@@ -46,6 +46,8 @@ export interface WebhookLoadResult {
   /** webhook ÷ reference, 1-container Pods, per round. */
   ratioRps?: Summary;
   ratioPerCpuSecond?: Summary;
+  ratioP50?: Summary;
+  ratioP99?: Summary;
 }
 
 export function reviewBody(containers: number, namespace: string): string {
@@ -114,6 +116,8 @@ export async function runWebhookLoad(
     cases,
     ratioRps: ratio((r) => r.rps),
     ratioPerCpuSecond: ratio((r) => r.perCpuSecond ?? Number.NaN),
+    ratioP50: ratio((r) => r.latencyMs.p50),
+    ratioP99: ratio((r) => r.latencyMs.p99),
   };
 }
 

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it, jest } from '@jest/globals';
 import winston from 'winston';
-import { COMPONENT, createLogger, isoTimestamp, logRecord, StdoutTransport } from '../src/log.js';
+import { COMPONENT, createLogger, FLUSH_INTERVAL_MS, isoTimestamp, logRecord, StdoutTransport } from '../src/log.js';
 
 function capture(level: 'debug' | 'info' = 'debug') {
   const chunks: string[] = [];
@@ -66,14 +66,17 @@ describe('createLogger: one JSON object per line', () => {
 });
 
 describe('StdoutTransport', () => {
-  it('writes the lines of one event-loop turn to stdout in one write, in order, newline-terminated', async () => {
+  it('writes the lines of 10 ms to stdout in one write, in order, newline-terminated', async () => {
     const write = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
     try {
       const logger = createLogger({ level: 'info', transports: [new StdoutTransport()] });
       logger.info('hello', { a: 1 });
-      logger.warn('again', { a: 2 });
-      expect(write).not.toHaveBeenCalled();
+      // Later event-loop turns within the interval join the same write.
       await new Promise((resolve) => setImmediate(resolve));
+      logger.warn('again', { a: 2 });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(write).not.toHaveBeenCalled();
+      await new Promise((resolve) => setTimeout(resolve, FLUSH_INTERVAL_MS + 5));
       expect(write).toHaveBeenCalledTimes(1);
       const text = write.mock.calls[0]?.[0] as string;
       expect(text.endsWith('}\n')).toBe(true);
@@ -174,6 +177,30 @@ describe('logRecord: the line logger[level](record) writes', () => {
       `{"ts":"2026-01-01T00:00:00.123Z","level":"info","msg":"pod admitted with node isolation","component":"${COMPONENT}",` +
         '"uid":"u-1","namespace":"team-a","durationMs":0.25}',
     );
+  });
+
+  it('merges the logger’s defaultMeta as winston does: the record’s keys first, then the meta’s, the meta’s values winning', () => {
+    const meta = { component: COMPONENT, replica: 'r-1', uid: 'from-meta' };
+    const run = (write: (logger: winston.Logger) => void) =>
+      stdoutLines((logger) => {
+        logger.defaultMeta = meta;
+        write(logger);
+      });
+    const fields = { ...record(), extra: 1 };
+    const direct = run((logger) => logRecord(logger, 'info', fields));
+    expect(direct).toEqual(run((logger) => logger.info(fields)));
+    expect(Object.keys(JSON.parse(direct.join('')))).toEqual([
+      'ts',
+      'level',
+      'msg',
+      'component',
+      'uid',
+      'namespace',
+      'durationMs',
+      'extra',
+      'replica',
+    ]);
+    expect(JSON.parse(direct.join('')).uid).toBe('from-meta');
   });
 
   it('writes nothing below the level', () => {

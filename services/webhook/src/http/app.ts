@@ -15,8 +15,9 @@
  * Metrics app (plain-HTTP port): GET /metrics.
  *
  * Express serves every request, the API server's included. POST /mutate/pods is its first
- * route (nothing runs before it), its body read by body-parser (`express.json`, strict), whose
- * errors become the 400/413/415 answers above.
+ * route (nothing runs before it), its body read by read-body.ts (the stream's Buffers, parsed
+ * once; body-parser's answers, without its per-request cost), whose refusals become the
+ * 400/413/415 answers above.
  */
 import type { ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -28,6 +29,7 @@ import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../adm
 import type { Readiness } from '../cache/informer.js';
 import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
+import { type BodyRefusal, charsetProblem, contentEncoding, MISSING_BODY, readJsonBody } from './read-body.js';
 
 /** What express's res.json sends as Content-Type. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -42,36 +44,6 @@ export interface WebhookAppOptions {
   maxBodyBytes: number;
   /** True once shutdown began: /readyz fails and responses close their connection. */
   isShuttingDown?: () => boolean;
-}
-
-/** body-parser error types → (status, bounded reason, message). */
-const BODY_ERRORS: Record<string, { status: number; reason: BadRequestReason; message: string }> = {
-  'entity.parse.failed': { status: 400, reason: 'invalid_json', message: 'request body is not valid JSON' },
-  'entity.too.large': { status: 413, reason: 'body_too_large', message: 'request body exceeds the size limit' },
-  'encoding.unsupported': {
-    status: 415,
-    reason: 'unsupported_encoding',
-    message: 'unsupported Content-Encoding (use identity, gzip or deflate)',
-  },
-  'charset.unsupported': { status: 415, reason: 'unsupported_encoding', message: 'unsupported charset (use utf-8)' },
-  'request.aborted': { status: 400, reason: 'aborted', message: 'request aborted by the client' },
-  'request.size.invalid': {
-    status: 400,
-    reason: 'aborted',
-    message: 'request body length does not match Content-Length',
-  },
-};
-
-function bodyErrorType(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null || !('type' in err)) return undefined;
-  return typeof err.type === 'string' ? err.type : undefined;
-}
-
-/** The 4xx status a body-reading error carries (e.g. a corrupt gzip stream), if any. */
-function clientErrorStatus(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null || !('status' in err)) return undefined;
-  const status = err.status;
-  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
 /** What express's `res.status(status).json(value)` sends (its ETag is disabled), with one writeHead and end. */
@@ -99,9 +71,12 @@ function sendBadRequest(
   sendJson(res, status, { error: reason, message });
 }
 
-/** When the route took the request (set first thing, read by the error handler). */
-const STARTED_AT = Symbol('startedAt');
-type Timed = { [STARTED_AT]?: number };
+const UNSUPPORTED_MEDIA_TYPE: BodyRefusal = {
+  ok: false,
+  status: 415,
+  reason: 'unsupported_media_type',
+  message: 'Content-Type must be application/json',
+};
 
 const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' | 'debug'; message: string }> = {
   patched: { level: 'info', message: 'pod admitted with node isolation' },
@@ -148,28 +123,8 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  // Sets req.body. The route has checked the Content-Type before (see below), so body-parser's
-  // own check (type-is, per request) is skipped: `type` answers yes.
-  const readBody = express.json({ limit: maxBodyBytes, type: () => true, strict: true });
-
-  /**
-   * A request that failed after routing: a body-reading error gets its 4xx answer, anything
-   * else is logged and answered 500 (never for a malformed request).
-   */
+  /** A request that failed after routing: logged and answered 500 (never for a malformed request). */
   const answerError = (err: unknown, method: string | undefined, path: string, res: ServerResponse): void => {
-    const startedAt = (res as Timed)[STARTED_AT] ?? performance.now();
-    const known = BODY_ERRORS[bodyErrorType(err) ?? ''];
-    if (known !== undefined) {
-      const message = known.reason === 'body_too_large' ? `${known.message} of ${maxBodyBytes} bytes` : known.message;
-      sendBadRequest(res, metrics, startedAt, known.status, known.reason, message);
-      return;
-    }
-    const clientStatus = clientErrorStatus(err);
-    if (clientStatus !== undefined) {
-      const message = 'request body could not be read (corrupt or truncated content encoding?)';
-      sendBadRequest(res, metrics, startedAt, clientStatus, 'invalid_body', message);
-      return;
-    }
     logger.error('unhandled error serving request', {
       method,
       path,
@@ -178,6 +133,9 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
     });
     if (!res.headersSent) sendJson(res, 500, { error: 'internal_error', message: 'internal server error' });
   };
+
+  const refuse = (res: ServerResponse, startedAt: number, refusal: BodyRefusal): void =>
+    sendBadRequest(res, metrics, startedAt, refusal.status, refusal.reason, refusal.message);
 
   /** The admission itself, once the body is read and parsed. */
   const review = async (body: unknown, res: ServerResponse, startedAt: number): Promise<void> => {
@@ -201,38 +159,35 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   // before it.
   app.post(MUTATE_PODS_PATH, (req, res, next) => {
     const startedAt = performance.now();
-    (res as Timed)[STARTED_AT] = startedAt;
     closeIfDraining(res);
-    const contentLength = req.headers['content-length'];
+    const headers = req.headers;
+    const contentLength = headers['content-length'];
     // The API server's exact header skips type-is; anything else is checked in full.
-    if (req.headers['content-type'] !== 'application/json' || contentLength === '0') {
+    if (headers['content-type'] !== 'application/json' || contentLength === '0') {
       const type = req.is('application/json');
       if (type === null || contentLength === '0') {
-        sendBadRequest(
-          res,
-          metrics,
-          startedAt,
-          400,
-          'missing_body',
-          'request body is required: a JSON AdmissionReview',
-        );
+        refuse(res, startedAt, MISSING_BODY);
         return;
       }
       if (type === false) {
-        sendBadRequest(
-          res,
-          metrics,
-          startedAt,
-          415,
-          'unsupported_media_type',
-          `Content-Type must be application/json, got ${JSON.stringify((req.get('content-type') ?? '').slice(0, 100))}`,
-        );
+        const got = JSON.stringify((headers['content-type'] ?? '').slice(0, 100));
+        refuse(res, startedAt, { ...UNSUPPORTED_MEDIA_TYPE, message: `${UNSUPPORTED_MEDIA_TYPE.message}, got ${got}` });
+        return;
+      }
+      const charset = charsetProblem(headers['content-type']);
+      if (charset !== undefined) {
+        refuse(res, startedAt, charset);
         return;
       }
     }
-    readBody(req, res, (err?: unknown) => {
-      if (err !== undefined && err !== null) next(err);
-      else review(req.body, res, startedAt).catch(next);
+    const encoding = contentEncoding(headers['content-encoding']);
+    if (typeof encoding !== 'string') {
+      refuse(res, startedAt, encoding);
+      return;
+    }
+    readJsonBody(req, encoding, maxBodyBytes, (body) => {
+      if (!body.ok) refuse(res, startedAt, body);
+      else review(body.value, res, startedAt).catch(next);
     });
   });
 

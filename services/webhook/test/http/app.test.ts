@@ -207,6 +207,18 @@ describe('POST /mutate/pods', () => {
         'unsupported_encoding',
       ],
       [
+        'a charset other than UTF-8',
+        (t) => t.set('Content-Type', 'application/json; charset=utf-16').send('{}'),
+        415,
+        'unsupported_encoding',
+      ],
+      [
+        'an empty chunked body',
+        (t) => t.set('Content-Type', 'application/json').set('Transfer-Encoding', 'chunked').send(''),
+        400,
+        'missing_body',
+      ],
+      [
         'corrupt gzip body',
         (t) => t.set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').send('{"not":"gzip"}'),
         400,
@@ -320,7 +332,7 @@ describe('POST /mutate/pods', () => {
   });
 });
 
-describe('request bodies (body-parser, strict JSON)', () => {
+describe('request bodies (read-body.ts: strict JSON, as body-parser read it)', () => {
   const body = JSON.stringify(review());
 
   it.each([['application/json'], ['application/json; charset=utf-8'], ['Application/JSON']])(
@@ -353,7 +365,7 @@ describe('request bodies (body-parser, strict JSON)', () => {
     const spaced = await send(Buffer.concat([bom, Buffer.from(' \t\r\n'), Buffer.from(body)]));
     expect(spaced.status).toBe(200);
     expect(spaced.body.response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
-    // An array is JSON body-parser accepts; the review check then refuses it.
+    // An array is strict JSON (as body-parser also accepted); the review check then refuses it.
     const array = await send(Buffer.from('[1]'));
     expect(array.status).toBe(400);
     expect(array.body.error).toBe('not_an_object');
