@@ -44,7 +44,7 @@ import {
   loadAllYaml,
 } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
-import { type BenchConfig, loadConfig, type Section, WEBHOOK_DOCKERFILE } from './config.js';
+import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import { createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
@@ -58,7 +58,7 @@ import { summarizeProfile } from './profile.js';
 import { renderReport } from './report.js';
 import { type BenchResults, mergeResults } from './results.js';
 import { installSandboxPodPolicy, runSandboxPodsBench } from './sandbox-pods.js';
-import { runOperatorScale, runWebhookScale } from './scale.js';
+import { type OperatorScaleResult, runOperatorScale, runWebhookScale } from './scale.js';
 import { runPolicyScale } from './scale-policy.js';
 import { RUNC_RUNTIME_CLASS, runStrengthBench } from './strength.js';
 import { reviewBody, runWebhookLoad } from './webhook-bench.js';
@@ -188,15 +188,42 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     results.versions = { ...results.versions, kubernetes: results.versions.kubernetes ?? measured.kubernetes };
   });
 
-  const clusterSections: Section[] = [
-    'webhook',
-    'podcreate',
-    'chart',
-    'scale-webhook',
-    'scale-operator',
-    'scale-policy',
-    'sandbox-pods',
-  ];
+  // Each point on a control plane of its own, so that no point inherits another's (or another
+  // section's) objects, and the growth from point to point is the operator's.
+  await section('scale-operator', async () => {
+    const points: OperatorScaleResult[] = [];
+    for (const instances of operatorPoints(cfg.operatorInstances)) {
+      log(`starting a control plane for ${instances} operator instances`);
+      const own = await startControlPlane({});
+      const ownApi = await RawApi.connect(own.kc, 32);
+      try {
+        results.versions = { ...(await versions(ownApi)), ...results.versions };
+        points.push(
+          await runOperatorScale(
+            own,
+            ownApi,
+            {
+              instances,
+              createConcurrency: 16,
+              platformNamespace: 'kubeplus',
+              group: 'apps.bench.kubeplus.io',
+              timeoutSeconds: cfg.operatorTimeoutSeconds,
+              metricsPort: await freePort(),
+              concurrency: cfg.operatorConcurrency,
+              nodeOptions: cfg.operatorNodeOptions ?? '',
+            },
+            log,
+          ),
+        );
+      } finally {
+        ownApi.close();
+        await own.stop();
+      }
+    }
+    results.scaleOperator = points;
+  });
+
+  const clusterSections: Section[] = ['webhook', 'podcreate', 'chart', 'scale-webhook', 'scale-policy', 'sandbox-pods'];
   if (!clusterSections.some(want)) return finish(results, started);
 
   log('starting a control plane with PodNodeSelector + PodTolerationRestriction');
@@ -342,22 +369,6 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       );
     });
 
-    await section('scale-operator', async () => {
-      results.scaleOperator = await runOperatorScale(
-        cp,
-        api,
-        {
-          instances: cfg.operatorInstances,
-          createConcurrency: 16,
-          platformNamespace: 'kubeplus',
-          group: 'apps.bench.kubeplus.io',
-          timeoutSeconds: cfg.operatorTimeoutSeconds,
-          metricsPort: await freePort(),
-          concurrency: cfg.operatorConcurrency,
-        },
-        log,
-      );
-    });
     await section('scale-policy', async () => {
       // The policy engine is installed by podcreate (setup e).
       if (!want('podcreate'))

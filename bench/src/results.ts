@@ -44,7 +44,8 @@ export interface BenchResults {
   chart?: ChartComplexityResult;
   scaleWebhook?: WebhookScaleResult;
   scalePolicy?: PolicyScaleResult;
-  scaleOperator?: OperatorScaleResult;
+  /** One result per scale point, in the order run (a single result in older results). */
+  scaleOperator?: OperatorScaleResult | OperatorScaleResult[];
   /** Sections that failed, with the error; they are reported as not measured. */
   errors: Partial<Record<Section, string>>;
   /** Sections measured again in later runs and merged in (BENCH_MERGE=1); the rest is this run's. */
