@@ -35,6 +35,7 @@ export const SECTIONS = [
   'patch',
   'webhook',
   'podcreate',
+  'engine-trims',
   'chart',
   'scale-operator',
   'scale-webhook',

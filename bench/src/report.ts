@@ -1,5 +1,6 @@
 /** docs/benchmarks.md from one run's results (pure: same results, same text). */
 import { type BenchConfig, operatorPoints } from './config.js';
+import { engineTrimsSection } from './engine-trims-report.js';
 import { operatorScaleSection } from './operator-report.js';
 import type { Plot } from './plot.js';
 import type { BlockStats } from './pod-create.js';
@@ -412,6 +413,10 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       });
     }
   } else p(notMeasured(r, 'podcreate'));
+  if (r.engineTrims) {
+    p();
+    for (const line of engineTrimsSection(r.engineTrims, r.config.rounds)) p(line);
+  } else if (r.errors['engine-trims']) p(notMeasured(r, 'engine-trims'));
 
   // ---- 4. chart complexity
   p('## 4. Chart-complexity independence');
