@@ -213,6 +213,9 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
               metricsPort: await freePort(),
               concurrency: cfg.operatorConcurrency,
               nodeOptions: cfg.operatorNodeOptions ?? '',
+              components: own.processes.filter((p) =>
+                ['kube-apiserver', 'kube-controller-manager', 'etcd'].includes(p.name),
+              ),
             },
             log,
           ),

@@ -96,6 +96,26 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
   p();
   p('Per point, from the operator’s own metrics at the end (histogram quantiles) and the API server:');
   p();
+  if (points.some((pt) => pt.components !== undefined)) {
+    p(
+      'The point’s own control plane at the end (RSS; CPU-seconds since the first create), beside the operator’s — ' +
+        'where the time and memory of isolating N tenants go:',
+    );
+    p();
+    p('| instances | kube-apiserver RSS MiB / CPU s | kube-controller-manager | etcd | operator |');
+    p('| ---: | ---: | ---: | ---: | ---: |');
+    const usage = (pt: OperatorScaleResult, name: string): string => {
+      const u = pt.components?.[name];
+      return u === undefined ? 'n/a' : `${num(u.rssMiB, 0)} / ${num(u.cpuSeconds, 1)}`;
+    };
+    for (const pt of points) {
+      p(
+        `| ${num(pt.instances)} | ${usage(pt, 'kube-apiserver')} | ${usage(pt, 'kube-controller-manager')} | ` +
+          `${usage(pt, 'etcd')} | ${num(pt.rssMiB, 0)} / ${num(pt.cpuSeconds, 1)} |`,
+      );
+    }
+    p();
+  }
   p(
     '| instances | reconcile p50 / p99 ms, instances | owned-objects | node-isolation-audit | reconciles by controller/result | ValidatingAdmissionPolicyBindings |',
   );

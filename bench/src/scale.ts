@@ -231,6 +231,14 @@ export interface OperatorScaleOptions {
   concurrency: number | undefined;
   /** NODE_OPTIONS of the operator process (the image's, by default). */
   nodeOptions: string;
+  /** The control plane's processes (this point's own), whose RSS and CPU are read too. */
+  components?: ReadonlyArray<{ name: string; pid: number }>;
+}
+
+/** A control-plane process at the end of a point: RSS, and CPU since the first create. */
+export interface ComponentUsage {
+  rssMiB: number;
+  cpuSeconds: number;
 }
 
 export interface OperatorScaleResult {
@@ -256,6 +264,8 @@ export interface OperatorScaleResult {
   /** V8 heap used at the end (the operator's nodejs_heap_size_used_bytes). */
   heapUsedMiB?: number;
   cpuSeconds: number;
+  /** kube-apiserver, kube-controller-manager, etcd of the point's own control plane. Absent in older results. */
+  components?: Record<string, ComponentUsage>;
   timedOut: boolean;
   /** At the end (all, or as many as were done when the wait timed out). */
   namespacesIsolated: number;
@@ -327,6 +337,8 @@ export async function runOperatorScale(
     const pid = operator.process.pid;
     const cpu0 = cpuSeconds(pid);
     const rssReady = rssBytes(pid);
+    const components = opts.components ?? [];
+    const componentCpu0 = new Map(components.map((c) => [c.name, cpuSeconds(c.pid)]));
     const names = Array.from({ length: opts.instances }, (_, i) => `tenant-${String(i).padStart(5, '0')}`);
     const wanted = new Set(names);
     const t0 = process.hrtime.bigint();
@@ -443,6 +455,12 @@ export async function runOperatorScale(
       peakRssMiB: peakRssBytes(pid) / MiB,
       heapUsedMiB: heapUsed / MiB,
       cpuSeconds: cpuSeconds(pid) - cpu0,
+      components: Object.fromEntries(
+        components.map((c) => [
+          c.name,
+          { rssMiB: rssBytes(c.pid) / MiB, cpuSeconds: cpuSeconds(c.pid) - (componentCpu0.get(c.name) ?? 0) },
+        ]),
+      ),
       timedOut,
       namespacesIsolated: namespaces.count,
       runtimeClasses: classes.count,
