@@ -16,6 +16,18 @@ function ratio(s: Summary): string {
   return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
 }
 
+/** A variant counts as faster when its p50 is at most this fraction of e's (median of same-round ratios). */
+export const FASTER = 0.95;
+
+/** The candidate variants (not e, not the informative ones) faster than e at p50 at every client count. */
+export function fasterThanE(t: EngineTrimsResult): string[] {
+  const candidates = VARIANTS.filter((v) => v !== 'e' && v !== 'inline' && v !== 'limits');
+  return candidates.filter((v) => {
+    const rows = t.ratios.filter((r) => r.setup === v);
+    return rows.length > 0 && rows.every((r) => r.toE.p50.median <= FASTER);
+  });
+}
+
 export function engineTrimsSection(t: EngineTrimsResult, rounds: number): string[] {
   const out: string[] = [];
   const p = (line = ''): void => {
@@ -53,6 +65,13 @@ export function engineTrimsSection(t: EngineTrimsResult, rounds: number): string
       `| ${r.concurrency} | ${r.setup} | ${ratio(r.toF.p50)} | ${ratio(r.toF.p99)} | ${r.setup === 'e' ? '1' : ratio(r.toE.p50)} | ${r.setup === 'e' ? '1' : ratio(r.toE.p99)} |`,
     );
   }
+  p();
+  const faster = fasterThanE(t);
+  p(
+    faster.length === 0
+      ? `No variant was faster than e by ${Math.round((1 - FASTER) * 100)}% or more at p50 (median of same-round ratios) at every client count in this run, so the engine stays as shipped.`
+      : `Faster than e by ${Math.round((1 - FASTER) * 100)}% or more at p50 (median of same-round ratios) at every client count: ${faster.join(', ')}.`,
+  );
   p();
   p(
     'ApplyConfiguration instead of JSONPatch: the Pod’s `nodeSelector` is an atomic map and its `tolerations` an ' +

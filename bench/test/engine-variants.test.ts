@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from '@jest/globals';
 import { type KubernetesObject, loadAllYaml } from '@kubernetes/client-node';
+import type { EngineTrimsResult } from '../src/engine-trims.js';
+import { engineTrimsSection, fasterThanE } from '../src/engine-trims-report.js';
 import {
   celLiteral,
   type EngineObject,
@@ -97,5 +99,38 @@ describe('engine variants', () => {
     expect(id).toContain("(has(t.operator) && t.operator == 'Exists' ? 'Exists' : 'Equal')");
     expect(id).toContain("(has(t.tolerationSeconds) ? string(t.tolerationSeconds) : '')");
     expect(celLiteral([{ key: 'k', n: 5 }])).toBe('[{"key": "k", "n": 5}]');
+  });
+});
+
+describe('engine trims report', () => {
+  const summary = (median: number) => ({ median, min: median, max: median, n: 1 });
+  const ratio = (setup: (typeof VARIANTS)[number], concurrency: number, toE: number) => ({
+    setup,
+    concurrency,
+    toF: { p50: summary(1), p99: summary(1) },
+    toE: { p50: summary(toE), p99: summary(1) },
+  });
+  const result = (ratios: ReturnType<typeof ratio>[]): EngineTrimsResult => ({
+    blocks: [],
+    ratios,
+    applyConfiguration: [],
+    probes: 4,
+    errors: [],
+  });
+
+  test('a candidate is faster only when its p50 is at most 0.95 of e’s at every client count; inline and limits never count', () => {
+    const t = result([
+      ratio('vars', 1, 0.9),
+      ratio('vars', 32, 0.94),
+      ratio('ids', 1, 0.9),
+      ratio('ids', 32, 0.96),
+      ratio('inline', 1, 0.5),
+      ratio('inline', 32, 0.5),
+    ]);
+    expect(fasterThanE(t)).toEqual(['vars']);
+    expect(engineTrimsSection(t, 9).join('\n')).toContain('at every client count: vars.');
+    expect(engineTrimsSection(result([ratio('ids', 1, 1.2)]), 9).join('\n')).toContain(
+      'so the engine stays as shipped',
+    );
   });
 });
