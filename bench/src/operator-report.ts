@@ -37,10 +37,15 @@ export function operatorScalePoints(r: BenchResults): OperatorScaleResult[] {
   return Array.isArray(so) ? so : [so];
 }
 
+/** Seconds from the first create to the end of the wait of a point that timed out (the wait starts after the last create). */
+function waited(p: OperatorScaleResult, timeoutSeconds: number): number {
+  return p.createSeconds + timeoutSeconds;
+}
+
 /** Instances fully isolated per second, from the time or (timed out) from what was done by the deadline. */
 function rate(p: OperatorScaleResult, timeoutSeconds: number): number {
   return p.timedOut
-    ? Math.min(p.namespacesIsolated, p.runtimeClasses) / timeoutSeconds
+    ? Math.min(p.namespacesIsolated, p.runtimeClasses) / waited(p, timeoutSeconds)
     : p.instances / p.fullyIsolatedSeconds;
 }
 
@@ -51,7 +56,10 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
     lines.push(line);
   };
   const points = operatorScalePoints(r);
-  const timeout = r.config.operatorTimeoutSeconds;
+  // A section re-measured later (BENCH_MERGE) ran with that run's parameters, not the first run's.
+  const timeout =
+    r.remeasured?.find((x) => x.sections.includes('scale-operator'))?.config.operatorTimeoutSeconds ??
+    r.config.operatorTimeoutSeconds;
   const first = points[0];
   if (first === undefined) return { lines, verdicts: [] };
   const nodeOptions = first.nodeOptions;
@@ -78,13 +86,14 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
   p();
   p(
     '| instances | created in s | **fully isolated after s** | s per 1,000 | instances/s | RSS ready / end / peak MiB | ' +
-      'RSS end − ready per 1,000, MiB | V8 heap used at end MiB | CPU s | CPU s per 1,000 |',
+      'RSS end − ready per 1,000 done, MiB | V8 heap used at end MiB | CPU s | CPU s per 1,000 done |',
   );
   p('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const pt of points) {
-    const k = pt.instances / 1000;
+    // Per 1,000 instances done: a point that timed out did fewer than it created.
+    const k = (pt.timedOut ? Math.min(pt.namespacesIsolated, pt.runtimeClasses) : pt.instances) / 1000;
     const done = pt.timedOut
-      ? `not within ${num(timeout)} (${num(pt.namespacesIsolated)} namespaces, ${num(pt.runtimeClasses)} classes)`
+      ? `not within ${num(waited(pt, timeout))} (${num(pt.namespacesIsolated)} namespaces, ${num(pt.runtimeClasses)} classes)`
       : `**${num(pt.fullyIsolatedSeconds, 1)}**`;
     p(
       `| ${num(pt.instances)} | ${num(pt.createSeconds, 1)} | ${done} | ${pt.timedOut ? 'n/a' : num(pt.fullyIsolatedSeconds / k, 1)} | ` +
@@ -93,8 +102,6 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
         `${num(pt.cpuSeconds, 1)} | ${num(pt.cpuSeconds / k, 1)} |`,
     );
   }
-  p();
-  p('Per point, from the operator’s own metrics at the end (histogram quantiles) and the API server:');
   p();
   if (points.some((pt) => pt.components !== undefined)) {
     p(
@@ -116,6 +123,8 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
     }
     p();
   }
+  p('Per point, from the operator’s own metrics at the end (histogram quantiles) and the API server:');
+  p();
   p(
     '| instances | reconcile p50 / p99 ms, instances | owned-objects | node-isolation-audit | reconciles by controller/result | ValidatingAdmissionPolicyBindings |',
   );
@@ -142,7 +151,7 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
     verdicts.push({
       target: `operator: ${num(target.instances)} instances fully isolated within ${target.seconds >= 120 ? `${target.seconds / 60} minutes` : `${target.seconds} s`}`,
       measured: pt.timedOut
-        ? `not within ${num(timeout)} s: ${num(pt.namespacesIsolated)} namespaces / ${num(pt.runtimeClasses)} RuntimeClasses done by then`
+        ? `not within ${num(waited(pt, timeout))} s: ${num(pt.namespacesIsolated)} namespaces / ${num(pt.runtimeClasses)} RuntimeClasses done by then`
         : `${num(t, 1)} s`,
       met,
       detail: pt.timedOut
