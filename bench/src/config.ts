@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 
 /** The webhook image's Dockerfile (from bench/src or bench/dist alike). */
 export const WEBHOOK_DOCKERFILE = fileURLToPath(new URL('../../services/webhook/Dockerfile', import.meta.url));
+/** The operator image's Dockerfile. */
+export const OPERATOR_DOCKERFILE = fileURLToPath(new URL('../../services/operator/Dockerfile', import.meta.url));
 
 function int(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -13,10 +15,27 @@ function int(name: string, fallback: number): number {
   return n;
 }
 
+/** A comma-separated list of positive integers (`1000,5000,10000`), in the order given. */
+export function intList(name: string, raw: string | undefined, fallback: readonly number[]): number[] {
+  if (raw === undefined || raw.trim() === '') return [...fallback];
+  return raw.split(',').map((part) => {
+    const n = Number(part.trim());
+    if (!Number.isInteger(n) || n <= 0)
+      throw new Error(`${name}=${raw}: expected positive integers separated by commas`);
+    return n;
+  });
+}
+
+/** The operator scale points of a config (results written before the points held one number). */
+export function operatorPoints(instances: number | readonly number[]): readonly number[] {
+  return typeof instances === 'number' ? [instances] : instances;
+}
+
 export const SECTIONS = [
   'patch',
   'webhook',
   'podcreate',
+  'engine-trims',
   'chart',
   'scale-operator',
   'scale-webhook',
@@ -46,8 +65,12 @@ export interface BenchConfig {
    * results written before it existed.
    */
   scaleLargeNamespaces?: number;
-  operatorInstances: number;
+  /** The operator scale points: one run, on its own control plane, per count (a number in older results). */
+  operatorInstances: number | readonly number[];
+  /** Per point. */
   operatorTimeoutSeconds: number;
+  /** NODE_OPTIONS of the operator (the image's unless BENCH_OPERATOR_NODE_OPTIONS). Absent in older results. */
+  operatorNodeOptions?: string;
   /** --concurrency for the operator; undefined: its own default. */
   operatorConcurrency: number | undefined;
   /** NODE_OPTIONS for the webhook processes; empty: none. */
@@ -98,8 +121,16 @@ export function loadConfig(): BenchConfig {
     scaleNamespaces: int('BENCH_SCALE_NAMESPACES', 10_000),
     scaleIsolated: int('BENCH_SCALE_ISOLATED', 5_000),
     scaleLargeNamespaces: int('BENCH_SCALE_LARGE_NAMESPACES', 50_000),
-    operatorInstances: int('BENCH_OPERATOR_INSTANCES', 1_000),
-    operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 240)),
+    operatorInstances: intList(
+      'BENCH_OPERATOR_INSTANCES',
+      process.env.BENCH_OPERATOR_INSTANCES,
+      [1_000, 5_000, 10_000],
+    ),
+    operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 900)),
+    operatorNodeOptions:
+      process.env.BENCH_OPERATOR_NODE_OPTIONS?.trim() ??
+      dockerfileEnv(readFileSync(OPERATOR_DOCKERFILE, 'utf8')).get('NODE_OPTIONS') ??
+      '',
     operatorConcurrency: process.env.BENCH_OPERATOR_CONCURRENCY
       ? Math.max(1, int('BENCH_OPERATOR_CONCURRENCY', 2))
       : undefined,

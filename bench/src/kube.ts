@@ -75,6 +75,59 @@ export class RawApi {
     return JSON.parse(res.body) as T;
   }
 
+  /**
+   * Streams a watch (`path` without `watch=1`: added here) on its own connection, calling
+   * `onEvent` for every event (`ADDED` for each object that exists when it starts). Returns the
+   * function that ends it. A watch the server ends or that fails calls `onEnd`.
+   */
+  watch(
+    path: string,
+    onEvent: (type: string, object: KubernetesObject) => void,
+    onEnd: (error?: Error) => void = () => undefined,
+  ): () => void {
+    const sep = path.includes('?') ? '&' : '?';
+    let buffered = '';
+    let ended = false;
+    const end = (error?: Error): void => {
+      if (ended) return;
+      ended = true;
+      onEnd(error);
+    };
+    const req = https.request(
+      {
+        ...this.options,
+        agent: false,
+        host: this.base.hostname,
+        port: this.base.port,
+        method: 'GET',
+        path: `${path}${sep}watch=1`,
+        headers: { accept: 'application/json' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) end(new Error(`watch ${path}: HTTP ${res.statusCode}`));
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffered += chunk;
+          for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (line === '') continue;
+            const event = JSON.parse(line) as { type: string; object: KubernetesObject };
+            onEvent(event.type, event.object);
+          }
+        });
+        res.on('end', () => end());
+        res.on('error', end);
+      },
+    );
+    req.on('error', end);
+    req.end();
+    return () => {
+      ended = true;
+      req.destroy();
+    };
+  }
+
   close(): void {
     this.agent.destroy();
   }

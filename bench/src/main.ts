@@ -44,7 +44,8 @@ import {
   loadAllYaml,
 } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
-import { type BenchConfig, loadConfig, type Section, WEBHOOK_DOCKERFILE } from './config.js';
+import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
+import { runEngineTrims } from './engine-trims.js';
 import { createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
@@ -58,9 +59,10 @@ import { summarizeProfile } from './profile.js';
 import { renderReport } from './report.js';
 import { type BenchResults, mergeResults } from './results.js';
 import { installSandboxPodPolicy, runSandboxPodsBench } from './sandbox-pods.js';
-import { runOperatorScale, runWebhookScale } from './scale.js';
+import { type OperatorScaleResult, runOperatorScale, runWebhookScale } from './scale.js';
 import { runPolicyScale } from './scale-policy.js';
 import { RUNC_RUNTIME_CLASS, runStrengthBench } from './strength.js';
+import { installTrivialPolicy } from './trivial-policy.js';
 import { reviewBody, runWebhookLoad } from './webhook-bench.js';
 
 const log = (line: string): void => {
@@ -188,12 +190,50 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     results.versions = { ...results.versions, kubernetes: results.versions.kubernetes ?? measured.kubernetes };
   });
 
+  // Each point on a control plane of its own, so that no point inherits another's (or another
+  // section's) objects, and the growth from point to point is the operator's.
+  await section('scale-operator', async () => {
+    const points: OperatorScaleResult[] = [];
+    for (const instances of operatorPoints(cfg.operatorInstances)) {
+      log(`starting a control plane for ${instances} operator instances`);
+      const own = await startControlPlane({});
+      const ownApi = await RawApi.connect(own.kc, 32);
+      try {
+        results.versions = { ...(await versions(ownApi)), ...results.versions };
+        points.push(
+          await runOperatorScale(
+            own,
+            ownApi,
+            {
+              instances,
+              createConcurrency: 16,
+              platformNamespace: 'kubeplus',
+              group: 'apps.bench.kubeplus.io',
+              timeoutSeconds: cfg.operatorTimeoutSeconds,
+              metricsPort: await freePort(),
+              concurrency: cfg.operatorConcurrency,
+              nodeOptions: cfg.operatorNodeOptions ?? '',
+              components: own.processes.filter((p) =>
+                ['kube-apiserver', 'kube-controller-manager', 'etcd'].includes(p.name),
+              ),
+            },
+            log,
+          ),
+        );
+      } finally {
+        ownApi.close();
+        await own.stop();
+      }
+    }
+    results.scaleOperator = points;
+  });
+
   const clusterSections: Section[] = [
     'webhook',
     'podcreate',
+    'engine-trims',
     'chart',
     'scale-webhook',
-    'scale-operator',
     'scale-policy',
     'sandbox-pods',
   ];
@@ -279,7 +319,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       const nsF = await createTestNamespace(cp.kc, 'bench-trivial-policy', {
         labels: { [TRIVIAL_POLICY_LABEL]: 'true' },
       });
-      await installTrivialPolicy(cp, pool);
+      await installTrivialPolicy(cp.kc, { name: 'kubeplus-bench-trivial', label: TRIVIAL_POLICY_LABEL, pool });
       await waitForPlacement(api, nsA, undefined);
       await waitForPlacement(api, nsB, pool);
       await waitForPlacement(api, nsD, pool);
@@ -295,6 +335,20 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           namespaces: { a: nsA, b: nsB, c: nsC, d: nsD, e: nsE, f: nsF },
           webhookNames: { c: loadWebhookEntry().name, d: REFERENCE_WEBHOOK_NAME },
           webhookCalls: () => webhookCallTotals(cp),
+        },
+        log,
+      );
+    });
+
+    await section('engine-trims', async () => {
+      results.engineTrims = await runEngineTrims(
+        cp,
+        api,
+        {
+          rounds: cfg.rounds,
+          serialCreates: cfg.podSerial,
+          parallelCreates: cfg.podParallel,
+          concurrency: cfg.podConcurrency,
         },
         log,
       );
@@ -342,22 +396,6 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       );
     });
 
-    await section('scale-operator', async () => {
-      results.scaleOperator = await runOperatorScale(
-        cp,
-        api,
-        {
-          instances: cfg.operatorInstances,
-          createConcurrency: 16,
-          platformNamespace: 'kubeplus',
-          group: 'apps.bench.kubeplus.io',
-          timeoutSeconds: cfg.operatorTimeoutSeconds,
-          metricsPort: await freePort(),
-          concurrency: cfg.operatorConcurrency,
-        },
-        log,
-      );
-    });
     await section('scale-policy', async () => {
       // The policy engine is installed by podcreate (setup e).
       if (!want('podcreate'))
@@ -536,42 +574,6 @@ const TRIVIAL_POLICY_LABEL = 'bench.kubeplus.io/trivial-policy';
  * variable, one constant JSON patch adding the pool's nodeSelector and toleration, reinvocation
  * Never. What any policy costs in this API server, whatever its CEL: the floor of setup e.
  */
-async function installTrivialPolicy(cp: ControlPlane, pool: string): Promise<void> {
-  const client = KubernetesObjectApi.makeApiClient(cp.kc);
-  const name = 'kubeplus-bench-trivial';
-  const value = JSON.stringify({ pool });
-  const toleration = JSON.stringify([{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }]);
-  await client.create({
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'MutatingAdmissionPolicy',
-    metadata: { name },
-    spec: {
-      matchConstraints: {
-        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-      },
-      failurePolicy: 'Ignore',
-      reinvocationPolicy: 'Never',
-      mutations: [
-        {
-          patchType: 'JSONPatch',
-          jsonPatch: {
-            expression: `[JSONPatch{op: "add", path: "/spec/nodeSelector", value: ${value}}, JSONPatch{op: "add", path: "/spec/tolerations", value: ${toleration}}]`,
-          },
-        },
-      ],
-    },
-  } as KubernetesObject);
-  await client.create({
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'MutatingAdmissionPolicyBinding',
-    metadata: { name },
-    spec: {
-      policyName: name,
-      matchResources: { namespaceSelector: { matchLabels: { [TRIVIAL_POLICY_LABEL]: 'true' } } },
-    },
-  } as KubernetesObject);
-}
-
 /** The chart's webhook entry, pointed at the reference webhook and at namespaces labeled for it. */
 async function registerReferenceWebhook(cp: ControlPlane, url: string): Promise<void> {
   await cp.kc.makeApiClient(AdmissionregistrationV1Api).createMutatingWebhookConfiguration({

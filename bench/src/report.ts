@@ -1,5 +1,7 @@
 /** docs/benchmarks.md from one run's results (pure: same results, same text). */
-import type { BenchConfig } from './config.js';
+import { type BenchConfig, operatorPoints } from './config.js';
+import { engineTrimsSection } from './engine-trims-report.js';
+import { operatorScaleSection } from './operator-report.js';
 import type { Plot } from './plot.js';
 import type { BlockStats } from './pod-create.js';
 import type { MachineSnapshot } from './proc.js';
@@ -106,7 +108,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     `Parameters: ${cfg.rounds} rounds; patch builder ${cfg.patchTimeMs} ms per case and run; load runs of ${cfg.loadSeconds} s at ` +
       `${cfg.loadConnections} connections; Pod creates per block ${cfg.podSerial} (1 client) and ${cfg.podParallel} ` +
       `(${cfg.podConcurrency} clients); ${cfg.chainReplicas} replicas per chart; scale ${thousands(cfg.scaleNamespaces)} namespaces ` +
-      `(${thousands(cfg.scaleIsolated)} isolated), ${thousands(cfg.operatorInstances)} operator instances. ` +
+      `(${thousands(cfg.scaleIsolated)} isolated), ${operatorPoints(cfg.operatorInstances).map(thousands).join(' / ')} operator instances. ` +
       'See bench/README.md for the environment variables.',
   );
   p();
@@ -357,6 +359,10 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     for (const line of failedCreates(pc.errors)) p(line);
     verdicts.push(...podCreateVerdicts(pc.ratios));
   } else p(notMeasured(r, 'podcreate'));
+  if (r.engineTrims) {
+    p();
+    for (const line of engineTrimsSection(r.engineTrims, r.config.rounds)) p(line);
+  } else if (r.errors['engine-trims']) p(notMeasured(r, 'engine-trims'));
 
   // ---- 4. chart complexity
   p('## 4. Chart-complexity independence');
@@ -572,60 +578,10 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
 
   p('### Operator with many instances');
   p();
-  const so = r.scaleOperator;
-  if (so) {
-    p(
-      `The built operator (\`services/operator/dist/main.js --platform-namespace=kubeplus --leader-elect=false\`, admin ` +
-        `kubeconfig, concurrency: ${so.concurrency}) watches an instance Kind registered as KubePlus does ` +
-        `(CRD labeled \`registered-by=kubeplus\`; the Agent Sandbox CRDs installed). ${thousands(so.instances)} instances are ` +
-        'created in the platform namespace (16 concurrent creates), each annotated `kubeplus.io/node-isolation` (its own ' +
-        'pool) and `kubeplus.io/sandbox-isolation` (`{"minRuntimeClass":"kata","enforce":true}`), so the operator creates a ' +
-        'tenant namespace per instance (labeled + annotated) and a RuntimeClass plus policy and binding. Fully isolated = every ' +
-        'namespace labeled + annotated and every `kubeplus-sandbox-<instance>` RuntimeClass present (polled every 0.5 s).' +
-        ' It runs before the webhook scale step, on the cluster the earlier sections used (their Pending Pods included).',
-    );
-    p();
-    p('| | value |');
-    p('| --- | ---: |');
-    p(`| instances created in | ${num(so.createSeconds, 1)} s |`);
-    p(`| all tenant namespaces labeled + annotated after | ${num(so.namespacesIsolatedSeconds, 1)} s |`);
-    p(`| all RuntimeClasses present after | ${num(so.runtimeClassesSeconds, 1)} s |`);
-    p(
-      `| **fully isolated after** (from the first create) | **${so.timedOut ? `not within ${r.config.operatorTimeoutSeconds} s` : `${num(so.fullyIsolatedSeconds, 1)} s`}** |`,
-    );
-    if (so.timedOut) {
-      p(
-        `| done when the wait ended | ${thousands(so.namespacesIsolated)} namespaces, ${thousands(so.runtimeClasses)} RuntimeClasses of ${thousands(so.instances)} |`,
-      );
-    }
-    p(`| ValidatingAdmissionPolicyBindings then | ${thousands(so.policyBindings)} |`);
-    for (const c of Object.keys(so.reconcileP99Ms).sort()) {
-      p(
-        `| reconcile p50 / p99, controller ${c} (histogram) | ${sig(so.reconcileP50Ms[c])} / ${sig(so.reconcileP99Ms[c])} ms |`,
-      );
-    }
-    p(
-      `| reconciles by controller/result | ${Object.entries(so.reconciles)
-        .map(([k, v]) => `${k} ${thousands(v)}`)
-        .join(', ')} |`,
-    );
-    p(`| operator RSS at the end / peak | ${num(so.rssMiB, 1)} / ${num(so.peakRssMiB, 1)} MiB |`);
-    p(`| operator CPU time | ${num(so.cpuSeconds, 1)} s |`);
-    p();
-    const t = so.fullyIsolatedSeconds;
-    verdicts.push({
-      target: `operator: ${thousands(so.instances)} instances fully isolated within 60 s`,
-      basis: 'absolute, from the design (not a floor)',
-      measured: so.timedOut
-        ? `not within ${r.config.operatorTimeoutSeconds} s: ${thousands(so.namespacesIsolated)} namespaces / ${thousands(so.runtimeClasses)} RuntimeClasses done by then (${num(Math.min(so.namespacesIsolated, so.runtimeClasses) / r.config.operatorTimeoutSeconds, 1)} instances/s)`
-        : `${num(t, 1)} s`,
-      met: Number.isFinite(t) && !so.timedOut ? t <= 60 : false,
-      detail: so.timedOut
-        ? `at that rate ${thousands(so.instances)} instances take ~${num(so.instances / Math.max(1e-9, Math.min(so.namespacesIsolated, so.runtimeClasses) / r.config.operatorTimeoutSeconds), 0)} s`
-        : t <= 60
-          ? `${num(60 - t, 1)} s to spare`
-          : `by ${num(t - 60, 1)} s`,
-    });
+  const operator = operatorScaleSection(r);
+  if (operator.lines.length > 0) {
+    for (const line of operator.lines) p(line);
+    verdicts.push(...operator.verdicts);
   } else p(notMeasured(r, 'scale-operator'));
 
   // ---- 6. sandbox policy over Pods
@@ -680,7 +636,8 @@ function remeasuredLines(runs: readonly Remeasured[]): string[] {
     return (
       `- ${x.sections.map((s) => `\`${s}\``).join(', ')}: run ${x.startedAt} → ${x.finishedAt} ` +
       `(${num(x.durationSeconds / 60, 1)} min), Kubernetes ${x.versions.kubernetes ?? 'n/a'}, ${sources}; ${x.config.rounds} rounds, ` +
-      `Pod creates per block ${x.config.podSerial} (1 client) and ${x.config.podParallel} (${x.config.podConcurrency} clients). ` +
+      `Pod creates per block ${x.config.podSerial} (1 client) and ${x.config.podParallel} (${x.config.podConcurrency} clients)` +
+      `${x.sections.includes('scale-operator') ? `; operator instances ${operatorPoints(x.config.operatorInstances).map(thousands).join(' / ')}` : ''}. ` +
       `At start: ${snapshotLine(x.loadStart)}. At end: ${snapshotLine(x.loadEnd)}.`
     );
   });

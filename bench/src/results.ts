@@ -1,5 +1,6 @@
 import type { ChartComplexityResult } from './chart-complexity.js';
 import type { BenchConfig, Section } from './config.js';
+import type { EngineTrimsResult } from './engine-trims.js';
 import type { FootprintStep } from './memory.js';
 import type { PatchCase } from './patch-bench.js';
 import type { PodCreateResult } from './pod-create.js';
@@ -46,7 +47,10 @@ export interface BenchResults {
   /** The same webhook after namespaces were added up to config.scaleLargeNamespaces. */
   scaleWebhookLarge?: WebhookScaleResult;
   scalePolicy?: PolicyScaleResult;
-  scaleOperator?: OperatorScaleResult;
+  /** One result per scale point, in the order run (a single result in older results). */
+  scaleOperator?: OperatorScaleResult | OperatorScaleResult[];
+  /** Candidate trims of the policy engine, side by side with e and f (section engine-trims). */
+  engineTrims?: EngineTrimsResult;
   /** Sections that failed, with the error; they are reported as not measured. */
   errors: Partial<Record<Section, string>>;
   /** Sections measured again in later runs and merged in (BENCH_MERGE=1); the rest is this run's. */
@@ -71,6 +75,7 @@ export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResu
   patch: ['patch'],
   webhook: ['webhook', 'webhookMemory', 'webhookProfile'],
   podcreate: ['podCreate'],
+  'engine-trims': ['engineTrims'],
   chart: ['chart'],
   'scale-operator': ['scaleOperator'],
   'scale-webhook': ['scaleWebhook', 'scaleWebhookLarge'],

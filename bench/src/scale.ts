@@ -28,7 +28,7 @@ import {
   NODE_ISOLATION_RESOLVED_ANNOTATION,
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { forEachConcurrent, type RawApi } from './kube.js';
 import { type LoadResult, runLoad } from './load.js';
 import { admissionReview, makePod, poolMandate } from './pods.js';
@@ -229,11 +229,23 @@ export interface OperatorScaleOptions {
   metricsPort: number;
   /** --concurrency; undefined: the operator's default. */
   concurrency: number | undefined;
+  /** NODE_OPTIONS of the operator process (the image's, by default). */
+  nodeOptions: string;
+  /** The control plane's processes (this point's own), whose RSS and CPU are read too. */
+  components?: ReadonlyArray<{ name: string; pid: number }>;
+}
+
+/** A control-plane process at the end of a point: RSS, and CPU since the first create. */
+export interface ComponentUsage {
+  rssMiB: number;
+  cpuSeconds: number;
 }
 
 export interface OperatorScaleResult {
   instances: number;
   concurrency: string;
+  /** NODE_OPTIONS the operator ran with. */
+  nodeOptions?: string;
   createSeconds: number;
   /** From the first instance create until every tenant namespace is labeled + annotated. */
   namespacesIsolatedSeconds: number;
@@ -245,13 +257,47 @@ export interface OperatorScaleResult {
   reconcileP50Ms: Record<string, number>;
   reconcileP99Ms: Record<string, number>;
   reconciles: Record<string, number>;
+  /** Right after the operator was ready, before the first instance. */
+  rssReadyMiB?: number;
   rssMiB: number;
   peakRssMiB: number;
+  /** V8 heap used at the end (the operator's nodejs_heap_size_used_bytes). */
+  heapUsedMiB?: number;
   cpuSeconds: number;
+  /** kube-apiserver, kube-controller-manager, etcd of the point's own control plane. Absent in older results. */
+  components?: Record<string, ComponentUsage>;
   timedOut: boolean;
   /** At the end (all, or as many as were done when the wait timed out). */
   namespacesIsolated: number;
   runtimeClasses: number;
+}
+
+/**
+ * Names seen by a watch that satisfy `done`, with the time the set first covered `wanted`. Pure
+ * bookkeeping of watch events (unit-tested): ADDED/MODIFIED files or unfiles a name by `done`,
+ * DELETED unfiles it.
+ */
+export class CompletionTracker {
+  private readonly seen = new Set<string>();
+  completedAt: number | undefined;
+
+  constructor(
+    private readonly wanted: ReadonlySet<string>,
+    private readonly nameOf: (obj: KubernetesObject) => string | undefined,
+    private readonly done: (obj: KubernetesObject) => boolean,
+  ) {}
+
+  event(type: string, obj: KubernetesObject, at: number): void {
+    const name = this.nameOf(obj);
+    if (name === undefined || !this.wanted.has(name)) return;
+    if (type !== 'DELETED' && this.done(obj)) this.seen.add(name);
+    else this.seen.delete(name);
+    if (this.completedAt === undefined && this.seen.size >= this.wanted.size) this.completedAt = at;
+  }
+
+  get count(): number {
+    return this.seen.size;
+  }
 }
 
 export async function runOperatorScale(
@@ -271,7 +317,6 @@ export async function runOperatorScale(
     () => core.readNamespacedServiceAccount({ name: 'default', namespace: opts.platformNamespace }),
     { timeoutMs: 30_000 },
   );
-
   const metricsBase = `http://127.0.0.1:${opts.metricsPort}`;
   const operator: RunningService = await startOperator(cluster, {
     name: 'operator-bench',
@@ -283,14 +328,50 @@ export async function runOperatorScale(
       '--bind-address=127.0.0.1',
       ...(opts.concurrency === undefined ? [] : [`--concurrency=${opts.concurrency}`]),
     ],
+    // Always set, so an empty value means none (not this process's own NODE_OPTIONS).
+    env: { NODE_OPTIONS: opts.nodeOptions },
     readiness: { url: `${metricsBase}/readyz`, timeoutMs: 60_000 },
   });
+  const stops: Array<() => void> = [];
   try {
     const pid = operator.process.pid;
     const cpu0 = cpuSeconds(pid);
+    const rssReady = rssBytes(pid);
+    const components = opts.components ?? [];
+    const componentCpu0 = new Map(components.map((c) => [c.name, cpuSeconds(c.pid)]));
     const names = Array.from({ length: opts.instances }, (_, i) => `tenant-${String(i).padStart(5, '0')}`);
+    const wanted = new Set(names);
     const t0 = process.hrtime.bigint();
     const since = (): number => Number(process.hrtime.bigint() - t0) / 1e9;
+    // Watches, not polls: a LIST of every namespace twice a second would load the API server
+    // in proportion to the instances, i.e. measure the poll.
+    const namespaces = new CompletionTracker(
+      wanted,
+      (ns) => ns.metadata?.name,
+      (ns) => ns.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined,
+    );
+    const classes = new CompletionTracker(
+      wanted,
+      (rc) => rc.metadata?.name?.replace(/^kubeplus-sandbox-/, ''),
+      () => true,
+    );
+    let watchError: Error | undefined;
+    const failed = (error?: Error): void => {
+      watchError ??= error ?? new Error('a watch ended early');
+    };
+    const selector = (s: string): string => `labelSelector=${encodeURIComponent(s)}`;
+    stops.push(
+      api.watch(
+        `/api/v1/namespaces?${selector(`${NODE_ISOLATION_ENABLED_LABEL}=true`)}`,
+        (type, obj) => namespaces.event(type, obj, since()),
+        failed,
+      ),
+      api.watch(
+        `/apis/node.k8s.io/v1/runtimeclasses?${selector(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
+        (type, obj) => classes.event(type, obj, since()),
+        failed,
+      ),
+    );
     await forEachConcurrent(names.length, opts.createConcurrency, async (i) => {
       const name = names[i] as string;
       await api.create(`/apis/${opts.group}/v1/namespaces/${opts.platformNamespace}/benchapps`, {
@@ -308,58 +389,34 @@ export async function runOperatorScale(
     });
     const createSeconds = since();
     log(`  operator scale: ${names.length} instances created in ${createSeconds.toFixed(1)} s`);
-    const wanted = new Set(names);
-    let namespacesDone = 0;
-    let classesDone = 0;
-    let namespacesAt = Number.NaN;
-    let classesAt = Number.NaN;
     let timedOut = false;
     const deadline = Date.now() + opts.timeoutSeconds * 1000;
-    let lastLog = 0;
-    while (Number.isNaN(namespacesAt) || Number.isNaN(classesAt)) {
+    let lastLog = Date.now();
+    while (namespaces.completedAt === undefined || classes.completedAt === undefined) {
+      if (watchError !== undefined) throw watchError;
       if (Date.now() > deadline) {
         timedOut = true;
         break;
       }
-      if (Number.isNaN(namespacesAt)) {
-        const res = await api.request(
-          'GET',
-          `/api/v1/namespaces?labelSelector=${encodeURIComponent(`${NODE_ISOLATION_ENABLED_LABEL}=true`)}`,
+      if (Date.now() - lastLog > 15_000) {
+        lastLog = Date.now();
+        log(
+          `  operator scale: ${namespaces.count}/${wanted.size} namespaces isolated, ${classes.count} RuntimeClasses after ${since().toFixed(0)} s (operator RSS ${(rssBytes(pid) / MiB).toFixed(0)} MiB)`,
         );
-        const list = JSON.parse(res.body) as {
-          items: { metadata: { name: string; annotations?: Record<string, string> } }[];
-        };
-        const n = list.items.filter(
-          (ns) =>
-            wanted.has(ns.metadata.name) && ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined,
-        ).length;
-        namespacesDone = n;
-        if (n >= wanted.size) namespacesAt = since();
-        if (Date.now() - lastLog > 10_000) {
-          lastLog = Date.now();
-          log(`  operator scale: ${n}/${wanted.size} namespaces isolated after ${since().toFixed(0)} s`);
-        }
       }
-      if (Number.isNaN(classesAt)) {
-        const res = await api.request(
-          'GET',
-          `/apis/node.k8s.io/v1/runtimeclasses?labelSelector=${encodeURIComponent(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
-        );
-        const list = JSON.parse(res.body) as { items: { metadata: { name: string } }[] };
-        const n = list.items.filter((rc) => wanted.has(rc.metadata.name.replace(/^kubeplus-sandbox-/, ''))).length;
-        classesDone = n;
-        if (n >= wanted.size) classesAt = since();
-      }
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 250));
     }
+    const namespacesAt = namespaces.completedAt ?? Number.NaN;
+    const classesAt = classes.completedAt ?? Number.NaN;
     const bindings = await api.request(
       'GET',
-      `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings?labelSelector=${encodeURIComponent(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
+      `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings?${selector(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
     );
     const policyBindings = (JSON.parse(bindings.body) as { items?: unknown[] }).items?.length ?? 0;
     const samples = await scrapeMetrics(`${metricsBase}/metrics`);
     const byController = new Map<string, Buckets>();
     const reconciles: Record<string, number> = {};
+    let heapUsed = Number.NaN;
     for (const s of samples) {
       if (s.name === 'kubeplus_operator_reconcile_duration_seconds_bucket') {
         const c = s.labels.controller ?? '';
@@ -372,6 +429,7 @@ export async function runOperatorScale(
         const k = `${s.labels.controller ?? ''}/${s.labels.result ?? ''}`;
         reconciles[k] = (reconciles[k] ?? 0) + s.value;
       }
+      if (s.name === 'nodejs_heap_size_used_bytes') heapUsed = s.value;
     }
     const reconcileP50Ms: Record<string, number> = {};
     const reconcileP99Ms: Record<string, number> = {};
@@ -383,6 +441,7 @@ export async function runOperatorScale(
       instances: names.length,
       concurrency:
         opts.concurrency === undefined ? 'its default (--concurrency 8)' : `--concurrency=${opts.concurrency}`,
+      nodeOptions: opts.nodeOptions,
       createSeconds,
       namespacesIsolatedSeconds: namespacesAt,
       runtimeClassesSeconds: classesAt,
@@ -391,14 +450,23 @@ export async function runOperatorScale(
       reconcileP50Ms,
       reconcileP99Ms,
       reconciles,
+      rssReadyMiB: rssReady / MiB,
       rssMiB: rssBytes(pid) / MiB,
       peakRssMiB: peakRssBytes(pid) / MiB,
+      heapUsedMiB: heapUsed / MiB,
       cpuSeconds: cpuSeconds(pid) - cpu0,
+      components: Object.fromEntries(
+        components.map((c) => [
+          c.name,
+          { rssMiB: rssBytes(c.pid) / MiB, cpuSeconds: cpuSeconds(c.pid) - (componentCpu0.get(c.name) ?? 0) },
+        ]),
+      ),
       timedOut,
-      namespacesIsolated: namespacesDone,
-      runtimeClasses: classesDone,
+      namespacesIsolated: namespaces.count,
+      runtimeClasses: classes.count,
     };
   } finally {
+    for (const stop of stops) stop();
     await operator.stop();
   }
 }

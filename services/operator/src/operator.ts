@@ -31,6 +31,8 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   namespaceSandboxPolicy,
+  OWNER_NAME_LABEL,
+  OWNER_NAMESPACE_LABEL,
   OWNER_UID_LABEL,
   sandboxTenantNamespaces,
 } from '@kubeplus-isolation/spec';
@@ -41,7 +43,7 @@ import type {
   V1RuntimeClass,
 } from '@kubernetes/client-node';
 import type { Express } from 'express';
-import { CachedClusterPort, sameType } from './cluster/cached-cluster-port.js';
+import { CachedClusterPort, type ObjectCacheView, sameType } from './cluster/cached-cluster-port.js';
 import type { ClusterPort, EventTarget, InstanceEvent } from './cluster/port.js';
 import { type Config, writesNodeIsolationParams } from './config.js';
 import {
@@ -58,13 +60,13 @@ import { ConditionWarnings } from './controllers/instances/condition-warnings.js
 import { INSTANCES_CONTROLLER, instancesReconciler } from './controllers/instances/controller.js';
 import {
   cachedOwner,
-  cachedSandboxInstances,
   instanceSource,
   ownerOfDeletedSource,
   runtimeClassFanOut,
 } from './controllers/instances/key-sources.js';
 import { COUNTED_ANNOTATIONS, createWiringMetrics } from './controllers/instances/reconcile-metrics.js';
 import { InstanceReconciler } from './controllers/instances/reconciler.js';
+import { bindSandboxInstanceIndex, SandboxInstanceIndex } from './controllers/instances/sandbox-instance-index.js';
 import { OWNED_OBJECTS_CONTROLLER, ownedObjectsReconciler } from './controllers/owned-objects/controller.js';
 import { ownedObjectSource } from './controllers/owned-objects/key-sources.js';
 import type { OwnedType } from './controllers/owned-objects/keys.js';
@@ -106,6 +108,7 @@ import {
 } from './runtime/http-server.js';
 import { type InformerSource, keepMetadataOnly, ResourceInformer, type SyncedInformer } from './runtime/informer.js';
 import { KeyChannel, type KeySource } from './runtime/key-sources.js';
+import { indexByLabels } from './runtime/label-index.js';
 import { LeaderElector, type LeaseLock } from './runtime/leader-election.js';
 import { Manager, type ManagerExit } from './runtime/manager.js';
 import { createOperatorMetrics, type OperatorMetrics } from './runtime/runtime-metrics.js';
@@ -122,7 +125,8 @@ export interface InformerSources {
 /** What the ClusterPort is built with: the cached RuntimeClasses and instances, and the Event recorder. */
 export interface ClusterPortOptions {
   runtimeClasses(): readonly RuntimeClassInfo[];
-  sandboxInstances(): readonly SandboxInstanceMeta[];
+  /** The sandbox-annotated instances bound to tenant namespace `tenant` (the instance caches' index). */
+  sandboxInstances(tenant: string): readonly SandboxInstanceMeta[];
   recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
 }
 
@@ -281,9 +285,14 @@ export function createOperator(deps: OperatorDeps): Operator {
   metrics.trackInformer(instances.name, instanceKindsSyncState(kindInformers));
   const wiringMetrics = createWiringMetrics(metrics);
   wiringMetrics.trackInstanceKinds(() => countInstanceKinds(kindInformers()));
-  // Every cached instance asking for sandbox isolation (several may bind policies to one namespace).
+  // Every cached instance asking for sandbox isolation (several may bind policies to one
+  // namespace), indexed by tenant namespace: a reconcile reads its peers in O(peers), never by
+  // walking every cached instance (bound in `run`, from the instance informers' events).
   const instanceCaches = { instances, kinds, platformNamespace: config.platformNamespace };
-  const sandboxInstances = (): SandboxInstanceMeta[] => cachedSandboxInstances(instanceCaches);
+  const sandboxIndex = new SandboxInstanceIndex(config.platformNamespace);
+  const sandboxInstances = (): SandboxInstanceMeta[] => [...sandboxIndex.all()].map((i) => i.meta);
+  const sandboxInstancesIn = (tenant: string): SandboxInstanceMeta[] =>
+    sandboxIndex.inTenant(tenant).map((i) => i.meta);
   wiringMetrics.trackMixedPolicyNamespaces(() => mixedPolicyNamespaces(sandboxInstances(), config.platformNamespace));
   wiringMetrics.trackSandboxModes(() => countSandboxModes(sandboxInstances()));
 
@@ -294,18 +303,32 @@ export function createOperator(deps: OperatorDeps): Operator {
     clock,
     logger: logger.child({ component: 'events' }),
   });
+  // The owned objects' caches, indexed by their owner's name and namespace labels: the list every
+  // reconcile makes of its instance's objects (to prune) reads only those, not the whole cache.
+  const ownedViews = owned
+    .filter((o) => o.type.kind !== 'Namespace')
+    .map(({ type, informer }) => {
+      const { index } = indexByLabels(informer, [OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL]);
+      const view: ObjectCacheView = {
+        get: (name, namespace) => informer.get(name, namespace),
+        list: () => informer.list(),
+        hasSynced: () => informer.hasSynced(),
+        candidates: (terms) => index.candidates(terms),
+      };
+      return { type, view };
+    });
   // Reads come from the caches above (a miss, or a fresh read, goes to the API server): an
   // up-to-date instance is reconciled without a single API request.
   const port = new CachedClusterPort(
     deps.clusterPort({
       runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
-      sandboxInstances,
+      sandboxInstances: sandboxInstancesIn,
       recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
     }),
     {
       instances: (kind) => instances.get({ group: kind.group, version: kind.version, resource: kind.plural }),
       namespaces: () => namespaces,
-      objects: (type) => owned.find((o) => o.type.kind !== 'Namespace' && sameType(type, o.type))?.informer,
+      objects: (type) => ownedViews.find((o) => sameType(type, o.type))?.view,
     },
   );
   const reconcileLogger = logger.child({ component: 'reconciler' });
@@ -379,7 +402,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   const controllerDeps = { port, reconcilerFor, logger, clock };
   const instanceSources: KeySource[] = [
     instanceSource(instanceCaches),
-    runtimeClassFanOut(runtimeClasses, instanceCaches),
+    runtimeClassFanOut(runtimeClasses, sandboxIndex, instanceCaches),
     ...owned.map((o) => ownerOfDeletedSource(o.informer, o.type, kinds)),
     owners,
   ];
@@ -413,7 +436,7 @@ export function createOperator(deps: OperatorDeps): Operator {
             store: reportIo.store,
             sandboxes: reportIo.sandboxes,
             sandboxPolicy: (ns) =>
-              namespaceSandboxPolicy(sandboxInstances(), ns, config.platformNamespace, lastGoodSandboxMinimum),
+              namespaceSandboxPolicy(sandboxInstancesIn(ns), ns, config.platformNamespace, lastGoodSandboxMinimum),
             runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
             handlerLevels: config.handlerLevels,
             maxResults: config.reportMaxResults,
@@ -483,6 +506,7 @@ export function createOperator(deps: OperatorDeps): Operator {
     async run(signal) {
       // Instance informers follow the CRDs on every replica, from the first CRD event on.
       unbinds.push(
+        bindSandboxInstanceIndex(sandboxIndex, instances, (g) => kinds.kindOf(g)),
         bindCrdInformer(crds, instances, (crd) => kinds.select(crd), logger),
         crds.addEventHandler({
           delete: (crd) => {

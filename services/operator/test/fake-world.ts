@@ -150,7 +150,7 @@ export class FakeWorld {
     const cluster = this.cluster;
     const delegated: Record<string, unknown> = {
       listRuntimeClasses: async () => options.runtimeClasses(),
-      listSandboxInstances: async () => options.sandboxInstances(),
+      listSandboxInstances: async (tenant: string) => options.sandboxInstances(tenant),
       recordEvent: (target: EventTarget, event: InstanceEvent) => options.recordEvent(target, event),
     };
     return new Proxy(cluster, {

@@ -11,7 +11,9 @@
  * - a miss goes to the API server (a Namespace the operator has not labelled yet, an object
  *   outside a cache's label selector, one not yet seen by a watch), unless the caller says it
  *   creates what is absent and handles AlreadyExists (`missIsAbsent`, from a synced cache only);
- * - a list is served from a cache only once that cache has synced;
+ * - a list is served from a cache only once that cache has synced, through its label index when it
+ *   has one that answers the selector (the owner-name/namespace labels every reconcile lists by),
+ *   else by walking it;
  * - `{ fresh: true }` always goes to the API server;
  * - writes, discovery and Events go straight to the wrapped port.
  */
@@ -36,6 +38,11 @@ export interface ObjectCacheView {
   get(name: string, namespace?: string): CachedObject | undefined;
   list(): readonly CachedObject[];
   hasSynced(): boolean;
+  /**
+   * The objects an equality selector may match, from an index of the cache (runtime/label-index.ts),
+   * or undefined when no index answers it (then `list()` is walked). Optional.
+   */
+  candidates?(terms: ReadonlyArray<readonly [string, string]>): readonly CachedObject[] | undefined;
 }
 
 export interface ReadCaches {
@@ -134,7 +141,7 @@ export class CachedClusterPort implements ClusterPort {
       return this.live.listObjects(type, labelSelector, options);
     }
     const out: ManagedObject[] = [];
-    for (const obj of cache.list()) {
+    for (const obj of cache.candidates?.(terms) ?? cache.list()) {
       const labels = obj.metadata?.labels;
       if (terms.every(([k, v]) => labels?.[k] === v)) out.push(asManaged(obj, type));
     }
@@ -145,8 +152,8 @@ export class CachedClusterPort implements ClusterPort {
     return this.live.listRuntimeClasses();
   }
 
-  listSandboxInstances(): ReturnType<ClusterPort['listSandboxInstances']> {
-    return this.live.listSandboxInstances();
+  listSandboxInstances(tenant: string): ReturnType<ClusterPort['listSandboxInstances']> {
+    return this.live.listSandboxInstances(tenant);
   }
 
   servedMutatingPolicyVersion(): ReturnType<ClusterPort['servedMutatingPolicyVersion']> {

@@ -120,11 +120,12 @@ export interface ClusterPort {
   /** Every RuntimeClass, preferably from an informer cache. */
   listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]>;
   /**
-   * Every instance, of any watched Kind and namespace, carrying `kubeplus.io/sandbox-isolation`
-   * (valid or not), from the instance caches: several instances may bind policies to one tenant
+   * The instances, of any watched Kind and namespace, carrying `kubeplus.io/sandbox-isolation`
+   * (valid or not) whose policies bind tenant namespace `tenant`, from the instance caches'
+   * index (O(answer), not O(instances)): several instances may bind policies to one tenant
    * namespace, and each one's policy depends on the others' (`desired/sandbox-peers.ts`).
    */
-  listSandboxInstances(): Promise<readonly SandboxInstanceMeta[]>;
+  listSandboxInstances(tenant: string): Promise<readonly SandboxInstanceMeta[]>;
   /** The MutatingAdmissionPolicy API version served (v1 preferred), or undefined when none is. */
   servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined>;
 }

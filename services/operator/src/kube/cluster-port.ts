@@ -54,11 +54,11 @@ export interface KubeClusterPortOptions {
   /** RuntimeClasses from an informer cache; without it every call lists them from the API server. */
   runtimeClasses?: () => readonly RuntimeClassInfo[];
   /**
-   * The sandbox-annotated instances, from the instance caches. Instances come in Kinds only the
-   * operator's CRD selection knows, so there is no API-server fallback: without it,
-   * `listSandboxInstances` rejects.
+   * The sandbox-annotated instances bound to a tenant namespace, from the instance caches' index.
+   * Instances come in Kinds only the operator's CRD selection knows, so there is no API-server
+   * fallback: without it, `listSandboxInstances` rejects.
    */
-  sandboxInstances?: () => readonly SandboxInstanceMeta[];
+  sandboxInstances?: (tenant: string) => readonly SandboxInstanceMeta[];
   /** Delegate Events to the runtime's recorder (aggregation, rate limits); default: create core/v1 Events. */
   recordEvent?: (target: EventTarget, event: InstanceEvent) => Promise<void>;
   /** How long discovery answers (served kinds, MutatingAdmissionPolicy version) are reused. Default 60 s. */
@@ -382,10 +382,10 @@ export class KubeClusterPort implements ClusterPort {
     return list.items.flatMap((rc) => runtimeClassInfo(rc) ?? []);
   }
 
-  async listSandboxInstances(): Promise<readonly SandboxInstanceMeta[]> {
+  async listSandboxInstances(tenant: string): Promise<readonly SandboxInstanceMeta[]> {
     if (this.options.sandboxInstances === undefined)
       throw new ApiError(0, 'listing sandbox-isolated instances needs the instance caches (option sandboxInstances)');
-    return this.options.sandboxInstances();
+    return this.options.sandboxInstances(tenant);
   }
 
   async servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined> {

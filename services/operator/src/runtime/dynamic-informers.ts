@@ -13,6 +13,11 @@ export interface DynamicEventHandlers<T> {
   add?(gvr: GroupVersionResource, obj: T): void;
   update?(gvr: GroupVersionResource, obj: T): void;
   delete?(gvr: GroupVersionResource, obj: T): void;
+  /**
+   * The informer of `gvr` was stopped (its Kind is no longer watched): its objects leave the
+   * caches without delete events, so a handler keeping state per object forgets them here.
+   */
+  removed?(gvr: GroupVersionResource): void;
 }
 
 export interface DynamicInformersOptions<T extends KubernetesObject = KubernetesObject>
@@ -73,9 +78,10 @@ export class DynamicInformers<T extends KubernetesObject = KubernetesObject> imp
     const entry = this.informers.get(key);
     if (!entry) return;
     this.informers.delete(key);
-    for (const unbinds of this.handlers.values()) {
+    for (const [handlers, unbinds] of this.handlers) {
       unbinds.get(key)?.();
       unbinds.delete(key);
+      handlers.removed?.(entry.gvr);
     }
     this.logger.info('stopped watching custom resource kind', { gvr: key });
     await entry.informer.stop();

@@ -203,6 +203,34 @@ describe('CachedClusterPort', () => {
     expect(reads()).toEqual(['listObjects', 'listObjects', 'listObjects']);
   });
 
+  it('lists through a cache index when it answers the selector (never walking the cache), still checking every term', async () => {
+    cluster.putRuntimeClass('a', 'kata', { 'kubeplus.io/owner-name': 'x', 'kubeplus.io/owner-namespace': 'y' });
+    cluster.putRuntimeClass('b', 'kata', { 'kubeplus.io/owner-name': 'x', 'kubeplus.io/owner-namespace': 'y', t: '1' });
+    caches.refresh();
+    const view = caches.view('RuntimeClass');
+    const asked: Array<ReadonlyArray<readonly [string, string]>> = [];
+    let walks = 0;
+    const list = view.list.bind(view);
+    view.list = () => {
+      walks++;
+      return list();
+    };
+    // An index over owner-name/owner-namespace: it answers selectors naming both, not others.
+    (view as ObjectCacheView).candidates = (terms) => {
+      asked.push(terms);
+      return terms.some(([k]) => k === 'kubeplus.io/owner-namespace') ? list() : undefined;
+    };
+    const type = { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' } as const;
+    const names = async (selector: string): Promise<string[]> =>
+      (await port.listObjects(type, selector)).map((o) => o.metadata.name).sort();
+    expect(await names('kubeplus.io/owner-name=x,kubeplus.io/owner-namespace=y,t=1')).toEqual(['b']);
+    expect(walks).toBe(0);
+    expect(await names('kubeplus.io/owner-name=x')).toEqual(['a', 'b']); // not answered: walked
+    expect(walks).toBe(1);
+    expect(asked).toHaveLength(2);
+    expect(reads()).toEqual([]);
+  });
+
   it('parses only equality selectors', () => {
     expect(parseEqualitySelector('a=b,c=d')).toEqual([
       ['a', 'b'],

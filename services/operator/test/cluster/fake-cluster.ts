@@ -22,7 +22,7 @@ import {
   type ObjectRef,
   refOf,
 } from '../../src/desired/objects.js';
-import { type SandboxInstanceMeta, sandboxInstanceMeta } from '../../src/desired/sandbox-peers.js';
+import { type SandboxInstanceMeta, sandboxInstanceMeta, tenantOf } from '../../src/desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
 
 type SandboxMetadata = Parameters<typeof sandboxInstanceMeta>[1];
@@ -381,11 +381,12 @@ export class FakeCluster implements ClusterPort {
     return this.storedOfKind('RuntimeClass').flatMap((o) => runtimeClassInfo(o) ?? []);
   }
 
-  async listSandboxInstances(): Promise<readonly SandboxInstanceMeta[]> {
+  /** The default platform namespace's rule decides the tenant (no test of the fake uses another). */
+  async listSandboxInstances(tenant: string): Promise<readonly SandboxInstanceMeta[]> {
     return [...this.instances.values()].flatMap((obj) => {
       const kind = String(obj.kind);
       const meta = sandboxInstanceMeta({ group: 'cloudark.io', kind }, obj.metadata as SandboxMetadata);
-      return meta === undefined ? [] : [meta];
+      return meta === undefined || tenantOf(meta) !== tenant ? [] : [meta];
     });
   }
 

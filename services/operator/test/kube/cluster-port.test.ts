@@ -348,10 +348,18 @@ describe('KubeClusterPort', () => {
     ]);
   });
 
-  it('lists sandbox-isolated instances only from the instance caches it is given, and says so without them', async () => {
+  it('lists sandbox-isolated instances only from the instance caches it is given, by tenant, and says so without them', async () => {
     const cached = [{ group: 'cloudark.io', kind: 'Agent', namespace: 'team-a', name: 'a', annotation: '{}' }];
-    expect(await new KubeClusterPort(kc, { sandboxInstances: () => cached }).listSandboxInstances()).toEqual(cached);
-    await expect(new KubeClusterPort(kc).listSandboxInstances()).rejects.toThrow(/needs the instance caches/);
+    const asked: string[] = [];
+    const sandboxInstances = (tenant: string) => {
+      asked.push(tenant);
+      return tenant === 'team-a' ? cached : [];
+    };
+    const port = new KubeClusterPort(kc, { sandboxInstances });
+    expect(await port.listSandboxInstances('team-a')).toEqual(cached);
+    expect(await port.listSandboxInstances('team-b')).toEqual([]);
+    expect(asked).toEqual(['team-a', 'team-b']);
+    await expect(new KubeClusterPort(kc).listSandboxInstances('team-a')).rejects.toThrow(/needs the instance caches/);
     expect(seen).toEqual([]);
   });
 

@@ -65,6 +65,26 @@ describe('DynamicInformers', () => {
     expect(got).toHaveLength(3);
   });
 
+  it('tells handlers when a kind is removed (its objects leave the caches without delete events), once, and only handlers still bound', async () => {
+    const { set, sources } = dynamic();
+    set.start();
+    set.ensure(gvr('agents'));
+    set.ensure(gvr('databases'));
+    sources.get('cloudark.io/v1/agents')?.upsert(obj('a', 'team-a'));
+    const got: string[] = [];
+    set.addEventHandler({
+      delete: (g, o) => got.push(`-${g.resource}:${o.metadata?.name}`),
+      removed: (g) => got.push(`removed ${g.resource}`),
+    });
+    const unbound: string[] = [];
+    set.addEventHandler({ removed: (g) => unbound.push(g.resource) })();
+    await set.remove(gvr('agents'));
+    await set.remove(gvr('agents')); // not watched any more: nothing to tell
+    expect(got).toEqual(['removed agents']);
+    expect(unbound).toEqual([]);
+    expect(set.kinds()).toEqual([gvr('databases')]);
+  });
+
   it('is synced only when every current kind is, and stale when any is', async () => {
     const { set, sources, clock } = dynamic();
     expect(set.hasSynced()).toBe(true); // no kinds yet

@@ -7,13 +7,11 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventTarget } from '../../cluster/port.js';
 import { apiVersionOf, type InstanceIdentity, type KindRef } from '../../desired/instance.js';
-import { type SandboxInstanceMeta, sandboxInstanceMeta } from '../../desired/sandbox-peers.js';
 import type { DynamicInformers } from '../../runtime/dynamic-informers.js';
 import type { GroupVersionResource } from '../../runtime/gvr.js';
 import { type EventSource, emitKeys, type KeySource } from '../../runtime/key-sources.js';
 import type { OwnedType } from '../owned-objects/keys.js';
 import {
-  type CachedInstance,
   deletedOwnedObjectOwnerKey,
   instanceEventKey,
   type RuntimeClassSnapshot,
@@ -21,6 +19,7 @@ import {
   runtimeClassSnapshot,
   SandboxTenantIndex,
 } from './keys.js';
+import type { SandboxInstanceLookup } from './sandbox-instance-index.js';
 
 /** The Kinds the instance informers watch (InstanceKindRegistry). */
 export interface KindIndex {
@@ -58,17 +57,6 @@ export function instanceSource({ instances, kinds, platformNamespace }: Instance
   };
 }
 
-/** Every cached instance asking for sandbox isolation (several may bind policies to one namespace). */
-export function cachedSandboxInstances({ instances, kinds }: InstanceCaches): SandboxInstanceMeta[] {
-  const out: SandboxInstanceMeta[] = [];
-  for (const { gvr, obj } of cachedInstances(instances)) {
-    const kind = kinds.kindOf(gvr) ?? obj.kind;
-    const meta = kind === undefined ? undefined : sandboxInstanceMeta({ group: gvr.group, kind }, obj.metadata);
-    if (meta !== undefined) out.push(meta);
-  }
-  return out;
-}
-
 /**
  * The Event target of the instance an owner annotation names, from the instance caches: only an
  * instance that exists and is watched (else Events would go nowhere).
@@ -82,13 +70,6 @@ export function cachedOwner({ instances, kinds }: InstanceCaches, owner: Instanc
   return { apiVersion: apiVersionOf(kind), kind: owner.kind, namespace: owner.namespace, name: owner.name, uid };
 }
 
-/** Every instance in the caches of `instances`. */
-export function* cachedInstances(instances: DynamicInformers<KubernetesObject>): Generator<CachedInstance> {
-  for (const gvr of instances.kinds()) {
-    for (const obj of instances.get(gvr)?.list() ?? []) yield { gvr, obj };
-  }
-}
-
 /**
  * RuntimeClass add/update/delete → the instances whose sandbox policy it concerns
  * (`runtimeClassChangeKeys`): every sandbox-annotated instance for a platform class, the owner for
@@ -98,7 +79,8 @@ export function* cachedInstances(instances: DynamicInformers<KubernetesObject>):
  */
 export function runtimeClassFanOut(
   runtimeClasses: EventSource<KubernetesObject>,
-  { instances, kinds, platformNamespace }: InstanceCaches,
+  sandboxInstances: SandboxInstanceLookup,
+  { kinds, platformNamespace }: Pick<InstanceCaches, 'kinds' | 'platformNamespace'>,
 ): KeySource {
   return {
     subscribe(enqueue) {
@@ -113,8 +95,7 @@ export function runtimeClassFanOut(
           enqueue,
           runtimeClassChangeKeys(
             { before, after: deleted ? undefined : now },
-            cachedInstances(instances),
-            (g) => kinds.kindOf(g),
+            sandboxInstances,
             (g, k) => kinds.lookup(g, k),
             platformNamespace,
           ),

@@ -10,7 +10,7 @@
  * - `owned-objects`, keyed by `encodeOwnedRef` (`apiVersion/Kind/name`): add/update of an object
  *   carrying the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
  */
-import { runtimeClassName, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
+import { SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   DEFAULT_PLATFORM_NAMESPACE,
@@ -22,6 +22,7 @@ import { carriesOwnershipMarkers, ownerOf } from '../../desired/owner.js';
 import { tenantOf } from '../../desired/sandbox-peers.js';
 import type { GroupVersionResource } from '../../runtime/gvr.js';
 import { isOwnedObject, type OwnedType } from '../owned-objects/keys.js';
+import type { SandboxInstanceLookup } from './sandbox-instance-index.js';
 
 /** The instances-controller key of an instance event, `undefined` for an object without name or namespace. */
 export function instanceEventKey(
@@ -109,31 +110,6 @@ export class SandboxTenantIndex {
   }
 }
 
-/** One cached instance, with the GVR its informer watches. */
-export interface CachedInstance {
-  gvr: GroupVersionResource;
-  obj: KubernetesObject;
-}
-
-/**
- * The key of every instance asking for sandbox isolation (the allowed RuntimeClasses of its
- * admission policy are computed from the platform's classes); only those `where` accepts, if given.
- */
-export function sandboxInstanceKeys(
-  instances: Iterable<CachedInstance>,
-  kindOf: (gvr: GroupVersionResource) => string | undefined,
-  where?: (obj: KubernetesObject) => boolean,
-): string[] {
-  const keys: string[] = [];
-  for (const { gvr, obj } of instances) {
-    if (obj.metadata?.annotations?.[SANDBOX_ISOLATION_ANNOTATION] === undefined) continue;
-    if (where !== undefined && !where(obj)) continue;
-    const key = instanceEventKey(gvr, obj, kindOf);
-    if (key !== undefined) keys.push(key);
-  }
-  return keys;
-}
-
 /** What the RuntimeClass fan-out needs to know of a class: its name and ownership markers. */
 export interface RuntimeClassSnapshot {
   name: string;
@@ -171,44 +147,29 @@ export interface RuntimeClassChange {
  *   RuntimeClassConflict), so one takes the name now rather than after the conflict requeue.
  *
  * So N instances in N namespaces creating N classes cost N keys, not N² (a platform class change
- * still costs one key per sandbox instance). The owner's key is also reached through `owned-objects` (add/update
+ * still costs one key per sandbox instance), and each change reads only the instances it concerns
+ * from the index (`SandboxInstanceIndex`), never every cached instance. The owner's key is also reached through `owned-objects` (add/update
  * → `cleanupOrphan`) and `deletedOwnedObjectOwnerKey` for classes labelled managed-by; the work
  * queue merges the duplicates.
  */
 export function runtimeClassChangeKeys(
   change: RuntimeClassChange,
-  cachedInstances: Iterable<CachedInstance>,
-  kindOf: (gvr: GroupVersionResource) => string | undefined,
+  sandboxInstances: SandboxInstanceLookup,
   lookup: (group: string, kind: string) => KindRef | undefined,
   platformNamespace: string = DEFAULT_PLATFORM_NAMESPACE,
 ): string[] {
   const sides = [change.before, change.after].filter((s): s is RuntimeClassSnapshot => s !== undefined);
   if (sides.length === 0) return [];
-  // Read once: the caches come as a generator, and a deleted class walks them twice (its tenant,
-  // then the instances held off its name); the second walk used to find nothing, so an instance
-  // waiting for the name took it only at its conflict requeue (60 s), not at once.
-  const instances = [...cachedInstances];
-  if (sides.some((s) => !s.generated)) return sandboxInstanceKeys(instances, kindOf);
+  if (sides.some((s) => !s.generated)) return [...sandboxInstances.all()].map((i) => i.key);
   const keys = new Set<string>();
-  const tenants = new Set<string>();
   for (const { owner } of sides) {
-    const key = owner === undefined ? undefined : ownerInstanceKey(owner, lookup);
+    if (owner === undefined) continue;
+    const key = ownerInstanceKey(owner, lookup);
     if (key !== undefined) keys.add(key);
-    const tenant = owner === undefined ? undefined : tenantOf(owner, platformNamespace);
-    if (tenant !== undefined) tenants.add(tenant);
-  }
-  if (tenants.size > 0) {
-    const inTenant = (obj: KubernetesObject): boolean => {
-      const tenant = instanceTenant(obj, platformNamespace);
-      return tenant !== undefined && tenants.has(tenant);
-    };
-    for (const key of sandboxInstanceKeys(instances, kindOf, inTenant)) keys.add(key);
+    const tenant = tenantOf(owner, platformNamespace);
+    if (tenant !== undefined) for (const i of sandboxInstances.inTenant(tenant)) keys.add(i.key);
   }
   const deleted = change.after === undefined ? change.before : undefined;
-  if (deleted !== undefined) {
-    const ownClassWasHeld = (obj: KubernetesObject): boolean =>
-      obj.metadata?.name !== undefined && runtimeClassName(obj.metadata.name) === deleted.name;
-    for (const key of sandboxInstanceKeys(instances, kindOf, ownClassWasHeld)) keys.add(key);
-  }
+  if (deleted !== undefined) for (const i of sandboxInstances.withOwnClass(deleted.name)) keys.add(i.key);
   return [...keys];
 }

@@ -543,7 +543,7 @@ export class InstanceReconciler {
     const [runtimeClasses, currentRc, sandboxInstances] = await settleAll([
       this.port.listRuntimeClasses(),
       this.port.getObject(rcRef, OPTIMISTIC),
-      this.port.listSandboxInstances(),
+      this.port.listSandboxInstances(tenant.name),
     ]);
     const plan = planSandboxIsolation({
       instance,
