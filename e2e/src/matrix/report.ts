@@ -63,9 +63,16 @@ export function renderMatrix(
     );
   }
   for (const r of runs) {
-    const skipped = (r.results?.testResults ?? []).flatMap((s) =>
-      s.assertionResults.filter((a) => a.status === 'pending').map((a) => `${suiteName(s.name)}: ${a.fullName}`),
-    );
+    // Skipped tests, counted per suite and reason (the "[skipped on 1.x: why]" their names carry).
+    const counts = new Map<string, number>();
+    for (const s of r.results?.testResults ?? []) {
+      for (const a of s.assertionResults.filter((x) => x.status === 'pending')) {
+        const why = /\[skipped on [^:]+: (.*)\]/.exec(a.fullName)?.[1] ?? a.fullName;
+        const key = `${suiteName(s.name)}: ${why}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+    }
+    const skipped = [...counts].map(([key, n]) => `${n} in ${key}`);
     const failed = (r.results?.testResults ?? []).flatMap((s) =>
       s.assertionResults.filter((a) => a.status === 'failed').map((a) => `${suiteName(s.name)}: ${a.fullName}`),
     );

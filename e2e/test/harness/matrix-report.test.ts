@@ -49,7 +49,7 @@ test('one row per minor with its counts and result; skipped tests listed with th
   expect(doc).toContain('| 1.29 | — | below the floor | 0 | 0 | 0 | 0 | 0 min | **FAIL**: build failed |');
   expect(doc).toContain('| 1.32 | v1.32.13 | API-level suites | 3 | 10 | 1 | 0 | 1 min | **FAIL** |');
   expect(doc).toContain(
-    '- skipped e2e/test/node-isolation-engines.test.ts: engine [skipped on 1.30: the admission-policy engine is a MutatingAdmissionPolicy v1]',
+    '- skipped 1 in e2e/test/node-isolation-engines.test.ts: the admission-policy engine is a MutatingAdmissionPolicy v1',
   );
   expect(doc).toContain('- FAILED e2e/test/node-isolation-engines.test.ts: it broke');
   expect(doc).toContain('at abc1234 on 2026-12-02 10:00 UTC (2 cores)');
