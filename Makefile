@@ -79,7 +79,8 @@ K8S_MATRIX_SKIP ?=
 # The real-node suites import the image archives `make images` builds (dist/images), as a user's
 # node would pull them.
 .PHONY: test-e2e
-E2E_JEST = KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand
+# --verbose: every test's name is printed, so a test skipped on a Kubernetes minor shows its reason in CI.
+E2E_JEST = KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand --verbose
 test-e2e: build components images ## End-to-end suites against a real control plane and a real node (KEEP_E2E_TMP=1 keeps logs of a failed run)
 	$(E2E_JEST)
 
