@@ -21,7 +21,7 @@ import {
   VARIANTS,
   type Variant,
 } from './engine-variants.js';
-import type { RawApi } from './kube.js';
+import { createNodeIsolationParam, type RawApi } from './kube.js';
 import { type BlockStats, createPods, podBody, roundRatio, runRounds } from './pod-create.js';
 import { poolMandate } from './pods.js';
 import type { Summary } from './stats.js';
@@ -118,27 +118,7 @@ export async function runEngineTrims(
     });
     namespaces.set(variant, ns);
     for (const obj of engineVariant(shipped, variant, label, mandate)) await client.create(obj);
-    const body = {
-      apiVersion: 'isolation.kubeplus.io/v1alpha1',
-      kind: 'NodeIsolation',
-      metadata: { name: 'node-isolation' },
-      spec: JSON.parse(canonicalNodeIsolation(mandate)) as unknown,
-    };
-    await waitFor(
-      `NodeIsolation ${ns}/node-isolation to be created`,
-      async (observe) => {
-        const res = await api.request(
-          'POST',
-          `/apis/isolation.kubeplus.io/v1alpha1/namespaces/${ns}/nodeisolations`,
-          body,
-        );
-        observe(`HTTP ${res.status}: ${res.body.slice(0, 200)}`);
-        if (res.status === 201 || res.status === 409) return true;
-        if (res.status === 404) return false;
-        throw new Error(`create NodeIsolation in ${ns}: HTTP ${res.status}: ${res.body.slice(0, 300)}`);
-      },
-      { timeoutMs: 30_000 },
-    );
+    await createNodeIsolationParam(api, ns, mandate);
   }
   namespaces.set('f', await createTestNamespace(cp.kc, 'bench-trims-trivial', { labels: { [TRIVIAL_LABEL]: 'true' } }));
   await installTrivialPolicy(cp.kc, { name: 'kubeplus-bench-engine-trivial', label: TRIVIAL_LABEL, pool });

@@ -4,6 +4,8 @@
  * measured latency is the API server's. @kubernetes/client-node is used for everything untimed.
  */
 import https from 'node:https';
+import { waitFor } from '@kubeplus-isolation/e2e';
+import { canonicalNodeIsolation, type NodeIsolationSpec } from '@kubeplus-isolation/spec';
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 
 export interface ApiResponse {
@@ -157,4 +159,39 @@ export async function createRuntimeClass(kc: KubeConfig, rc: { name: string; han
     metadata: { name: rc.name },
     handler: rc.handler,
   } as KubernetesObject);
+}
+
+/**
+ * Creates the admission-policy engine's parameter `NodeIsolation/node-isolation` in `namespace`
+ * with the operator's canonical spec of `mandate`, retrying while the CRD's endpoint is not served
+ * yet (a moment after the CRD is created); an existing one is kept.
+ */
+export async function createNodeIsolationParam(
+  api: RawApi,
+  namespace: string,
+  mandate: NodeIsolationSpec,
+): Promise<void> {
+  const body = {
+    apiVersion: 'isolation.kubeplus.io/v1alpha1',
+    kind: 'NodeIsolation',
+    metadata: { name: 'node-isolation' },
+    spec: JSON.parse(canonicalNodeIsolation(mandate)) as unknown,
+  };
+  await waitFor(
+    `NodeIsolation ${namespace}/node-isolation to be created`,
+    async (observe) => {
+      const res = await api.request(
+        'POST',
+        `/apis/isolation.kubeplus.io/v1alpha1/namespaces/${namespace}/nodeisolations`,
+        body,
+      );
+      observe(`HTTP ${res.status}: ${res.body.slice(0, 200)}`);
+      if (res.status === 201 || res.status === 409) return true;
+      if (res.status === 404) return false;
+      throw new Error(
+        `create NodeIsolation ${namespace}/node-isolation: HTTP ${res.status}: ${res.body.slice(0, 300)}`,
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
 }

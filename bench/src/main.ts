@@ -46,7 +46,7 @@ import {
 import { runChartComplexityBench } from './chart-complexity.js';
 import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import { runEngineTrims } from './engine-trims.js';
-import { createRuntimeClass, RawApi } from './kube.js';
+import { createNodeIsolationParam, createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
 import { runPatchBench } from './patch-bench.js';
@@ -544,27 +544,7 @@ async function installPolicyEngine(
     }
     await client.create(obj);
   }
-  const path = `/apis/isolation.kubeplus.io/v1alpha1/namespaces/${namespace}/nodeisolations`;
-  const body = {
-    apiVersion: 'isolation.kubeplus.io/v1alpha1',
-    kind: 'NodeIsolation',
-    metadata: { name: 'node-isolation' },
-    spec: JSON.parse(canonicalNodeIsolation(mandate)) as unknown,
-  };
-  // The CRD's endpoint is served a moment after it is created.
-  await waitFor(
-    `NodeIsolation ${namespace}/node-isolation to be created`,
-    async (observe) => {
-      const res = await api.request('POST', path, body);
-      observe(`HTTP ${res.status}: ${res.body.slice(0, 200)}`);
-      if (res.status === 201 || res.status === 409) return true;
-      if (res.status === 404) return false;
-      throw new Error(
-        `create NodeIsolation ${namespace}/node-isolation: HTTP ${res.status}: ${res.body.slice(0, 300)}`,
-      );
-    },
-    { timeoutMs: 30_000, intervalMs: 200 },
-  );
+  await createNodeIsolationParam(api, namespace, mandate);
 }
 
 const TRIVIAL_POLICY_LABEL = 'bench.kubeplus.io/trivial-policy';
