@@ -146,13 +146,16 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
       namespace: isolatedNs,
       body: testPod('pending-unpatched', { schedulerName: UNSCHEDULED }),
     });
+    // An audit of the namespace after this Pod (a new LIST) that reports it: the gauge alone may
+    // still read 1 from an earlier audit (seen once on 1.34, where the wait ended before the LIST).
     await waitFor(
       'the audit to report the pending Pod',
       async (observe) => {
         const samples = await scrapeMetrics(operator?.metricsUrl ?? '');
         const both = sumMetric(samples, 'kubeplus_operator_unisolated_pods', { missing: 'both' });
-        observe({ both });
-        return both === 1;
+        const lists = sumMetric(samples, 'kubeplus_operator_audit_pod_list_requests_total');
+        observe({ both, lists, listsBefore });
+        return both === 1 && lists > listsBefore;
       },
       { timeoutMs: 30_000, intervalMs: 200 },
     );
