@@ -28,15 +28,11 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
-  e2eStatePath,
   installCrds,
   instanceKindCrd,
   isApiStatus,
   loadKubeConfig,
-  minorOf,
-  policyApiSupport,
   type RunningService,
-  readState,
   repoRoot,
   startService,
   testPod,
@@ -60,13 +56,14 @@ import {
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import { FINALIZER as CLEANUP, NODE_ISOLATION as NODE, SANDBOX_ISOLATION as SANDBOX } from './support/operator.js';
+import { POLICY_ENGINE_SERVED } from './support/versions.js';
 
 const run = promisify(execFile);
 // The chart's admission-policy engine needs MutatingAdmissionPolicy v1 (Kubernetes 1.36+; the chart
 // refuses it on older clusters, deploy/test/node-isolation-engine.test.ts): on an older minor (the
 // version matrix) this suite installs the webhook engine alone, and the policy engine's checks are
 // replaced by their absence (no NodeIsolation rights, objects or CRD).
-const POLICY_ENGINE = policyApiSupport(minorOf(readState(e2eStatePath()).kubernetesVersion)).mutatingV1;
+const POLICY_ENGINE = POLICY_ENGINE_SERVED;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
 const ENABLED = 'kubeplus.io/node-isolation-enabled';

@@ -26,14 +26,12 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
-  e2eStatePath,
   FLOOR_MINOR,
   installSandboxCrds,
   MUTATING_POLICY_BETA_ARGS,
   minorOf,
   nodeMinor,
   policyApiSupport,
-  readState,
   repoRoot,
   requestedMinor,
   servedPolicyApis,
@@ -55,17 +53,15 @@ import {
   waitForOwned,
 } from './support/operator.js';
 import { createSandbox, expectAllowed, waitForAdmission } from './support/operator-sandbox.js';
+import { SHARED_MINOR, testIf } from './support/versions.js';
 
 const run = promisify(execFile);
 const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
 const ADVISORY = JSON.stringify({ minRuntimeClass: 'kata', enforce: false });
 
-// Read at load time, so a case that does not apply to this minor is reported as skipped, and why.
-const minor = minorOf(readState(e2eStatePath()).kubernetesVersion);
+// The minor is read at load time (support/versions.ts), so a case that does not apply is reported as skipped, and why.
+const minor = SHARED_MINOR;
 const belowFloor = compareMinors(minor, FLOOR_MINOR) < 0;
-/** `test` where `applies`, else a skipped test whose name says why. */
-const testIf = (applies: boolean, why: string) =>
-  applies ? test : (name: string, fn: () => Promise<void>) => test.skip(`${name} [skipped on ${minor}: ${why}]`, fn);
 
 let cluster: Cluster;
 beforeAll(async () => {

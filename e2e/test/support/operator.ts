@@ -9,17 +9,13 @@
 import { readFileSync } from 'node:fs';
 import {
   type Cluster,
-  e2eStatePath,
   FatalWaitError,
   instanceKindCrd,
   instancePolicyName,
   isApiStatus,
   type MetricSample,
-  minorOf,
   type PolicyRole,
-  policyApiSupport,
   type RunningService,
-  readState,
   scrapeMetrics,
   startOperator,
   sumMetric,
@@ -39,6 +35,7 @@ import {
   type V1Namespace,
 } from '@kubernetes/client-node';
 import { uniqueName } from './names.js';
+import { POLICY_ENGINE_SERVED } from './versions.js';
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -552,7 +549,7 @@ export function expectedSandboxObjects(
  * falls back to warning only (kubernetes-versions.test.ts proves the fallback).
  */
 export function sharedClusterDefaults(): boolean {
-  return policyApiSupport(minorOf(readState(e2eStatePath()).kubernetesVersion)).mutatingV1;
+  return POLICY_ENGINE_SERVED;
 }
 
 /** Waits until the instance owns exactly `expected` (Kind/name) and `extra` holds; returns them. */
