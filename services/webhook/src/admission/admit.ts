@@ -25,7 +25,12 @@ export interface AdmissionOutcome {
   detail?: string;
 }
 
-export type ResolveNamespace = (namespace: string) => Promise<Resolution>;
+/**
+ * The namespace's mandate: the Resolution itself on a cache hit (the hot path stays synchronous,
+ * no Promise or microtask per admission), a Promise of it when a live GET is needed. Throwing or
+ * rejecting is an internal error (the Pod is admitted unpatched).
+ */
+export type ResolveNamespace = (namespace: string) => Resolution | Promise<Resolution>;
 
 /** Shown to whoever created the Pod (kubectl prints it); kept short, no internals. */
 export function failOpenWarning(reason: FailOpenReason): string {
@@ -36,11 +41,35 @@ function failOpen(uid: string, result: 'failopen' | 'error', reason: FailOpenRea
   return { result, reason, detail, patch: [], review: buildReviewResponse(uid, [], [failOpenWarning(reason)]) };
 }
 
-export async function admit(req: AdmissionRequest, resolve: ResolveNamespace): Promise<AdmissionOutcome> {
+/**
+ * The decision for one request: synchronous when the namespace's mandate is at hand (a cache
+ * hit), a Promise only when `resolve` has to ask the API server. Never throws or rejects.
+ */
+export function admit(req: AdmissionRequest, resolve: ResolveNamespace): AdmissionOutcome | Promise<AdmissionOutcome> {
   if (!isPodCreate(req)) return { result: 'skipped', patch: [], review: buildReviewResponse(req.uid) };
+  let resolution: Resolution | Promise<Resolution>;
   try {
     if (req.namespace === undefined) throw new Error('Pod CREATE without request.namespace');
-    const resolution = await resolve(req.namespace);
+    resolution = resolve(req.namespace);
+  } catch (e) {
+    return internalError(req.uid, e);
+  }
+  if (resolution instanceof Promise) {
+    return resolution.then(
+      (r) => decide(req, r),
+      (e: unknown) => internalError(req.uid, e),
+    );
+  }
+  return decide(req, resolution);
+}
+
+function internalError(uid: string, e: unknown): AdmissionOutcome {
+  return failOpen(uid, 'error', 'internal_error', describeError(e, MAX_DETAIL));
+}
+
+/** The outcome for a Pod CREATE once its namespace's mandate is known. Pure; never throws. */
+export function decide(req: AdmissionRequest, resolution: Resolution): AdmissionOutcome {
+  try {
     if (!resolution.ok) return failOpen(req.uid, 'failopen', resolution.reason, resolution.detail);
     const patch = buildNodeIsolationPatch(req.object, resolution.spec);
     // A patch the API server cannot apply would make it reject the Pod (patch errors are not
@@ -50,6 +79,6 @@ export async function admit(req: AdmissionRequest, resolve: ResolveNamespace): P
     if (patch.length === 0) return { result: 'unchanged', patch, review: buildReviewResponse(req.uid) };
     return { result: 'patched', patch, review: buildReviewResponse(req.uid, patch) };
   } catch (e) {
-    return failOpen(req.uid, 'error', 'internal_error', describeError(e, MAX_DETAIL));
+    return internalError(req.uid, e);
   }
 }

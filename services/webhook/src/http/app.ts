@@ -111,41 +111,22 @@ function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: Admiss
   logRecord(logger, level, record);
 }
 
-/** Serves the webhook's HTTPS port: the express app, a request listener for `https.createServer` (or supertest). */
-export function createWebhookApp(opts: WebhookAppOptions): express.Express {
+/** The handler of `POST /mutate/pods`, as express calls it. */
+export type AdmissionRoute = (req: Request, res: Response, next: NextFunction) => void;
+
+/**
+ * `POST /mutate/pods`: the admission hot path, one handler. Reads the body (read-body.ts),
+ * validates the review, decides (admit.ts), answers, counts and logs. A malformed request gets
+ * its 4xx here; an error after that goes to `next` (express's error handler answers 500).
+ */
+export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
   const { metrics, logger, maxBodyBytes } = opts;
   const shuttingDown = opts.isShuttingDown ?? (() => false);
-  /** While draining, let each connection carry its current response and then close. */
-  const closeIfDraining = (res: ServerResponse): void => {
-    if (shuttingDown()) res.setHeader('Connection', 'close');
-  };
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-
-  /** A request that failed after routing: logged and answered 500 (never for a malformed request). */
-  const answerError = (err: unknown, method: string | undefined, path: string, res: ServerResponse): void => {
-    logger.error('unhandled error serving request', {
-      method,
-      path,
-      error: err instanceof Error ? err.message : String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
-    if (!res.headersSent) sendJson(res, 500, { error: 'internal_error', message: 'internal server error' });
-  };
-
   const refuse = (res: ServerResponse, startedAt: number, refusal: BodyRefusal): void =>
     sendBadRequest(res, metrics, startedAt, refusal.status, refusal.reason, refusal.message);
 
-  /** The admission itself, once the body is read and parsed. */
-  const review = async (body: unknown, res: ServerResponse, startedAt: number): Promise<void> => {
-    const parsed = parseAdmissionReview(body);
-    if (!parsed.ok) {
-      sendBadRequest(res, metrics, startedAt, 400, parsed.code, parsed.message);
-      return;
-    }
-    const request = parsed.request;
-    const outcome = await admit(request, opts.resolve);
+  /** Counts, answers and logs one admission's outcome. */
+  const answer = (outcome: AdmissionOutcome, request: AdmissionRequest, res: ServerResponse, startedAt: number) => {
     const seconds = (performance.now() - startedAt) / 1e3;
     recordAdmission(metrics, outcome.result, seconds);
     if (outcome.reason !== undefined) recordFailOpen(metrics, outcome.reason);
@@ -154,12 +135,29 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
     logAdmission(logger, outcome, request, seconds);
   };
 
-  // POST /mutate/pods (its `?timeout=` query, and the paths express matches loosely:
-  // "/mutate/pods/", "/MUTATE/pods"), first and in one handler: express runs no other layer
-  // before it.
-  app.post(MUTATE_PODS_PATH, (req, res, next) => {
+  /**
+   * The admission itself, once the body is read and parsed: answered in the same turn on a cache
+   * hit (no Promise on the hot path), after the live GET on a miss.
+   */
+  const review = (body: unknown, res: ServerResponse, startedAt: number, next: NextFunction): void => {
+    const parsed = parseAdmissionReview(body);
+    if (!parsed.ok) {
+      sendBadRequest(res, metrics, startedAt, 400, parsed.code, parsed.message);
+      return;
+    }
+    const request = parsed.request;
+    const outcome = admit(request, opts.resolve);
+    if (outcome instanceof Promise) {
+      outcome.then((o) => answer(o, request, res, startedAt)).catch(next);
+      return;
+    }
+    answer(outcome, request, res, startedAt);
+  };
+
+  return (req, res, next) => {
     const startedAt = performance.now();
-    closeIfDraining(res);
+    // While draining, let each connection carry its current response and then close.
+    if (shuttingDown()) res.setHeader('Connection', 'close');
     const headers = req.headers;
     const contentLength = headers['content-length'];
     // The API server's exact header skips type-is; anything else is checked in full.
@@ -186,10 +184,46 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
       return;
     }
     readJsonBody(req, encoding, maxBodyBytes, (body) => {
-      if (!body.ok) refuse(res, startedAt, body);
-      else review(body.value, res, startedAt).catch(next);
+      if (!body.ok) {
+        refuse(res, startedAt, body);
+        return;
+      }
+      try {
+        review(body.value, res, startedAt, next);
+      } catch (e) {
+        next(e);
+      }
     });
-  });
+  };
+}
+
+/** Serves the webhook's HTTPS port: the express app, a request listener for `https.createServer` (or supertest). */
+export function createWebhookApp(opts: WebhookAppOptions): express.Express {
+  const { logger } = opts;
+  const shuttingDown = opts.isShuttingDown ?? (() => false);
+  /** While draining, let each connection carry its current response and then close. */
+  const closeIfDraining = (res: ServerResponse): void => {
+    if (shuttingDown()) res.setHeader('Connection', 'close');
+  };
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  /** A request that failed after routing: logged and answered 500 (never for a malformed request). */
+  const answerError = (err: unknown, method: string | undefined, path: string, res: ServerResponse): void => {
+    logger.error('unhandled error serving request', {
+      method,
+      path,
+      error: err instanceof Error ? err.message : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+    if (!res.headersSent) sendJson(res, 500, { error: 'internal_error', message: 'internal server error' });
+  };
+
+  // POST /mutate/pods (its `?timeout=` query, and the paths express matches loosely:
+  // "/mutate/pods/", "/MUTATE/pods"), first and in one handler: express runs no other layer
+  // before it.
+  app.post(MUTATE_PODS_PATH, createAdmissionRoute(opts));
 
   app.use((_req, res, next) => {
     closeIfDraining(res);

@@ -94,6 +94,26 @@ describe('admit', () => {
     expect(out.review.response.allowed).toBe(true);
   });
 
+  it('answers a cache hit in the same turn: no Promise when the resolver has the mandate at hand', () => {
+    const out = admit(request(), () => ({ ok: true, spec: TEAM_A }));
+    expect(out).not.toBeInstanceOf(Promise);
+    expect((out as Awaited<typeof out>).result).toBe('patched');
+  });
+
+  it('answers a Promise only when the resolver has to look the namespace up', async () => {
+    const out = admit(request(), resolved(TEAM_A));
+    expect(out).toBeInstanceOf(Promise);
+    expect((await out).result).toBe('patched');
+  });
+
+  it('answers allowed without a patch when resolving throws synchronously (internal error, fail open)', () => {
+    const out = admit(request(), () => {
+      throw new Error('cache corrupted');
+    });
+    expect(out).not.toBeInstanceOf(Promise);
+    expect(out).toMatchObject({ result: 'error', reason: 'internal_error', detail: 'cache corrupted' });
+  });
+
   it('warnings stay short enough for kubectl to print whole', () => {
     expect(failOpenWarning('namespace_not_labeled').length).toBeLessThanOrEqual(120);
   });

@@ -34,11 +34,11 @@ function setup(reader: NamespaceReader, timeoutMs = 1_000) {
 }
 
 describe('IsolationResolver', () => {
-  it('answers a cached namespace from the cache, without a live GET', async () => {
+  it('answers a cached namespace from the cache, at once (no Promise) and without a live GET', () => {
     const reader = new FakeReader(async () => undefined);
     const { cache, resolver, lookups } = setup(reader);
     cache.upsert(namespace('team-a', { annotation: TEAM_A_ANNOTATION }));
-    expect(await resolver.resolve('team-a')).toEqual({ ok: true, spec: TEAM_A });
+    expect(resolver.resolve('team-a')).toEqual({ ok: true, spec: TEAM_A });
     expect(reader.calls).toEqual([]);
     expect(lookups).toEqual([]);
   });
@@ -55,6 +55,10 @@ describe('IsolationResolver', () => {
   it('on a miss, GETs the namespace once, uses it and caches it', async () => {
     const reader = new FakeReader(async (name) => namespace(name, { annotation: TEAM_A_ANNOTATION }));
     const { cache, resolver, lookups } = setup(reader);
+    expect(resolver.resolve('other')).toBeInstanceOf(Promise);
+    await resolver.resolve('other');
+    reader.calls.length = 0;
+    lookups.length = 0;
     expect(await resolver.resolve('team-a')).toEqual({ ok: true, spec: TEAM_A });
     expect(await resolver.resolve('team-a')).toEqual({ ok: true, spec: TEAM_A });
     expect(reader.calls).toEqual(['team-a']);
