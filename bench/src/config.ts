@@ -69,6 +69,13 @@ export interface BenchConfig {
   operatorInstances: number | readonly number[];
   /** Per point. */
   operatorTimeoutSeconds: number;
+  /**
+   * Each operator point runs once per entry, in this order: true, the instances carry both
+   * annotations; false, node isolation only, so that the pair shows what the per-instance sandbox
+   * objects (RuntimeClass, policy, binding) cost (BENCH_OPERATOR_SANDBOX, e.g. `0,1`). Absent in
+   * older results: [true].
+   */
+  operatorSandbox?: readonly boolean[];
   /** NODE_OPTIONS of the operator (the image's unless BENCH_OPERATOR_NODE_OPTIONS). Absent in older results. */
   operatorNodeOptions?: string;
   /** --concurrency for the operator; undefined: its own default. */
@@ -127,6 +134,7 @@ export function loadConfig(): BenchConfig {
       [1_000, 5_000, 10_000],
     ),
     operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 900)),
+    operatorSandbox: sandboxModes(process.env.BENCH_OPERATOR_SANDBOX),
     operatorNodeOptions:
       process.env.BENCH_OPERATOR_NODE_OPTIONS?.trim() ??
       dockerfileEnv(readFileSync(OPERATOR_DOCKERFILE, 'utf8')).get('NODE_OPTIONS') ??
@@ -152,6 +160,19 @@ function webhookNodeOptions(): Pick<BenchConfig, 'webhookNodeOptions' | 'webhook
 }
 
 /** The image's `MALLOC_*` ENV (glibc malloc tunables, e.g. MALLOC_ARENA_MAX). */
+/** BENCH_OPERATOR_SANDBOX: comma-separated 1 (both annotations) and 0 (node isolation only); unset: 1. */
+export function sandboxModes(raw: string | undefined): boolean[] {
+  const items = (raw ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  if (items.length === 0) return [true];
+  return items.map((x) => {
+    if (x !== '0' && x !== '1') throw new Error(`BENCH_OPERATOR_SANDBOX: "${x}" is neither 0 nor 1`);
+    return x === '1';
+  });
+}
+
 function webhookMallocEnv(): Record<string, string> {
   const image = dockerfileEnv(readFileSync(WEBHOOK_DOCKERFILE, 'utf8'));
   return Object.fromEntries([...image].filter(([k]) => k.startsWith('MALLOC_')));

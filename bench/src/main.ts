@@ -37,6 +37,7 @@ import {
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
 } from '@kubeplus-isolation/spec';
+import { MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
 import {
   AdmissionregistrationV1Api,
   type KubernetesObject,
@@ -194,8 +195,11 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
   // section's) objects, and the growth from point to point is the operator's.
   await section('scale-operator', async () => {
     const points: OperatorScaleResult[] = [];
-    for (const instances of operatorPoints(cfg.operatorInstances)) {
-      log(`starting a control plane for ${instances} operator instances`);
+    const runs = operatorPoints(cfg.operatorInstances).flatMap((instances) =>
+      (cfg.operatorSandbox ?? [true]).map((sandbox) => ({ instances, sandbox })),
+    );
+    for (const { instances, sandbox } of runs) {
+      log(`starting a control plane for ${instances} operator instances${sandbox ? '' : ' (node isolation only)'}`);
       const own = await startControlPlane({});
       const ownApi = await RawApi.connect(own.kc, 32);
       try {
@@ -210,6 +214,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
               platformNamespace: 'kubeplus',
               group: 'apps.bench.kubeplus.io',
               timeoutSeconds: cfg.operatorTimeoutSeconds,
+              sandbox,
               metricsPort: await freePort(),
               concurrency: cfg.operatorConcurrency,
               nodeOptions: cfg.operatorNodeOptions ?? '',
@@ -264,7 +269,8 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     const nsC = await createTestNamespace(cp.kc, 'bench-webhook', iso);
     // Always set, so an empty value means none (not this process's own NODE_OPTIONS).
     // The image's malloc tunables too, as the image runs it.
-    webhook = await startWebhook(cp, { env: { ...cfg.webhookMallocEnv, NODE_OPTIONS: cfg.webhookNodeOptions } });
+    const imageEnv = { ...cfg.webhookMallocEnv, NODE_OPTIONS: cfg.webhookNodeOptions };
+    webhook = await startWebhook(cp, { env: imageEnv });
     results.webhookMemory = { idleRssMiB: rssBytes(webhook.process.pid) / MiB };
     results.versions.webhookFlags = [
       ...(cfg.webhookNodeOptions ? [`NODE_OPTIONS="${cfg.webhookNodeOptions}"`] : []),
@@ -273,36 +279,45 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     ];
     await registerWebhook(cp.kc, { url: webhook.url, caPem: webhook.caPem });
     await waitForPlacement(api, nsC, pool);
-    reference = await startReferenceWebhook(cp, pool);
+    reference = await startReferenceWebhook(cp, pool, imageEnv);
     const referenceUrl = `${referenceBase(reference)}/mutate`;
     const running = webhook;
 
     await section('webhook', async () => {
-      const result = await runWebhookLoad(
-        {
-          namespace: nsC,
-          targets: [
-            { name: 'webhook', url: running.url, pid: running.process.pid, containerCounts: [1, 10, 100] },
-            {
-              name: 'reference',
-              url: referenceUrl,
-              pid: (reference as RunningService).process.pid,
-              containerCounts: [1],
-            },
-          ],
-          rounds: cfg.rounds,
-          durationSeconds: cfg.loadSeconds,
-          connections: cfg.loadConnections,
-          pin,
-        },
-        log,
-      );
+      const referencePid = (reference as RunningService).process.pid;
+      const referenceIdleRssMiB = rssBytes(referencePid) / MiB;
+      const viaExpress = await startDispatchWebhook(cp, 'express', nsC, mandate, imageEnv);
+      const direct = await startDispatchWebhook(cp, 'direct', nsC, mandate, imageEnv);
+      let result: Awaited<ReturnType<typeof runWebhookLoad>>;
+      try {
+        result = await runWebhookLoad(
+          {
+            namespace: nsC,
+            targets: [
+              { name: 'webhook', url: running.url, pid: running.process.pid, containerCounts: [1, 10, 100] },
+              { name: 'reference', url: referenceUrl, pid: referencePid, containerCounts: [1, 10, 100] },
+              { name: 'express', url: viaExpress.url, pid: viaExpress.service.process.pid, containerCounts: [1] },
+              { name: 'direct', url: direct.url, pid: direct.service.process.pid, containerCounts: [1] },
+            ],
+            rounds: cfg.rounds,
+            durationSeconds: cfg.loadSeconds,
+            connections: cfg.loadConnections,
+            pin,
+          },
+          log,
+        );
+      } finally {
+        await viaExpress.service.stop().catch(() => undefined);
+        await direct.service.stop().catch(() => undefined);
+      }
       results.webhook = result;
       if (results.webhookMemory) results.webhookMemory.afterLoadRssMiB = rssBytes(running.process.pid) / MiB;
       results.webhookMemory = {
         ...results.webhookMemory,
         idleRssMiB: results.webhookMemory?.idleRssMiB ?? Number.NaN,
         footprint: webhookFootprint(),
+        referenceIdleRssMiB,
+        referenceAfterLoadRssMiB: rssBytes(referencePid) / MiB,
       };
       if (cfg.profileSeconds > 0) results.webhookProfile = await profileWebhook(cp, nsC, cfg, pin);
     });
@@ -503,19 +518,63 @@ function referenceBase(service: RunningService): string {
   return `https://127.0.0.1:${port}`;
 }
 
-async function startReferenceWebhook(cp: ControlPlane, pool: string): Promise<RunningService> {
+/** A serving certificate for 127.0.0.1, written into the control plane's pki directory. */
+async function servingFiles(
+  cp: ControlPlane,
+  name: string,
+): Promise<{ port: number; certFile: string; keyFile: string }> {
   const port = await freePort();
   const serving = await cp.issueServingCert(['127.0.0.1']);
-  const certFile = join(cp.dir, 'pki', `reference-${port}.crt`);
-  const keyFile = join(cp.dir, 'pki', `reference-${port}.key`);
+  const certFile = join(cp.dir, 'pki', `${name}-${port}.crt`);
+  const keyFile = join(cp.dir, 'pki', `${name}-${port}.key`);
   writeFileSync(certFile, serving.certPem, { mode: 0o600 });
   writeFileSync(keyFile, serving.keyPem, { mode: 0o600 });
+  return { port, certFile, keyFile };
+}
+
+/**
+ * The bare reference webhook, run with the webhook image's NODE_OPTIONS and malloc settings
+ * (`env`), so that its CPU and memory are the floor of a Node.js webhook run as the image runs one.
+ */
+async function startReferenceWebhook(
+  cp: ControlPlane,
+  pool: string,
+  env: Record<string, string>,
+): Promise<RunningService> {
+  const { port, certFile, keyFile } = await servingFiles(cp, 'reference');
   return startService(cp, {
     name: `reference-webhook-${port}`,
     entry: join(repoRoot(), 'bench', 'dist', 'reference-webhook.js'),
     args: [`--port=${port}`, `--tls-cert-file=${certFile}`, `--tls-key-file=${keyFile}`, `--pool=${pool}`],
+    env,
     readiness: { url: `https://127.0.0.1:${port}/healthz`, tls: { caPem: cp.caPem } },
   });
+}
+
+/** The webhook's route behind express or called directly (dispatch-webhook.ts), same env as the webhook. */
+async function startDispatchWebhook(
+  cp: ControlPlane,
+  dispatch: 'express' | 'direct',
+  namespace: string,
+  mandate: NodeIsolationSpec,
+  env: Record<string, string>,
+): Promise<{ service: RunningService; url: string }> {
+  const { port, certFile, keyFile } = await servingFiles(cp, `dispatch-${dispatch}`);
+  const service = await startService(cp, {
+    name: `dispatch-${dispatch}-webhook-${port}`,
+    entry: join(repoRoot(), 'bench', 'dist', 'dispatch-webhook.js'),
+    args: [
+      `--dispatch=${dispatch}`,
+      `--port=${port}`,
+      `--tls-cert-file=${certFile}`,
+      `--tls-key-file=${keyFile}`,
+      `--namespace=${namespace}`,
+      `--mandate=${canonicalNodeIsolation(mandate)}`,
+    ],
+    env,
+    readiness: { url: `https://127.0.0.1:${port}/healthz`, tls: { caPem: cp.caPem } },
+  });
+  return { service, url: `https://127.0.0.1:${port}${MUTATE_PODS_PATH}` };
 }
 
 const POLICY_LABEL = 'bench.kubeplus.io/policy-engine';

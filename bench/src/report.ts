@@ -8,7 +8,14 @@ import type { MachineSnapshot } from './proc.js';
 import type { BenchResults, Remeasured } from './results.js';
 import type { Summary } from './stats.js';
 import type { StrengthMilestone } from './strength.js';
-import { disagreement, podCreateVerdicts, type Verdict, verdictTable, webhookAloneVerdicts } from './verdicts.js';
+import {
+  disagreement,
+  podCreateVerdicts,
+  type Verdict,
+  verdictTable,
+  webhookAloneVerdicts,
+  webhookRssVerdict,
+} from './verdicts.js';
 
 const MB = 1e6;
 const MiB = 1024 * 1024;
@@ -176,7 +183,12 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
     p();
     p(
       'Same rounds, same pinning: the **reference** webhook (`bench/src/reference-webhook.ts`: bare `node:https`, ' +
-        "JSON.parse, the seed's patch, no framework, logging, metrics or validation) — the floor of any Node.js webhook on this machine.",
+        "JSON.parse, the seed's patch, no framework, logging, metrics or validation; run with the webhook's NODE_OPTIONS and malloc " +
+        "settings) — the floor of any Node.js webhook on this machine. And, for what express itself costs, the webhook's own admission " +
+        'route (`createAdmissionRoute`: body reader, validation, patch, check, metrics, log line) served two ways by ' +
+        "`bench/src/dispatch-webhook.ts`, both with a cache holding the load's namespace: **express**, inside the webhook's express " +
+        "app as it ships; **direct**, the same handler called by `node:https` itself, express's `app.handle` (the prototype switch " +
+        'of `req` and `res`, the router) skipped.',
     );
     p();
     p(
@@ -198,11 +210,27 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       );
       p();
     }
-    if (r.webhookMemory) {
+    const dispatch = r.webhook.ratioDirectPerCpuSecond;
+    if (dispatch) {
       p(
-        `Webhook RSS right after start (cache synced, before any request): ${num(r.webhookMemory.idleRssMiB, 1)} MiB; after this section's load: ${num(r.webhookMemory.afterLoadRssMiB, 1)} MiB.`,
+        `What express's dispatch costs (1-container Pods, same rounds): admissions per CPU-second direct ÷ express ${spread(dispatch)}` +
+          (r.webhook.ratioDirectToReference
+            ? `; direct ÷ reference ${spread(r.webhook.ratioDirectToReference)}, what the webhook's own work would reach without express's dispatch.`
+            : '.'),
       );
       p();
+    }
+    if (r.webhookMemory) {
+      const m = r.webhookMemory;
+      p(
+        `Webhook RSS right after start (cache synced, before any request): ${num(m.idleRssMiB, 1)} MiB; after this section's load: ${num(m.afterLoadRssMiB, 1)} MiB.` +
+          (m.referenceAfterLoadRssMiB !== undefined
+            ? ` The reference webhook, same NODE_OPTIONS and malloc settings, the same Pod sizes in the same rounds: ${num(m.referenceIdleRssMiB, 1)} MiB before, ${num(m.referenceAfterLoadRssMiB, 1)} MiB after — what any Node.js webhook holds after this load.`
+            : ''),
+      );
+      p();
+      if (m.afterLoadRssMiB !== undefined)
+        verdicts.push(webhookRssVerdict(m.afterLoadRssMiB, m.referenceAfterLoadRssMiB));
     }
     const prof = r.webhookProfile;
     if (prof) {

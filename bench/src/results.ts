@@ -34,7 +34,14 @@ export interface BenchResults {
   patch?: PatchCase[];
   webhook?: WebhookLoadResult;
   /** The webhook's RSS right after start (cache synced, no request yet) and after the §2 load. */
-  webhookMemory?: { idleRssMiB: number; afterLoadRssMiB?: number; footprint?: FootprintStep[] };
+  webhookMemory?: {
+    idleRssMiB: number;
+    afterLoadRssMiB?: number;
+    footprint?: FootprintStep[];
+    /** The reference webhook (same NODE_OPTIONS and malloc settings) before and after the same rounds. */
+    referenceIdleRssMiB?: number;
+    referenceAfterLoadRssMiB?: number;
+  };
   /** Where a profiled copy of the webhook spent its time under the §2 load. */
   webhookProfile?: ProfileSummary & { seconds: number; rps: number; file: string };
   podCreate?: PodCreateResult;

@@ -226,6 +226,8 @@ export interface OperatorScaleOptions {
   platformNamespace: string;
   group: string;
   timeoutSeconds: number;
+  /** false: node isolation only (no sandbox annotation, so no RuntimeClass, policy or binding per instance). */
+  sandbox: boolean;
   metricsPort: number;
   /** --concurrency; undefined: the operator's default. */
   concurrency: number | undefined;
@@ -243,6 +245,8 @@ export interface ComponentUsage {
 
 export interface OperatorScaleResult {
   instances: number;
+  /** false: the instances carried node isolation only. Absent in older results: true. */
+  sandbox?: boolean;
   concurrency: string;
   /** NODE_OPTIONS the operator ran with. */
   nodeOptions?: string;
@@ -381,7 +385,9 @@ export async function runOperatorScale(
           name,
           annotations: {
             [NODE_ISOLATION_ANNOTATION]: JSON.stringify(poolMandate(`pool-${name}`)),
-            [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+            ...(opts.sandbox && {
+              [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+            }),
           },
         },
         spec: {},
@@ -392,7 +398,9 @@ export async function runOperatorScale(
     let timedOut = false;
     const deadline = Date.now() + opts.timeoutSeconds * 1000;
     let lastLog = Date.now();
-    while (namespaces.completedAt === undefined || classes.completedAt === undefined) {
+    // Node isolation only: no RuntimeClass is generated, so the namespaces alone say "done".
+    const classesDone = (): boolean => !opts.sandbox || classes.completedAt !== undefined;
+    while (namespaces.completedAt === undefined || !classesDone()) {
       if (watchError !== undefined) throw watchError;
       if (Date.now() > deadline) {
         timedOut = true;
@@ -407,7 +415,7 @@ export async function runOperatorScale(
       await new Promise((r) => setTimeout(r, 250));
     }
     const namespacesAt = namespaces.completedAt ?? Number.NaN;
-    const classesAt = classes.completedAt ?? Number.NaN;
+    const classesAt = opts.sandbox ? (classes.completedAt ?? Number.NaN) : 0;
     const bindings = await api.request(
       'GET',
       `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings?${selector(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
@@ -439,6 +447,7 @@ export async function runOperatorScale(
     }
     return {
       instances: names.length,
+      sandbox: opts.sandbox,
       concurrency:
         opts.concurrency === undefined ? 'its default (--concurrency 8)' : `--concurrency=${opts.concurrency}`,
       nodeOptions: opts.nodeOptions,

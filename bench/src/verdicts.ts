@@ -219,3 +219,31 @@ export function webhookAloneVerdicts(w: WebhookLoadResult): Verdict[] {
     ),
   ];
 }
+
+function mib(n: number): string {
+  return n.toFixed(1);
+}
+
+/** Issue 24's memory target: the webhook's RSS right after the §2 load, with the image's NODE_OPTIONS. */
+export const WEBHOOK_RSS_AFTER_LOAD_MIB = 96;
+
+/**
+ * The webhook's RSS after the §2 load against WEBHOOK_RSS_AFTER_LOAD_MIB (absolute, from the
+ * issue), with the reference webhook's after the same load — run with the same settings — as the
+ * figure that says whether any Node.js webhook could meet it here.
+ */
+export function webhookRssVerdict(afterLoadMiB: number, referenceAfterLoadMiB: number | undefined): Verdict {
+  const bound = WEBHOOK_RSS_AFTER_LOAD_MIB;
+  const met = afterLoadMiB <= bound;
+  const floor =
+    referenceAfterLoadMiB === undefined
+      ? ''
+      : `; the reference webhook after the same load ${mib(referenceAfterLoadMiB)} MiB (${referenceAfterLoadMiB <= bound ? 'within' : 'over'} the bound), the webhook ${mib(afterLoadMiB - referenceAfterLoadMiB)} MiB above it`;
+  return {
+    target: `webhook RSS after the §2 load ≤ ${bound} MiB (image's NODE_OPTIONS)`,
+    basis: 'absolute, from issue 24 (not a floor); the reference webhook with the same settings is shown as the floor',
+    measured: `${mib(afterLoadMiB)} MiB${floor}`,
+    met,
+    detail: met ? `${mib(bound - afterLoadMiB)} MiB under the bound` : `by ${mib(afterLoadMiB - bound)} MiB`,
+  };
+}

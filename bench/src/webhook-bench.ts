@@ -12,7 +12,12 @@ import { admissionReview, makePod } from './pods.js';
 import { type Summary, summarize } from './stats.js';
 
 export interface LoadTarget {
-  name: 'webhook' | 'reference';
+  /**
+   * `webhook`: the real built webhook; `reference`: bare node:https (reference-webhook.ts);
+   * `express` / `direct`: the webhook's own route inside its express app / called by node:https
+   * itself (dispatch-webhook.ts), to show what express's dispatch costs.
+   */
+  name: 'webhook' | 'reference' | 'express' | 'direct';
   url: string;
   pid: number;
   containerCounts: readonly number[];
@@ -48,6 +53,10 @@ export interface WebhookLoadResult {
   ratioPerCpuSecond?: Summary;
   ratioP50?: Summary;
   ratioP99?: Summary;
+  /** direct ÷ express admissions per CPU-second, 1-container Pods, per round: what express's dispatch costs. */
+  ratioDirectPerCpuSecond?: Summary;
+  /** direct ÷ reference admissions per CPU-second, per round: the webhook's route without express's dispatch. */
+  ratioDirectToReference?: Summary;
 }
 
 export function reviewBody(containers: number, namespace: string): string {
@@ -108,17 +117,25 @@ export async function runWebhookLoad(
       failures: list.reduce((s, r) => s + r.errors + r.non2xx + r.timeouts, 0),
     };
   });
-  const w = runs.get(key('webhook', 1));
-  const ref = runs.get(key('reference', 1));
-  const ratio = (f: (r: LoadResult) => number): Summary | undefined =>
-    w && ref && w.length === ref.length ? summarize(w.map((r, i) => f(r) / f(ref[i] as LoadResult))) : undefined;
-  return {
+  const paired = (a: LoadTarget['name'], b: LoadTarget['name'], f: (r: LoadResult) => number): Summary | undefined => {
+    const x = runs.get(key(a, 1));
+    const y = runs.get(key(b, 1));
+    return x && y && x.length === y.length ? summarize(x.map((r, i) => f(r) / f(y[i] as LoadResult))) : undefined;
+  };
+  const ratio = (f: (r: LoadResult) => number): Summary | undefined => paired('webhook', 'reference', f);
+  const perCpu = (r: LoadResult): number => r.perCpuSecond ?? Number.NaN;
+  const out: WebhookLoadResult = {
     cases,
     ratioRps: ratio((r) => r.rps),
-    ratioPerCpuSecond: ratio((r) => r.perCpuSecond ?? Number.NaN),
+    ratioPerCpuSecond: ratio(perCpu),
     ratioP50: ratio((r) => r.latencyMs.p50),
     ratioP99: ratio((r) => r.latencyMs.p99),
   };
+  const direct = paired('direct', 'express', perCpu);
+  if (direct) out.ratioDirectPerCpuSecond = direct;
+  const directRef = paired('direct', 'reference', perCpu);
+  if (directRef) out.ratioDirectToReference = directRef;
+  return out;
 }
 
 /** One POST, certificate not verified (as autocannon does; our own server on loopback). */

@@ -1,8 +1,18 @@
 import { describe, expect, test } from '@jest/globals';
-import { intList, operatorPoints } from '../src/config.js';
+import { intList, operatorPoints, sandboxModes } from '../src/config.js';
 import { operatorScalePoints, operatorScaleSection } from '../src/operator-report.js';
 import type { BenchResults } from '../src/results.js';
 import { CompletionTracker, type OperatorScaleResult } from '../src/scale.js';
+
+describe('BENCH_OPERATOR_SANDBOX', () => {
+  test('1 is both annotations, 0 node isolation only, in the order given; unset: both', () => {
+    expect(sandboxModes(undefined)).toEqual([true]);
+    expect(sandboxModes(' ')).toEqual([true]);
+    expect(sandboxModes('0')).toEqual([false]);
+    expect(sandboxModes('0, 1')).toEqual([false, true]);
+    expect(() => sandboxModes('yes')).toThrow('BENCH_OPERATOR_SANDBOX: "yes" is neither 0 nor 1');
+  });
+});
 
 describe('BENCH_OPERATOR_INSTANCES', () => {
   test('is a comma-separated list of positive counts, in the order given; unset or empty: the default', () => {
@@ -143,6 +153,29 @@ describe('§5 operator with many instances', () => {
     expect(operatorScaleSection(r).verdicts[0]?.measured).toBe(
       'not within 1,206 s: 5,000 namespaces / 5,000 RuntimeClasses done by then',
     );
+  });
+
+  test('a node-isolation-only point is marked, counts its namespaces alone, and is never judged', () => {
+    const r = results([
+      point({ instances: 1000, sandbox: false, runtimeClasses: 0, runtimeClassesSeconds: 0, fullyIsolatedSeconds: 20 }),
+      point({
+        instances: 2000,
+        sandbox: false,
+        timedOut: true,
+        fullyIsolatedSeconds: Number.NaN,
+        namespacesIsolated: 1812,
+        runtimeClasses: 0,
+      }),
+      point({ instances: 1000, fullyIsolatedSeconds: 70 }),
+    ]);
+    const { lines, verdicts } = operatorScaleSection(r);
+    const text = lines.join('\n');
+    expect(text).toContain('| 1,000 (node isolation only) | 6.0 | **20.0** | 20.0 | 50.0 |');
+    // Timed out: its rate is the namespaces done (1,812 / 906 s), not min(namespaces, classes) = 0.
+    expect(text).toContain(
+      '| 2,000 (node isolation only) | 6.0 | not within 906 (1,812 namespaces, 0 classes) | n/a | 2.0 |',
+    );
+    expect(verdicts).toEqual([expect.objectContaining({ measured: '70.0 s', met: false })]);
   });
 
   test('reads results of the single-point era, and renders nothing without any', () => {

@@ -11,7 +11,9 @@ import {
   verdictCell,
   verdictTable,
   WEBHOOK_HOP_BOUND,
+  WEBHOOK_RSS_AFTER_LOAD_MIB,
   webhookAloneVerdicts,
+  webhookRssVerdict,
 } from '../src/verdicts.js';
 
 const s = (median: number, min = median, max = median): Summary => ({ median, min, max, n: 5 });
@@ -121,6 +123,27 @@ describe('§2: the webhook alone against the reference', () => {
   test('results without the latency ratios (older runs) leave those not measured', () => {
     const v = webhookAloneVerdicts({ cases: [], ratioRps: s(0.4), ratioPerCpuSecond: s(0.43) });
     expect(v.map((x) => x.met)).toEqual([false, undefined, undefined]);
+  });
+});
+
+describe('§2: the webhook RSS after load against 96 MiB, with the reference as the floor', () => {
+  test('met at or under the bound, missed above it, by how much', () => {
+    expect(WEBHOOK_RSS_AFTER_LOAD_MIB).toBe(96);
+    expect(webhookRssVerdict(96, undefined)).toMatchObject({ met: true, detail: '0.0 MiB under the bound' });
+    expect(webhookRssVerdict(110.25, undefined)).toMatchObject({
+      met: false,
+      detail: 'by 14.3 MiB',
+      measured: '110.3 MiB',
+    });
+  });
+
+  test("names the reference's figure and whether even it is within the bound", () => {
+    const v = webhookRssVerdict(112, 101.5);
+    expect(v.met).toBe(false);
+    expect(v.measured).toBe(
+      '112.0 MiB; the reference webhook after the same load 101.5 MiB (over the bound), the webhook 10.5 MiB above it',
+    );
+    expect(webhookRssVerdict(94, 90).measured).toContain('90.0 MiB (within the bound), the webhook 4.0 MiB above it');
   });
 });
 
