@@ -238,7 +238,7 @@ export function webhookRssVerdict(afterLoadMiB: number, referenceAfterLoadMiB: n
   const floor =
     referenceAfterLoadMiB === undefined
       ? ''
-      : `; the reference webhook after the same load ${mib(referenceAfterLoadMiB)} MiB (${referenceAfterLoadMiB <= bound ? 'within' : 'over'} the bound), the webhook ${mib(afterLoadMiB - referenceAfterLoadMiB)} MiB above it`;
+      : `; the reference webhook after the same load ${mib(referenceAfterLoadMiB)} MiB (${referenceAfterLoadMiB <= bound ? 'within' : 'over'} the bound), the webhook ${mib(Math.abs(afterLoadMiB - referenceAfterLoadMiB))} MiB ${afterLoadMiB > referenceAfterLoadMiB ? 'above' : 'below'} it`;
   return {
     target: `webhook RSS after the §2 load ≤ ${bound} MiB (image's NODE_OPTIONS)`,
     basis: 'absolute, from issue 24 (not a floor); the reference webhook with the same settings is shown as the floor',
