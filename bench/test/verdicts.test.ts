@@ -144,7 +144,9 @@ describe('§2: the webhook RSS after load against 96 MiB, with the reference as 
       '112.0 MiB; the reference webhook after the same load 101.5 MiB (over the bound), the webhook 10.5 MiB above it',
     );
     expect(webhookRssVerdict(94, 90).measured).toContain('90.0 MiB (within the bound), the webhook 4.0 MiB above it');
-    expect(webhookRssVerdict(113.1, 124.9).measured).toContain('124.9 MiB (over the bound), the webhook 11.8 MiB below it');
+    expect(webhookRssVerdict(113.1, 124.9).measured).toContain(
+      '124.9 MiB (over the bound), the webhook 11.8 MiB below it',
+    );
   });
 });
 
