@@ -81,7 +81,13 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
       'stopped after), so no point inherits another’s objects; the controller-manager creates each new namespace’s ' +
       'ServiceAccount and ConfigMap meanwhile, as in a real cluster. No cgroup limit: V8 sizes its heap from the ' +
       'machine’s memory, so RSS holds garbage a pod under the chart’s limit would collect; the V8 heap used at the ' +
-      'end is the closer figure of what the operator keeps.',
+      'end is the closer figure of what the operator keeps.' +
+      (points.some((x) => x.sandbox === false)
+        ? ' Rows marked “node isolation only” ran the same count with the node-isolation annotation alone ' +
+          '(`BENCH_OPERATOR_SANDBOX`): no RuntimeClass, policy or binding per instance, done when every namespace is; ' +
+          'beside the row of the same count with both annotations, the difference is what the per-instance sandbox ' +
+          'objects cost. The verdicts judge only the rows with both.'
+        : ''),
   );
   p();
   p(

@@ -281,6 +281,25 @@ export interface OperatorScaleResult {
  * bookkeeping of watch events (unit-tested): ADDED/MODIFIED files or unfiles a name by `done`,
  * DELETED unfiles it.
  */
+/**
+ * `attempt()`'s value from the first of `tries` attempts that succeeds, or undefined when all
+ * fail (each failure reported to `failed` with its attempt number).
+ */
+export async function firstSuccess<T>(
+  tries: number,
+  attempt: () => Promise<T>,
+  failed: (error: unknown, attempt: number) => void = () => undefined,
+): Promise<T | undefined> {
+  for (let n = 1; n <= tries; n++) {
+    try {
+      return await attempt();
+    } catch (e) {
+      failed(e, n);
+    }
+  }
+  return undefined;
+}
+
 export class CompletionTracker {
   private readonly seen = new Set<string>();
   completedAt: number | undefined;
@@ -421,7 +440,15 @@ export async function runOperatorScale(
       `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings?${selector(`${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`)}`,
     );
     const policyBindings = (JSON.parse(bindings.body) as { items?: unknown[] }).items?.length ?? 0;
-    const samples = await scrapeMetrics(`${metricsBase}/metrics`);
+    // The point's timings are measured by now: an operator too busy to answer its /metrics (a
+    // relist of thousands of policies stalls its event loop for seconds) costs the metric columns
+    // of this point, not the whole section.
+    const samples =
+      (await firstSuccess(
+        3,
+        () => scrapeMetrics(`${metricsBase}/metrics`),
+        (e, n) => log(`  operator scale: /metrics try ${n} of 3 failed: ${e instanceof Error ? e.message : String(e)}`),
+      )) ?? [];
     const byController = new Map<string, Buckets>();
     const reconciles: Record<string, number> = {};
     let heapUsed = Number.NaN;

@@ -2,7 +2,35 @@ import { describe, expect, test } from '@jest/globals';
 import { intList, operatorPoints, sandboxModes } from '../src/config.js';
 import { operatorScalePoints, operatorScaleSection } from '../src/operator-report.js';
 import type { BenchResults } from '../src/results.js';
-import { CompletionTracker, type OperatorScaleResult } from '../src/scale.js';
+import { CompletionTracker, firstSuccess, type OperatorScaleResult } from '../src/scale.js';
+
+describe('firstSuccess: the end-of-point /metrics read', () => {
+  test('the first attempt that succeeds, each failure reported with its number', async () => {
+    const failures: number[] = [];
+    let calls = 0;
+    const value = await firstSuccess(
+      3,
+      async () => {
+        calls += 1;
+        if (calls < 3) throw new Error('The operation was aborted due to timeout');
+        return 'samples';
+      },
+      (_e, n) => failures.push(n),
+    );
+    expect(value).toBe('samples');
+    expect(failures).toEqual([1, 2]);
+  });
+
+  test('undefined once every attempt failed, after exactly that many', async () => {
+    let calls = 0;
+    const value = await firstSuccess(3, async () => {
+      calls += 1;
+      throw new Error('down');
+    });
+    expect(value).toBeUndefined();
+    expect(calls).toBe(3);
+  });
+});
 
 describe('BENCH_OPERATOR_SANDBOX', () => {
   test('1 is both annotations, 0 node isolation only, in the order given; unset: both', () => {
@@ -176,6 +204,8 @@ describe('§5 operator with many instances', () => {
       '| 2,000 (node isolation only) | 6.0 | not within 906 (1,812 namespaces, 0 classes) | n/a | 2.0 |',
     );
     expect(verdicts).toEqual([expect.objectContaining({ measured: '70.0 s', met: false })]);
+    expect(text).toContain('The verdicts judge only the rows with both.');
+    expect(operatorScaleSection(results([point({})])).lines.join('\n')).not.toContain('node isolation only');
   });
 
   test('reads results of the single-point era, and renders nothing without any', () => {
