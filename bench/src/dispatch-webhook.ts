@@ -18,7 +18,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseArgs } from 'node:util';
-import { canonicalNodeIsolation, parseNodeIsolation } from '@kubeplus-isolation/spec';
+import {
+  canonicalNodeIsolation,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  parseNodeIsolation,
+} from '@kubeplus-isolation/spec';
 import { NamespaceCache } from '@kubeplus-isolation/webhook/dist/cache/namespace-cache.js';
 import { IsolationResolver } from '@kubeplus-isolation/webhook/dist/cache/resolver.js';
 import { createAdmissionRoute, createWebhookApp, MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
@@ -49,8 +54,8 @@ const cache = new NamespaceCache({ logger });
 cache.upsert({
   metadata: {
     name: values.namespace as string,
-    labels: { 'kubeplus.io/node-isolation-enabled': 'true' },
-    annotations: { 'kubeplus.io/node-isolation-resolved': canonicalNodeIsolation(parsed.value) },
+    labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+    annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: canonicalNodeIsolation(parsed.value) },
   },
 });
 const metrics = createMetrics({ sources: { cacheCounts: () => cache.counts() } });
