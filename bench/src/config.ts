@@ -76,6 +76,12 @@ export interface BenchConfig {
    * older results: [true].
    */
   operatorSandbox?: readonly boolean[];
+  /**
+   * The operator's --sandbox-policy-layout for every point (BENCH_OPERATOR_SANDBOX_LAYOUT):
+   * per-instance (a policy and binding per instance) or shared (one policy for the cluster, a
+   * binding and a SandboxIsolation parameter per instance). Absent in older results: per-instance.
+   */
+  operatorSandboxLayout?: 'per-instance' | 'shared';
   /** NODE_OPTIONS of the operator (the image's unless BENCH_OPERATOR_NODE_OPTIONS). Absent in older results. */
   operatorNodeOptions?: string;
   /** --concurrency for the operator; undefined: its own default. */
@@ -135,6 +141,7 @@ export function loadConfig(): BenchConfig {
     ),
     operatorTimeoutSeconds: Math.max(10, int('BENCH_OPERATOR_TIMEOUT_S', 900)),
     operatorSandbox: sandboxModes(process.env.BENCH_OPERATOR_SANDBOX),
+    operatorSandboxLayout: sandboxLayout(process.env.BENCH_OPERATOR_SANDBOX_LAYOUT),
     operatorNodeOptions:
       process.env.BENCH_OPERATOR_NODE_OPTIONS?.trim() ??
       dockerfileEnv(readFileSync(OPERATOR_DOCKERFILE, 'utf8')).get('NODE_OPTIONS') ??
@@ -171,6 +178,16 @@ export function sandboxModes(raw: string | undefined): boolean[] {
     if (x !== '0' && x !== '1') throw new Error(`BENCH_OPERATOR_SANDBOX: "${x}" is neither 0 nor 1`);
     return x === '1';
   });
+}
+
+/** BENCH_OPERATOR_SANDBOX_LAYOUT: per-instance or shared; unset: shared. */
+export function sandboxLayout(raw: string | undefined): 'per-instance' | 'shared' {
+  const value = (raw ?? '').trim();
+  if (value === '') return 'shared';
+  if (value !== 'per-instance' && value !== 'shared') {
+    throw new Error(`BENCH_OPERATOR_SANDBOX_LAYOUT: "${value}" is neither per-instance nor shared`);
+  }
+  return value;
 }
 
 function webhookMallocEnv(): Record<string, string> {

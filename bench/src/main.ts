@@ -215,6 +215,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
               group: 'apps.bench.kubeplus.io',
               timeoutSeconds: cfg.operatorTimeoutSeconds,
               sandbox,
+              sandboxLayout: cfg.operatorSandboxLayout ?? 'per-instance',
               metricsPort: await freePort(),
               concurrency: cfg.operatorConcurrency,
               nodeOptions: cfg.operatorNodeOptions ?? '',

@@ -75,7 +75,12 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
       'CRDs installed). N instances are created in the platform namespace (16 concurrent creates), each annotated ' +
       '`kubeplus.io/node-isolation` (its own pool) and `kubeplus.io/sandbox-isolation` ' +
       '(`{"minRuntimeClass":"kata","enforce":true}`), so the operator creates a tenant namespace per instance (labeled + ' +
-      'annotated) and a RuntimeClass plus policy and binding. Fully isolated = every namespace labeled + annotated and ' +
+      `annotated) and ${
+        (first.sandboxLayout ?? 'per-instance') === 'shared'
+          ? 'a RuntimeClass, a SandboxIsolation parameter and a binding of the ONE shared ValidatingAdmissionPolicy ' +
+            '(`--sandbox-policy-layout=shared`, `BENCH_OPERATOR_SANDBOX_LAYOUT`; no policy per instance)'
+          : 'a RuntimeClass plus a ValidatingAdmissionPolicy and binding of its own (`--sandbox-policy-layout=per-instance`)'
+      }. Fully isolated = every namespace labeled + annotated and ` +
       'every `kubeplus-sandbox-<instance>` RuntimeClass present, seen by two watches (a poll would LIST every namespace, ' +
       'a load that grows with N). Each point runs on a control plane of its own (the e2e harness’s, started for it and ' +
       'stopped after), so no point inherits another’s objects; the controller-manager creates each new namespace’s ' +

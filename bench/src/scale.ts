@@ -15,6 +15,7 @@ import {
   instanceKindCrd,
   type MetricSample,
   type RunningService,
+  sandboxIsolationParamsCrd,
   scrapeMetrics,
   startOperator,
   waitFor,
@@ -34,6 +35,9 @@ import { type LoadResult, runLoad } from './load.js';
 import { admissionReview, makePod, poolMandate } from './pods.js';
 import { cpuSeconds, peakRssBytes, rssBytes } from './proc.js';
 import { type Buckets, histogramQuantile, type Summary, summarize } from './stats.js';
+
+/** The operator's --sandbox-policy-layout (services/operator/src/desired/sandbox-policy.ts). */
+export type SandboxPolicyLayout = 'per-instance' | 'shared';
 
 const MiB = 1024 * 1024;
 
@@ -228,6 +232,8 @@ export interface OperatorScaleOptions {
   timeoutSeconds: number;
   /** false: node isolation only (no sandbox annotation, so no RuntimeClass, policy or binding per instance). */
   sandbox: boolean;
+  /** The operator's --sandbox-policy-layout (per-instance: a policy per instance; shared: one for the cluster). */
+  sandboxLayout: SandboxPolicyLayout;
   metricsPort: number;
   /** --concurrency; undefined: the operator's default. */
   concurrency: number | undefined;
@@ -247,6 +253,8 @@ export interface OperatorScaleResult {
   instances: number;
   /** false: the instances carried node isolation only. Absent in older results: true. */
   sandbox?: boolean;
+  /** The operator's sandbox policy layout. Absent in older results: per-instance. */
+  sandboxLayout?: SandboxPolicyLayout;
   concurrency: string;
   /** NODE_OPTIONS the operator ran with. */
   nodeOptions?: string;
@@ -333,6 +341,8 @@ export async function runOperatorScale(
   // An instance Kind as KubePlus registers it (label registered-by=kubeplus).
   await installCrds(kc, [instanceKindCrd({ group: opts.group, kind: 'BenchApp', plural: 'benchapps' })], 30_000);
   await installSandboxCrds(kc);
+  // The shared layout's parameter CRD, as the chart installs it with that layout.
+  if (opts.sandboxLayout === 'shared') await installCrds(kc, [sandboxIsolationParamsCrd()], 30_000);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: opts.platformNamespace } } });
   await waitFor(
@@ -347,6 +357,7 @@ export async function runOperatorScale(
       `--kubeconfig=${cluster.kubeconfigPath}`,
       `--platform-namespace=${opts.platformNamespace}`,
       '--leader-elect=false',
+      `--sandbox-policy-layout=${opts.sandboxLayout}`,
       `--metrics-port=${opts.metricsPort}`,
       '--bind-address=127.0.0.1',
       ...(opts.concurrency === undefined ? [] : [`--concurrency=${opts.concurrency}`]),
@@ -475,6 +486,7 @@ export async function runOperatorScale(
     return {
       instances: names.length,
       sandbox: opts.sandbox,
+      sandboxLayout: opts.sandboxLayout,
       concurrency:
         opts.concurrency === undefined ? 'its default (--concurrency 8)' : `--concurrency=${opts.concurrency}`,
       nodeOptions: opts.nodeOptions,

@@ -7,7 +7,7 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { isApiStatus } from './node-api.js';
-import { openReportsCrdsDir, sandboxCrdsDir } from './repo.js';
+import { openReportsCrdsDir, repoRoot, sandboxCrdsDir } from './repo.js';
 import { waitFor } from './wait.js';
 
 export interface InstallOptions {
@@ -118,4 +118,23 @@ export function instanceKindCrd(k: InstanceKind): V1CustomResourceDefinition {
       ],
     },
   };
+}
+
+/**
+ * The SandboxIsolation CRD of sandbox isolation's shared policy layout, from the file the chart
+ * installs (deploy/kubeplus-isolation/charts/operator/files/sandbox-isolation-crd.yaml).
+ */
+export function sandboxIsolationParamsCrd(): V1CustomResourceDefinition {
+  const path = join(
+    repoRoot(),
+    'deploy',
+    'kubeplus-isolation',
+    'charts',
+    'operator',
+    'files',
+    'sandbox-isolation-crd.yaml',
+  );
+  const [crd] = loadAllYaml(readFileSync(path, 'utf8')) as V1CustomResourceDefinition[];
+  if (crd?.kind !== 'CustomResourceDefinition') throw new Error(`${path}: not a CustomResourceDefinition`);
+  return crd;
 }

@@ -39,6 +39,7 @@ export {
   installSandboxCrds,
   instanceKindCrd,
   loadCrds,
+  sandboxIsolationParamsCrd,
 } from './crds.js';
 export { describeSweep, type SweepReport, sweepDeadRuns } from './dead-runs.js';
 export {

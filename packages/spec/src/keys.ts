@@ -52,3 +52,19 @@ export const NODE_ISOLATION_WEBHOOK_NAME = 'node-isolation.kubeplus.io';
 export const NODE_ISOLATION_PARAMS_API_VERSION = 'isolation.kubeplus.io/v1alpha1';
 export const NODE_ISOLATION_PARAMS_KIND = 'NodeIsolation';
 export const NODE_ISOLATION_PARAMS_NAME = 'node-isolation';
+
+/**
+ * Sandbox isolation's shared policy layout (operator --sandbox-policy-layout shared): ONE
+ * ValidatingAdmissionPolicy (and, where served, ONE MutatingAdmissionPolicy) for the whole cluster,
+ * parameterised per instance by a cluster-scoped SandboxIsolation object the operator writes; each
+ * instance keeps its own binding, scoped to its tenant namespace, naming its parameter.
+ */
+export const SANDBOX_ISOLATION_PARAMS_API_VERSION = 'isolation.kubeplus.io/v1alpha1';
+export const SANDBOX_ISOLATION_PARAMS_KIND = 'SandboxIsolation';
+export const SANDBOX_ISOLATION_PARAMS_RESOURCE = 'sandboxisolations';
+/** The shared ValidatingAdmissionPolicy every instance's binding names. */
+export const SHARED_SANDBOX_POLICY_NAME = 'kubeplus-isolation-sandbox';
+/** The shared MutatingAdmissionPolicy (advisory defaulting) every advisory instance's binding names. */
+export const SHARED_SANDBOX_DEFAULT_POLICY_NAME = 'kubeplus-isolation-sandbox-default';
+/** `app.kubernetes.io/component` of the shared policies: the operator's, owned by no instance. */
+export const SHARED_SANDBOX_POLICY_COMPONENT = 'sandbox-isolation-shared-policy';

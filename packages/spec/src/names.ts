@@ -90,9 +90,21 @@ export interface PolicyOwner {
  * only policies and bindings carry the identity.
  */
 export function policyName(owner: PolicyOwner, role: PolicyRole): string {
+  return identityName(owner, `-${role}`);
+}
+
+/**
+ * Name of an instance's SandboxIsolation parameter (shared policy layout):
+ * `kubeplus-sandbox-<namespace>.<name>-<hash>-params`, unique per instance identity as
+ * `policyName` is (the parameter is cluster-scoped, like the RuntimeClass and the bindings).
+ */
+export function sandboxParamsName(owner: PolicyOwner): string {
+  return identityName(owner, '-params');
+}
+
+function identityName(owner: PolicyOwner, suffix: string): string {
   const readable = `${owner.namespace}.${owner.name}`;
   const hash = shortHash(`${owner.group}/${owner.kind}/${owner.namespace}/${owner.name}`);
-  const suffix = `-${role}`;
   const plain = `${RUNTIME_CLASS_PREFIX}${readable}-${hash}${suffix}`;
   if (plain.length <= DNS1123_SUBDOMAIN_MAX && isDns1123Subdomain(plain)) return plain;
   return hashedName(RUNTIME_CLASS_PREFIX, readable, hash, suffix, DNS1123_SUBDOMAIN_MAX);

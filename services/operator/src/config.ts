@@ -34,6 +34,7 @@ import {
   type RuntimeLevel,
 } from '@kubeplus-isolation/spec';
 import { DEFAULT_PLATFORM_NAMESPACE } from './desired/instance.js';
+import { SANDBOX_POLICY_LAYOUTS, type SandboxPolicyLayout } from './desired/sandbox-policy.js';
 import { type InstanceKindSelection, parseInstanceKinds } from './instance-kinds/registry.js';
 import { JITTER_FACTOR } from './runtime/leader-election.js';
 import { UNINSTALL_MODES, type UninstallMode } from './uninstall/plan.js';
@@ -68,6 +69,8 @@ export interface Config {
   unisolatedNamespacesMetricLimit: number;
   /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
   nodeIsolationEngine: NodeIsolationEngine;
+  /** How sandbox isolation's admission policies are laid out (desired/sandbox-policy.ts, sandbox-shared-policy.ts). */
+  sandboxPolicyLayout: SandboxPolicyLayout;
   /** Set: run the uninstall cleanup once (uninstall/) and exit, instead of reconciling. */
   uninstall: UninstallMode | undefined;
   /** With uninstall: the operator Deployment to scale to zero first (in the leader-election namespace). */
@@ -383,6 +386,15 @@ export const FLAGS: readonly Flag[] = [
     default: 'webhook',
     help: `Admission engine that applies node isolation to Pods: ${NODE_ISOLATION_ENGINES.join(', ')}. The namespace label and resolved annotation are always written; admission-policy and both also write a NodeIsolation object (isolation.kubeplus.io/v1alpha1, named node-isolation) into each isolated namespace, the parameter of the chart's MutatingAdmissionPolicy, and delete it when isolation is removed. Use both while switching engines.`,
     parse: oneOf(NODE_ISOLATION_ENGINES),
+  },
+  {
+    key: 'sandboxPolicyLayout',
+    name: 'sandbox-policy-layout',
+    env: 'SANDBOX_POLICY_LAYOUT',
+    placeholder: '<layout>',
+    default: 'per-instance',
+    help: `How sandbox isolation's admission policies are laid out: ${SANDBOX_POLICY_LAYOUTS.join(', ')}. per-instance: a ValidatingAdmissionPolicy (and in advisory mode a MutatingAdmissionPolicy) and binding per instance, as the design document describes. shared: ONE ValidatingAdmissionPolicy (kubeplus-isolation-sandbox) and ONE MutatingAdmissionPolicy (kubeplus-isolation-sandbox-default) for the cluster, parameterised per instance by a cluster-scoped SandboxIsolation object (isolation.kubeplus.io/v1alpha1; the CRD comes with the chart), each instance keeping its own binding and its RuntimeClass: the same decisions, without one compiled policy per tenant in the API server. Switching prunes the other layout's per-instance objects at each instance's next reconcile.`,
+    parse: oneOf(SANDBOX_POLICY_LAYOUTS),
   },
   {
     key: 'uninstall',

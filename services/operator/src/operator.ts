@@ -94,6 +94,7 @@ import {
   type PolicyApis,
   type PolicyResource,
   policyResources,
+  SANDBOX_ISOLATION_PARAMS_RESOURCE,
 } from './kube/discovery.js';
 import { type Clock, systemClock } from './runtime/clock.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
@@ -200,6 +201,12 @@ export function createOperator(deps: OperatorDeps): Operator {
   const policies = policyResources(deps.policyApis);
   // The admission-policy engine's per-namespace parameters: owned objects like the policies.
   const nodeIsolationParams = writesNodeIsolationParams(config.nodeIsolationEngine);
+  // The shared sandbox policy layout's SandboxIsolation parameters: owned objects too.
+  const sandboxParams = config.sandboxPolicyLayout === 'shared';
+  const paramResources = [
+    ...(nodeIsolationParams ? [NODE_ISOLATION_PARAMS_RESOURCE] : []),
+    ...(sandboxParams ? [SANDBOX_ISOLATION_PARAMS_RESOURCE] : []),
+  ];
 
   // ---- caches ----
   const kinds = new InstanceKindRegistry(config.instanceKinds);
@@ -232,7 +239,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   const owned: OwnedInformer[] = [
     { type: { apiVersion: 'v1', kind: 'Namespace' }, informer: namespaces },
     { type: { apiVersion: RUNTIME_CLASS_API_VERSION, kind: 'RuntimeClass' }, informer: runtimeClasses },
-    ...[...policies, ...(nodeIsolationParams ? [NODE_ISOLATION_PARAMS_RESOURCE] : [])].map((p) => ({
+    ...[...policies, ...paramResources].map((p) => ({
       type: { apiVersion: p.apiVersion, kind: p.kind },
       informer: new ResourceInformer<KubernetesObject>(sources.policies(p, MANAGED_SELECTOR), {
         ...informerOptions,
@@ -343,6 +350,7 @@ export function createOperator(deps: OperatorDeps): Operator {
       handlerLevels: config.handlerLevels,
       levelHandlers: config.levelHandlers,
       nodeIsolationParams,
+      sandboxPolicyLayout: config.sandboxPolicyLayout,
       hooks: wiringMetrics.hooks,
       logger: reconcileLogger,
     });

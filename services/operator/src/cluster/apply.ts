@@ -16,6 +16,7 @@ import {
   refOf,
 } from '../desired/objects.js';
 import { isOwnedBy, ownerNameSelector, ownerOf } from '../desired/owner.js';
+import { isSharedPolicy } from '../desired/sandbox-shared-policy.js';
 import { type ClusterPort, type DeletePreconditions, isAlreadyExists, type ReadOptions } from './port.js';
 
 /** Reads before a create: a cache miss is taken as absent (applyObject handles AlreadyExists). */
@@ -55,6 +56,34 @@ export async function applyObject(
   owner: InstanceIdentity,
   known?: { current: ManagedObject | undefined },
 ): Promise<ApplyOutcome> {
+  const holder = (current: ManagedObject): string | undefined => {
+    const recorded = ownerOf(current.metadata);
+    return recorded === undefined ? undefined : instanceIdentity(recorded);
+  };
+  return applyAs(port, desired, (current) => isOwnedBy(current.metadata, owner), holder, known);
+}
+
+/**
+ * Brings one of the shared sandbox policies (`desired/sandbox-shared-policy.ts`) to its desired
+ * state: the operator's, owned by no instance. An object of that name without the shared
+ * policies' labels is someone else's: a conflict, never taken over.
+ */
+export async function applySharedObject(port: ClusterPort, desired: ManagedObject): Promise<ApplyOutcome> {
+  return applyAs(
+    port,
+    desired,
+    (current) => isSharedPolicy(current.metadata.labels),
+    () => undefined,
+  );
+}
+
+async function applyAs(
+  port: ClusterPort,
+  desired: ManagedObject,
+  isMine: (current: ManagedObject) => boolean,
+  holder: (current: ManagedObject) => string | undefined,
+  known?: { current: ManagedObject | undefined },
+): Promise<ApplyOutcome> {
   let current = known === undefined ? await port.getObject(refOf(desired), OPTIMISTIC) : known.current;
   if (current === undefined) {
     try {
@@ -66,10 +95,7 @@ export async function applyObject(
       if (current === undefined) throw err; // deleted again meanwhile: retry
     }
   }
-  if (!isOwnedBy(current.metadata, owner)) {
-    const recorded = ownerOf(current.metadata);
-    return { result: 'conflict', owner: recorded === undefined ? undefined : instanceIdentity(recorded) };
-  }
+  if (!isMine(current)) return { result: 'conflict', owner: holder(current) };
   switch (updateKind(desired, current)) {
     case 'none':
       return { result: 'unchanged' };

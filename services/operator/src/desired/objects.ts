@@ -4,7 +4,11 @@
  * comparison, apply and pruning are written once.
  */
 
-import { NODE_ISOLATION_PARAMS_API_VERSION } from '@kubeplus-isolation/spec';
+import {
+  NODE_ISOLATION_PARAMS_API_VERSION,
+  SANDBOX_ISOLATION_PARAMS_API_VERSION,
+  SANDBOX_ISOLATION_PARAMS_KIND,
+} from '@kubeplus-isolation/spec';
 
 export const RUNTIME_CLASS_API_VERSION = 'node.k8s.io/v1';
 export const VALIDATING_POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
@@ -25,6 +29,8 @@ export type ManagedKind =
   | 'MutatingAdmissionPolicy'
   | 'MutatingAdmissionPolicyBinding'
   | 'NodeIsolation'
+  /** Sandbox isolation's per-instance parameter in the shared policy layout (cluster-scoped). */
+  | 'SandboxIsolation'
   /** The compliance Report (OpenReports); written by controllers/compliance, listed here for the uninstall. */
   | 'Report';
 
@@ -34,6 +40,11 @@ export const NAMESPACED_KINDS: ReadonlySet<ManagedKind> = new Set<ManagedKind>([
 export const NODE_ISOLATION_PARAMS_TYPE: ManagedType = {
   apiVersion: NODE_ISOLATION_PARAMS_API_VERSION,
   kind: 'NodeIsolation',
+};
+
+export const SANDBOX_ISOLATION_PARAMS_TYPE: ManagedType = {
+  apiVersion: SANDBOX_ISOLATION_PARAMS_API_VERSION,
+  kind: SANDBOX_ISOLATION_PARAMS_KIND,
 };
 
 /** A kind at the API version it is read and written at. */
@@ -80,8 +91,14 @@ export function formatRef(ref: Pick<ObjectRef, 'kind' | 'name' | 'namespace'>): 
   return ref.namespace === undefined ? `${ref.kind}/${ref.name}` : `${ref.kind}/${ref.namespace}/${ref.name}`;
 }
 
-/** The types that hold the objects sandbox isolation owns, given the served MutatingAdmissionPolicy version. */
-export function sandboxManagedTypes(mutatingVersion: MutatingPolicyApiVersion | undefined): ManagedType[] {
+/**
+ * The types that hold the objects sandbox isolation owns, given the served MutatingAdmissionPolicy
+ * version; `params`: the SandboxIsolation parameters of the shared policy layout too.
+ */
+export function sandboxManagedTypes(
+  mutatingVersion: MutatingPolicyApiVersion | undefined,
+  params = false,
+): ManagedType[] {
   const types: ManagedType[] = [
     { apiVersion: VALIDATING_POLICY_API_VERSION, kind: 'ValidatingAdmissionPolicyBinding' },
     { apiVersion: VALIDATING_POLICY_API_VERSION, kind: 'ValidatingAdmissionPolicy' },
@@ -92,6 +109,7 @@ export function sandboxManagedTypes(mutatingVersion: MutatingPolicyApiVersion | 
       { apiVersion: mutatingVersion, kind: 'MutatingAdmissionPolicy' },
     );
   }
+  if (params) types.push(SANDBOX_ISOLATION_PARAMS_TYPE);
   types.push({ apiVersion: RUNTIME_CLASS_API_VERSION, kind: 'RuntimeClass' });
   return types;
 }
@@ -102,6 +120,7 @@ export function sandboxManagedTypes(mutatingVersion: MutatingPolicyApiVersion | 
  */
 const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
   NodeIsolation: 0,
+  SandboxIsolation: 0,
   RuntimeClass: 0,
   ValidatingAdmissionPolicy: 1,
   MutatingAdmissionPolicy: 1,
@@ -111,7 +130,7 @@ const APPLY_RANK: Readonly<Record<ManagedKind, number>> = {
   Report: 0,
 };
 
-/** 0 RuntimeClass (and the NodeIsolation parameter), 1 policies, 2 bindings. */
+/** 0 RuntimeClass (and the NodeIsolation and SandboxIsolation parameters), 1 policies, 2 bindings. */
 export function applyRank(type: ManagedType): number {
   return APPLY_RANK[type.kind];
 }

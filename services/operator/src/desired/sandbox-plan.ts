@@ -18,7 +18,12 @@ import { type Instance, instanceIdentity } from './instance.js';
 import type { ManagedObject, MutatingPolicyApiVersion } from './objects.js';
 import { isOwnedBy, type MetaLike, ownerOf } from './owner.js';
 import { describeSpec, type SandboxInstanceMeta, sandboxPeers, stricterPolicyMessage } from './sandbox-peers.js';
-import { desiredSandboxPolicy, type RuntimeClassInfo, type SandboxPolicy } from './sandbox-policy.js';
+import {
+  desiredSandboxPolicy,
+  type RuntimeClassInfo,
+  type SandboxPolicy,
+  type SandboxPolicyLayout,
+} from './sandbox-policy.js';
 
 /** A Warning Event the plan asks for. */
 export interface PlannedWarning {
@@ -39,6 +44,8 @@ export interface SandboxPlanInput {
   handlerLevels: HandlerLevels;
   levelHandlers: Readonly<Record<RuntimeLevel, string>>;
   mutatingPolicyApiVersion: MutatingPolicyApiVersion | undefined;
+  /** How the admission policies are laid out (default per-instance). */
+  layout?: SandboxPolicyLayout;
 }
 
 export type SandboxPlan =
@@ -84,6 +91,7 @@ export function planSandboxIsolation(input: SandboxPlanInput): SandboxPlan {
     handlerLevels: input.handlerLevels,
     levelHandlers: input.levelHandlers,
     mutatingPolicyApiVersion: input.mutatingPolicyApiVersion,
+    layout: input.layout ?? 'per-instance',
     runtimeClassConflict,
     platformNamespace: input.platformNamespace,
     peers,

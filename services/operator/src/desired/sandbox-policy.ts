@@ -23,7 +23,6 @@ import {
   type SandboxIsolationSpec,
 } from '@kubeplus-isolation/spec';
 import type {
-  V1MatchResources,
   V1MutatingAdmissionPolicy,
   V1MutatingAdmissionPolicyBinding,
   V1RuntimeClass,
@@ -32,15 +31,7 @@ import type {
   V1Validation,
   V1Variable,
 } from '@kubernetes/client-node';
-import {
-  ADOPTION_LABELS,
-  POD_RUNTIME_CLASS_PATH,
-  RUNTIME_CLASS_PATH,
-  RUNTIME_CLASS_POINTER,
-  SANDBOX_OWNER,
-  SANDBOX_RESOURCES,
-} from './agent-sandbox.js';
-import { celOptionalString, celString, celStringList } from './cel.js';
+import { celString, celStringList } from './cel.js';
 import type { Instance, InstanceIdentity } from './instance.js';
 import {
   type ManagedObject,
@@ -49,9 +40,31 @@ import {
   VALIDATING_POLICY_API_VERSION,
 } from './objects.js';
 import { carriesOwnershipMarkers, type MetaLike, ownerAnnotations, ownerLabels, ownerOf } from './owner.js';
+import {
+  baseValidationVariables,
+  DEFAULT_MATCH_CONDITIONS,
+  defaultingMutation,
+  matchConstraints,
+  ROLE_VALIDATION_ACTIONS,
+  SANDBOX_POD_CONDITION,
+  tenantMatch,
+} from './sandbox-admission.js';
 import { effectiveMinimum, type SandboxPeer, stricterPeers, tenantOf } from './sandbox-peers.js';
+import {
+  sandboxParams,
+  sharedMutatingBinding,
+  sharedSandboxPolicies,
+  sharedValidatingBinding,
+} from './sandbox-shared-policy.js';
 
 export type { RuntimeClassInfo } from '@kubeplus-isolation/spec';
+export {
+  DEFAULT_MATCH_CONDITIONS,
+  defaultingMutation,
+  ROLE_VALIDATION_ACTIONS,
+  SANDBOX_POD_CONDITION,
+  SANDBOX_POD_EXPRESSION,
+} from './sandbox-admission.js';
 
 /** A RuntimeClass object (informer cache or API list item) as the decision needs it. */
 export function runtimeClassInfo(rc: {
@@ -93,7 +106,17 @@ export interface SandboxPolicyInput {
    * enough; the strictest of them decides the recommended class.
    */
   peers?: readonly SandboxPeer[];
+  /**
+   * `per-instance` (the default): a policy and a binding of its own per instance, as the design
+   * document describes. `shared`: the instance's binding and SandboxIsolation parameter, bound to
+   * the cluster's one shared policy (`sandbox-shared-policy.ts`).
+   */
+  layout?: SandboxPolicyLayout;
 }
+
+/** How the admission policies are laid out (operator --sandbox-policy-layout). */
+export const SANDBOX_POLICY_LAYOUTS = ['per-instance', 'shared'] as const;
+export type SandboxPolicyLayout = (typeof SANDBOX_POLICY_LAYOUTS)[number];
 
 export type SandboxCondition =
   /** Advisory mode, but no MutatingAdmissionPolicy API: unset runtime classes are only warned about. */
@@ -102,8 +125,10 @@ export type SandboxCondition =
   | 'noDefaultRuntimeClass';
 
 export interface SandboxPolicy {
-  /** Every object that must exist, in apply order (RuntimeClass, policies, bindings). */
+  /** Every object of this instance that must exist, in apply order (RuntimeClass and parameter, policies, bindings). */
   objects: ManagedObject[];
+  /** Shared layout: the cluster's shared policies, which must exist before the bindings (owned by no instance). */
+  shared: ManagedObject[];
   runtimeClassName: string;
   handler: string;
   /** Names a Sandbox may use, sorted; for minimum runc every name is allowed and this is informational. */
@@ -116,13 +141,6 @@ export interface SandboxPolicy {
   /** Peers whose policy is stricter than this instance's (in minimum or mode): they govern the namespace too. */
   stricterPeers: SandboxPeer[];
 }
-
-export const ROLE_VALIDATION_ACTIONS = {
-  enforce: ['Deny'],
-  advisory: ['Warn', 'Audit'],
-} as const;
-
-const TENANT_NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
 
 /**
  * Names a Sandbox in the tenant namespace may use: every platform RuntimeClass (one without
@@ -203,112 +221,9 @@ function asManaged<T extends object>(obj: T): ManagedObject {
   return obj as unknown as ManagedObject;
 }
 
-/**
- * The Agent Sandbox resources, one rule per known version in order of preference, matched with
- * `Equivalent`: a request at any other version of the same resource — one served today or added
- * tomorrow — is converted by the API server (the CRD's own conversion) to the first listed
- * version it can reach and judged there, so a new version can neither bypass the policy nor move
- * `runtimeClassName` out of its sight (DESIGN.md, "Admission policies").
- *
- * `pods`: the validating policies also match core Pods (CREATE and UPDATE; never a subresource,
- * so the kubelet's status writes are not judged). Which Pods they judge is the `sandbox-pods`
- * matchCondition's choice (`SANDBOX_POD_CONDITION`).
- */
-function matchConstraints(operations: readonly string[], pods = false): V1MatchResources {
-  const sandboxRules = SANDBOX_RESOURCES.flatMap((r) =>
-    r.versions.map((version) => ({
-      apiGroups: [r.group],
-      apiVersions: [version],
-      resources: [r.resource],
-      operations: [...operations],
-      scope: 'Namespaced',
-    })),
-  );
-  const podRules = pods
-    ? [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: [...operations], scope: 'Namespaced' }]
-    : [];
-  return {
-    resourceRules: [...sandboxRules, ...podRules],
-    matchPolicy: 'Equivalent',
-    // Empty values here are asserted: an added selector or exclusion is drift and is reverted.
-    namespaceSelector: {},
-    objectSelector: {},
-    excludeResourceRules: [],
-  };
-}
-
-/** CEL: the request is for a core Pod. */
-const IS_POD = "request.resource.group == '' && request.resource.resource == 'pods'";
-
-/** CEL: `obj` (a Pod) carries one of the labels that let the controller adopt it. */
-function carriesAdoptionLabel(obj: string): string {
-  return `(has(${obj}.metadata.labels) && ${celStringList(ADOPTION_LABELS)}.exists(k, k in ${obj}.metadata.labels))`;
-}
-
-/**
- * CEL: the Pod is, or can become, a Sandbox's Pod (`agent-sandbox.ts`, `SANDBOX_OWNER`): owned by
- * a Sandbox (any version of its group), or carrying a label that lets the controller adopt it.
- */
-export const SANDBOX_POD_EXPRESSION =
-  `(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == ${celString(SANDBOX_OWNER.kind)} && r.apiVersion.startsWith(${celString(`${SANDBOX_OWNER.group}/`)}))) || ` +
-  carriesAdoptionLabel('object');
-
-/**
- * The validating policies' one matchCondition: every Sandbox and SandboxTemplate request, and of
- * the Pods only those that are or can become a Sandbox's Pod — a Sandbox judged compliant could
- * otherwise be backed by a weaker Pod the tenant made (the controller adopts it as it is).
- */
-export const SANDBOX_POD_CONDITION = {
-  name: 'sandbox-objects-and-sandbox-pods',
-  expression: `!(${IS_POD}) || ${SANDBOX_POD_EXPRESSION}`,
-} as const;
-
-function tenantMatch(tenantNamespace: string): V1MatchResources {
-  return {
-    namespaceSelector: { matchLabels: { [TENANT_NAMESPACE_LABEL]: tenantNamespace }, matchExpressions: [] },
-    objectSelector: {},
-    resourceRules: [],
-    excludeResourceRules: [],
-  };
-}
-
-/** CEL: the runtime class of `root` (`object` or `oldObject`), a Pod's or a Sandbox's template's; `''` when unset. */
-function runtimeClassOf(root: string): string {
-  return `${IS_POD} ? (${celOptionalString(root, POD_RUNTIME_CLASS_PATH)}) : (${celOptionalString(root, RUNTIME_CLASS_PATH)})`;
-}
-
-/** CEL variables of the validating policies. */
+/** CEL variables of the per-instance validating policies: the shared ones, plus the allowed classes. */
 export function validationVariables(min: RuntimeLevel, allowed: readonly string[]): V1Variable[] {
-  const labelsOf = (obj: string): string => `(has(${obj}.metadata.labels) ? ${obj}.metadata.labels : {})`;
-  const vars: V1Variable[] = [
-    { name: 'runtimeClassName', expression: runtimeClassOf('object') },
-    {
-      // Who is judged, as the messages name it: the Sandbox's kind as before; a Pod by name, with why.
-      name: 'subject',
-      expression: `${IS_POD} ? ${celString('Pod ')} + (has(object.metadata.name) ? object.metadata.name : '') + ${celString(" (it is, or can become, a Sandbox's Pod):")} : object.kind`,
-    },
-    {
-      name: 'runtimeClassField',
-      expression: `${IS_POD} ? 'spec.runtimeClassName' : ${celString(RUNTIME_CLASS_PATH.join('.'))}`,
-    },
-    {
-      // On UPDATE an unchanged runtime class is never judged again: tightening the minimum
-      // is not retroactive for Sandboxes that already exist (their controller keeps writing
-      // status and annotations). Unless the UPDATE gives the object a new owner: adopting it
-      // (a SandboxClaim taking a warm-pool Sandbox, a warm pool taking an orphan, a Sandbox
-      // taking a Pod) hands it to someone new, so it is judged like a new object, and a Sandbox
-      // or Pod left weaker than the minimum by a tightening is never handed out again. Nor when
-      // it gives a Pod a label that lets the controller adopt it. Dropping an owner (orphaning)
-      // is not judged.
-      name: 'unchanged',
-      expression:
-        `request.operation == 'UPDATE' && (${runtimeClassOf('oldObject')}) == variables.runtimeClassName && ` +
-        `(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []).all(r, ` +
-        `(has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []).exists(o, o.uid == r.uid)) && ` +
-        `(!(${IS_POD}) || ${celStringList(ADOPTION_LABELS)}.all(k, !(k in ${labelsOf('object')}) || ` +
-        `(k in ${labelsOf('oldObject')} && ${labelsOf('oldObject')}[k] == ${labelsOf('object')}[k])))`,
-    },
-  ];
+  const vars = baseValidationVariables();
   if (min !== 'runc') vars.push({ name: 'allowedRuntimeClasses', expression: celStringList(allowed) });
   return vars;
 }
@@ -383,23 +298,6 @@ function validatingBinding(input: SandboxPolicyInput, role: 'enforce' | 'advisor
   return asManaged(binding);
 }
 
-/** matchCondition: the Pod template exists but names no runtime class. */
-export const DEFAULT_MATCH_CONDITIONS = [
-  {
-    name: 'pod-template-present',
-    expression: 'has(object.spec) && has(object.spec.podTemplate) && has(object.spec.podTemplate.spec)',
-  },
-  {
-    name: 'runtime-class-unset',
-    expression: `!has(object.spec.podTemplate.spec.runtimeClassName) || object.spec.podTemplate.spec.runtimeClassName == ''`,
-  },
-] as const;
-
-/** The JSON Patch mutation setting the runtime class. */
-export function defaultingMutation(runtimeClass: string): string {
-  return `[JSONPatch{op: "add", path: ${celString(RUNTIME_CLASS_POINTER)}, value: ${celString(runtimeClass)}}]`;
-}
-
 function mutatingPolicy(input: SandboxPolicyInput, apiVersion: MutatingPolicyApiVersion, runtimeClass: string) {
   const name = policyName(input.instance, 'default');
   const policy: V1MutatingAdmissionPolicy = {
@@ -467,17 +365,39 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
     };
     objects.push(asManaged(rc));
   }
-  if (input.spec.enforce) {
-    objects.push(validatingPolicy(input, 'enforce', allowed, recommended), validatingBinding(input, 'enforce'));
-  } else {
-    objects.push(validatingPolicy(input, 'advisory', allowed, recommended), validatingBinding(input, 'advisory'));
-    const version = input.mutatingPolicyApiVersion;
+  const shared: ManagedObject[] = [];
+  const version = input.mutatingPolicyApiVersion;
+  const role = input.spec.enforce ? 'enforce' : 'advisory';
+  const defaulting = !input.spec.enforce && version !== undefined && recommended !== undefined;
+  if (!input.spec.enforce) {
     if (version === undefined) conditions.push('mutatingAdmissionPolicyUnavailable');
     else if (recommended === undefined) conditions.push('noDefaultRuntimeClass');
-    else objects.push(mutatingPolicy(input, version, recommended), mutatingBinding(input, version));
+  }
+  if (input.layout === 'shared') {
+    shared.push(...sharedSandboxPolicies(version));
+    objects.push(
+      sandboxParams(input.instance, {
+        tenantNamespace: input.tenantNamespace,
+        minRuntimeClass: min,
+        enforce: input.spec.enforce,
+        allowedRuntimeClasses: min === 'runc' ? [] : allowed,
+        recommendedRuntimeClass: recommended ?? '',
+        defaultRuntimeClass: defaulting ? (recommended ?? '') : '',
+      }),
+      sharedValidatingBinding(input.instance, role, input.tenantNamespace),
+    );
+    if (defaulting && version !== undefined) {
+      objects.push(sharedMutatingBinding(input.instance, version, input.tenantNamespace));
+    }
+  } else {
+    objects.push(validatingPolicy(input, role, allowed, recommended), validatingBinding(input, role));
+    if (defaulting && version !== undefined && recommended !== undefined) {
+      objects.push(mutatingPolicy(input, version, recommended), mutatingBinding(input, version));
+    }
   }
   return {
     objects,
+    shared,
     runtimeClassName: rcName,
     handler,
     allowedRuntimeClasses: allowed,

@@ -8,6 +8,10 @@
  */
 
 import { httpStatusOf } from '@kubeplus-isolation/service';
+import {
+  SANDBOX_ISOLATION_PARAMS_API_VERSION,
+  SANDBOX_ISOLATION_PARAMS_RESOURCE as SANDBOX_ISOLATION_PARAMS_RESOURCE_NAME,
+} from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api, AdmissionregistrationV1beta1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   type ManagedKind,
@@ -58,6 +62,13 @@ export const NODE_ISOLATION_PARAMS_RESOURCE: PolicyResource = {
   apiVersion: NODE_ISOLATION_PARAMS_API_VERSION,
   kind: 'NodeIsolation',
   resource: 'nodeisolations',
+};
+
+/** The shared sandbox policy layout's per-instance parameter (cluster-scoped; CRD from the chart). */
+export const SANDBOX_ISOLATION_PARAMS_RESOURCE: PolicyResource = {
+  apiVersion: SANDBOX_ISOLATION_PARAMS_API_VERSION,
+  kind: 'SandboxIsolation',
+  resource: SANDBOX_ISOLATION_PARAMS_RESOURCE_NAME,
 };
 
 export function policyResources(apis: PolicyApis): PolicyResource[] {

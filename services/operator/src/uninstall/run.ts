@@ -35,6 +35,7 @@ import {
   type ManagedType,
   NODE_ISOLATION_PARAMS_TYPE,
   RUNTIME_CLASS_API_VERSION,
+  SANDBOX_ISOLATION_PARAMS_TYPE,
   VALIDATING_POLICY_API_VERSION,
 } from '../desired/objects.js';
 import { selectInstanceKind } from '../instance-kinds/registry.js';
@@ -158,6 +159,10 @@ async function readInventory(
   const params = splitApiVersion(NODE_ISOLATION_PARAMS_TYPE.apiVersion);
   if ((await port.resolveKind(params.group, NODE_ISOLATION_PARAMS_TYPE.kind)) !== undefined) {
     types.push(NODE_ISOLATION_PARAMS_TYPE);
+  }
+  // Likewise the SandboxIsolation CRD, installed with the shared sandbox policy layout.
+  if ((await port.resolveKind(params.group, SANDBOX_ISOLATION_PARAMS_TYPE.kind)) !== undefined) {
+    types.push(SANDBOX_ISOLATION_PARAMS_TYPE);
   }
   if (apis.validating) {
     types.push(

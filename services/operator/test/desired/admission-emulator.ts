@@ -32,7 +32,7 @@ const RESOURCES: Record<string, { group: string; version: string; resource: stri
   SandboxTemplate: { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxtemplates' },
 };
 
-function context(req: AdmissionRequest): Record<string, unknown> {
+function context(req: AdmissionRequest, params: unknown = null): Record<string, unknown> {
   const kind = String(req.object.kind ?? '');
   const resource = RESOURCES[kind];
   if (resource === undefined) throw new Error(`the emulator knows no resource for kind ${JSON.stringify(kind)}`);
@@ -40,14 +40,16 @@ function context(req: AdmissionRequest): Record<string, unknown> {
     object: req.object,
     oldObject: req.oldObject ?? null,
     request: { operation: req.operation, namespace: 'team-a', resource },
+    // A policy with paramKind reads its binding's parameter object; null for one without.
+    params,
     variables: {},
   };
 }
 
 /** The failure messages of a ValidatingAdmissionPolicy for one request (empty: admitted). */
-export function validate(policy: ManagedObject, req: AdmissionRequest): string[] {
+export function validate(policy: ManagedObject, req: AdmissionRequest, params?: ManagedObject): string[] {
   const spec = policy.spec as { variables: Variable[]; validations: Validation[] };
-  const ctx = context(req);
+  const ctx = context(req, params ?? null);
   const variables: Record<string, unknown> = {};
   ctx.variables = variables;
   for (const v of spec.variables) variables[v.name] = evaluate(v.expression, ctx);
@@ -86,7 +88,7 @@ export function matches(policy: ManagedObject, req: AdmissionRequest): boolean {
  * Runs the JSONPatch mutations. The evaluator has no CEL message construction, so
  * `JSONPatch{op: …, path: …, value: …}` is read as the equivalent map literal.
  */
-export function mutate(policy: ManagedObject, req: AdmissionRequest): Record<string, unknown> {
+export function mutate(policy: ManagedObject, req: AdmissionRequest, params?: ManagedObject): Record<string, unknown> {
   const spec = policy.spec as { mutations: { patchType: string; jsonPatch: { expression: string } }[] };
   let object = structuredClone(req.object);
   for (const m of spec.mutations) {
@@ -95,7 +97,7 @@ export function mutate(policy: ManagedObject, req: AdmissionRequest): Record<str
       .replaceAll('JSONPatch{op: ', '{"op": ')
       .replaceAll(', path: ', ', "path": ')
       .replaceAll(', value: ', ', "value": ');
-    const ops = evaluate(asMaps, { ...context(req), object }) as Operation[];
+    const ops = evaluate(asMaps, { ...context(req, params ?? null), object }) as Operation[];
     object = jsonpatch.applyPatch(object, ops, true, false).newDocument;
   }
   return object;

@@ -24,6 +24,7 @@ import {
   type ApplyOutcome,
   applyObject,
   applyObjects,
+  applySharedObject,
   deleteObjects,
   listOwned,
   OPTIMISTIC,
@@ -71,6 +72,8 @@ import {
 } from '../../desired/objects.js';
 import { isManaged, type MetaLike, ownerOf } from '../../desired/owner.js';
 import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
+import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
+import { isSharedPolicyName, sharedSandboxPolicies } from '../../desired/sandbox-shared-policy.js';
 import { ConditionWarnings } from './condition-warnings.js';
 
 export interface ReconcileResult {
@@ -130,6 +133,12 @@ export interface InstanceReconcilerOptions {
    * instance node-isolates (`--node-isolation-engine` admission-policy or both). Default false.
    */
   nodeIsolationParams?: boolean;
+  /**
+   * How sandbox isolation's admission policies are laid out (`--sandbox-policy-layout`):
+   * `per-instance` (default) or `shared` (one parameterised policy for the cluster, a binding and
+   * a SandboxIsolation parameter per instance; `desired/sandbox-shared-policy.ts`).
+   */
+  sandboxPolicyLayout?: SandboxPolicyLayout;
   hooks?: ReconcilerHooks;
   logger?: ReconcileLogger;
 }
@@ -179,6 +188,7 @@ export class InstanceReconciler {
   private readonly levelHandlers: Readonly<Record<RuntimeLevel, string>>;
   private readonly conflictRequeueMs: number;
   private readonly nodeIsolationParams: boolean;
+  private readonly sandboxPolicyLayout: SandboxPolicyLayout;
   private readonly hooks: ReconcilerHooks;
   private readonly log: ReconcileLogger;
   private readonly conditionWarnings: ConditionWarnings;
@@ -191,6 +201,7 @@ export class InstanceReconciler {
     this.levelHandlers = options.levelHandlers ?? DEFAULT_LEVEL_HANDLERS;
     this.conflictRequeueMs = options.conflictRequeueMs ?? DEFAULT_CONFLICT_REQUEUE_MS;
     this.nodeIsolationParams = options.nodeIsolationParams ?? false;
+    this.sandboxPolicyLayout = options.sandboxPolicyLayout ?? 'per-instance';
     this.hooks = options.hooks ?? {};
     this.log = options.logger ?? NO_LOG;
     this.conditionWarnings = options.conditionWarnings ?? new ConditionWarnings();
@@ -258,6 +269,11 @@ export class InstanceReconciler {
         this.log.info('removing node isolation of a deleted instance', { namespace: ns.name, owner });
         await this.port.patchNamespace(ns.name, plan.patch, ns.resourceVersion);
       }
+      return {};
+    }
+    const policyKind = target.kind === 'ValidatingAdmissionPolicy' || target.kind === 'MutatingAdmissionPolicy';
+    if (policyKind && isSharedPolicyName(target.name)) {
+      await this.reassertSharedPolicies();
       return {};
     }
     const obj = await this.port.getObject(target);
@@ -519,7 +535,7 @@ export class InstanceReconciler {
     const key = instanceKeyOf(instance);
     if (parsed === undefined || tenant === undefined) {
       this.conditionWarnings.forget(instanceIdentity(instance));
-      const types = sandboxManagedTypes(await this.port.servedMutatingPolicyVersion());
+      const types = this.sandboxTypes(await this.port.servedMutatingPolicyVersion());
       // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
       const removed = await pruneOwned(this.port, instance, types, [], asksForIsolation(instance) ? {} : FRESH);
       if (removed.length > 0) {
@@ -556,6 +572,7 @@ export class InstanceReconciler {
       handlerLevels: this.handlerLevels,
       levelHandlers: this.levelHandlers,
       mutatingPolicyApiVersion: mutatingVersion,
+      layout: this.sandboxPolicyLayout,
     });
     if (plan.action === 'invalid') {
       this.hooks.invalidAnnotation?.('sandbox-isolation', key);
@@ -584,6 +601,8 @@ export class InstanceReconciler {
       }
       applied.push({ desired: plan.runtimeClass, outcome });
     }
+    // Shared layout: the cluster's shared policies exist before any binding names them.
+    await this.ensureSharedPolicies(plan.policy.shared);
     applied.push(...(await applyObjects(this.port, plan.rest, instance)));
     const outcome = this.reportApplied(instance, applied, 'AdmissionPolicy', EventReason.AdmissionPolicyConflict);
     changed.push(...outcome.changed);
@@ -593,7 +612,7 @@ export class InstanceReconciler {
     // instance's namespace) — governs the namespace until its replacement exists. While one of
     // them is held by someone else, nothing is pruned: the last applied policy stays in force.
     if (!outcome.conflicted) {
-      const types = sandboxManagedTypes(mutatingVersion);
+      const types = this.sandboxTypes(mutatingVersion);
       const removed = await pruneOwned(this.port, instance, types, plan.policy.objects);
       changed.push(...removed.map((r) => `deleted ${formatRef(r)}`));
     }
@@ -608,9 +627,42 @@ export class InstanceReconciler {
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
   }
 
+  /**
+   * Writes the shared layout's policies where they differ from what they must be. One held by
+   * someone else (same name, not the operator's shared policy) stops the reconcile: binding an
+   * instance to a policy the operator does not control would hand its tenant to that policy.
+   */
+  private async ensureSharedPolicies(shared: readonly ManagedObject[]): Promise<void> {
+    const outcomes = await settleAll(shared.map((obj) => applySharedObject(this.port, obj)));
+    outcomes.forEach((outcome, i) => {
+      const ref = formatRef(refOf(shared[i] as ManagedObject));
+      if (outcome.result === 'conflict') {
+        throw new ApiError(
+          409,
+          `${ref} exists but is not kubeplus-isolation's shared sandbox policy; not binding to it`,
+        );
+      }
+      if (outcome.result !== 'unchanged') this.log.info(`${outcome.result} the shared sandbox policy`, { object: ref });
+    });
+  }
+
+  /**
+   * The shared policies again, when one of them changed or went away (the owned-objects controller,
+   * `cleanupOrphan`): they belong to no instance, so no instance's reconcile is due. Only with the
+   * shared layout; a no-op when they are as they must be.
+   */
+  async reassertSharedPolicies(): Promise<void> {
+    if (this.sandboxPolicyLayout !== 'shared') return;
+    await this.ensureSharedPolicies(sharedSandboxPolicies(await this.port.servedMutatingPolicyVersion()));
+  }
+
+  private sandboxTypes(mutatingVersion: MutatingPolicyApiVersion | undefined): ManagedType[] {
+    return sandboxManagedTypes(mutatingVersion, this.sandboxPolicyLayout === 'shared');
+  }
+
   /** Every type whose objects an instance may own (the NodeIsolation parameter with its engine). */
   private ownedTypes(mutatingVersion: MutatingPolicyApiVersion | undefined): ManagedType[] {
-    const types = sandboxManagedTypes(mutatingVersion);
+    const types = this.sandboxTypes(mutatingVersion);
     return this.nodeIsolationParams ? [...types, NODE_ISOLATION_PARAMS_TYPE] : types;
   }
 

@@ -22,6 +22,7 @@ const OWNED_KINDS: ReadonlySet<string> = new Set<OwnedType['kind']>([
   'MutatingAdmissionPolicy',
   'MutatingAdmissionPolicyBinding',
   'NodeIsolation',
+  'SandboxIsolation',
 ]);
 
 /**

@@ -135,6 +135,17 @@ describe('owned objects', () => {
     expect(decodeOwnedRef('isolation.kubeplus.io/v1alpha1/NodeIsolation//node-isolation')).toBeUndefined();
   });
 
+  it('keys the cluster-scoped SandboxIsolation parameter (shared layout) by name, and round-trips it', () => {
+    const type: OwnedType = { apiVersion: 'isolation.kubeplus.io/v1alpha1', kind: 'SandboxIsolation' };
+    const key = ownedObjectKey(type, object(ownedMeta('kubeplus-sandbox-team-a.x-0123456789-params', OWNER)));
+    expect(key).toBe('isolation.kubeplus.io/v1alpha1/SandboxIsolation/kubeplus-sandbox-team-a.x-0123456789-params');
+    expect(decodeOwnedRef(key ?? '')).toEqual({
+      apiVersion: 'isolation.kubeplus.io/v1alpha1',
+      kind: 'SandboxIsolation',
+      name: 'kubeplus-sandbox-team-a.x-0123456789-params',
+    });
+  });
+
   it('rejects malformed owned-object keys', () => {
     for (const key of [
       '',

@@ -888,3 +888,131 @@ describe('upgrade from policy names derived from the instance name alone (issue 
     expect(cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
   });
 });
+
+describe('the shared sandbox policy layout', () => {
+  const SHARED = 'kubeplus-isolation-sandbox';
+  const SHARED_DEFAULT = 'kubeplus-isolation-sandbox-default';
+  const PARAMS = POLICY.enforce.replace(/-enforce$/, '-params');
+  const shared = (over: Partial<InstanceReconcilerOptions> = {}): InstanceReconciler =>
+    reconciler({ sandboxPolicyLayout: 'shared', ...over });
+
+  it('writes the shared policies once, then per instance its RuntimeClass, parameter and binding (no policy of its own)', async () => {
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    expect(await shared().reconcile(key)).toEqual({});
+    expect(kindsInCluster()).toEqual([
+      `MutatingAdmissionPolicy/${SHARED_DEFAULT}`,
+      `RuntimeClass/${RC}`,
+      `SandboxIsolation/${PARAMS}`,
+      `ValidatingAdmissionPolicy/${SHARED}`,
+      `ValidatingAdmissionPolicyBinding/${POLICY.enforce}`,
+    ]);
+    expect(spec('ValidatingAdmissionPolicyBinding', POLICY.enforce)).toMatchObject({
+      policyName: SHARED,
+      paramRef: { name: PARAMS, parameterNotFoundAction: 'Deny' },
+      validationActions: ['Deny'],
+    });
+    // Parameter and shared policies exist before the binding that names them.
+    const created = cluster.writes.filter((w) => w.op === 'createObject').map((w) => w.target.split('/')[0]);
+    expect(created.indexOf('ValidatingAdmissionPolicyBinding')).toBeGreaterThan(created.indexOf('SandboxIsolation'));
+    expect(created.indexOf('ValidatingAdmissionPolicyBinding')).toBeGreaterThan(
+      created.indexOf('ValidatingAdmissionPolicy'),
+    );
+  });
+
+  it('a second instance reuses the shared policies: it writes only its own three objects', async () => {
+    await shared().reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }));
+    cluster.putNamespace('team-b', { 'kubernetes.io/metadata.name': 'team-b' });
+    const before = cluster.writes.length;
+    await shared().reconcile(
+      cluster.putInstance({ name: 'team-b-agent', namespace: 'team-b', annotations: { [SANDBOX]: KATA_ADVISORY } }),
+    );
+    const created = cluster.writes
+      .slice(before)
+      .filter((w) => w.op === 'createObject')
+      .map((w) => w.target.split('/')[0]);
+    expect(created.sort()).toEqual([
+      'MutatingAdmissionPolicyBinding',
+      'RuntimeClass',
+      'SandboxIsolation',
+      'ValidatingAdmissionPolicyBinding',
+    ]);
+    expect(cluster.storedOfKind('ValidatingAdmissionPolicy').map((o) => o.metadata.name)).toEqual([SHARED]);
+  });
+
+  it('an up-to-date instance issues zero writes', async () => {
+    const key = teamA({ [SANDBOX]: KATA_ADVISORY });
+    await shared().reconcile(key);
+    const writes = cluster.writeCount();
+    expect(await shared().reconcile(key)).toEqual({});
+    expect(cluster.writeCount()).toBe(writes);
+  });
+
+  it('switching from per-instance prunes the per-instance policy once the binding is bound to the shared one', async () => {
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    await reconciler().reconcile(key);
+    expect(kindsInCluster()).toContain(`ValidatingAdmissionPolicy/${POLICY.enforce}`);
+    await shared().reconcile(key);
+    expect(kindsInCluster()).not.toContain(`ValidatingAdmissionPolicy/${POLICY.enforce}`);
+    expect(spec('ValidatingAdmissionPolicyBinding', POLICY.enforce)).toMatchObject({ policyName: SHARED });
+    // The binding was rebound (updated in place), never deleted: the namespace was governed throughout.
+    expect(
+      cluster.writes.some((w) => w.op === 'deleteObject' && w.target.startsWith('ValidatingAdmissionPolicyBinding')),
+    ).toBe(false);
+  });
+
+  it('deleting the instance removes its binding, parameter and RuntimeClass, and leaves the shared policies', async () => {
+    const r = shared();
+    const key = teamA({ [SANDBOX]: KATA_ADVISORY });
+    await r.reconcile(key);
+    cluster.deleteInstance(key);
+    await r.reconcile(key);
+    expect(kindsInCluster()).toEqual([
+      `MutatingAdmissionPolicy/${SHARED_DEFAULT}`,
+      `ValidatingAdmissionPolicy/${SHARED}`,
+    ]);
+  });
+
+  it('an object named like the shared policy that is not the operator’s stops the reconcile before any binding is written', async () => {
+    await cluster.createObject({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: SHARED, labels: { team: 'someone-else' } },
+      spec: {},
+    });
+    const err = await shared()
+      .reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }))
+      .catch((e: unknown) => e);
+    expect(isConflict(err)).toBe(true);
+    expect((err as Error).message).toContain(
+      `ValidatingAdmissionPolicy/${SHARED} exists but is not kubeplus-isolation's shared sandbox policy`,
+    );
+    expect(cluster.storedOfKind('ValidatingAdmissionPolicyBinding')).toEqual([]);
+    expect(cluster.stored('ValidatingAdmissionPolicy', SHARED)?.metadata.labels).toEqual({ team: 'someone-else' });
+  });
+
+  it('a shared policy deleted or changed by hand is put back by the owned-objects path (cleanupOrphan)', async () => {
+    await shared().reconcile(teamA({ [SANDBOX]: KATA_ENFORCE }));
+    cluster.edit('ValidatingAdmissionPolicy', SHARED, (o) => {
+      (o.spec as { validations: unknown[] }).validations = [];
+    });
+    await cluster.deleteObject(
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingAdmissionPolicy', name: SHARED_DEFAULT },
+      {},
+    );
+    const target = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      name: SHARED,
+    } as const;
+    expect(await shared().cleanupOrphan(target)).toEqual({});
+    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(2);
+    expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeDefined();
+    // With the per-instance layout the same event changes nothing.
+    await cluster.deleteObject(
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingAdmissionPolicy', name: SHARED_DEFAULT },
+      {},
+    );
+    await reconciler().cleanupOrphan(target);
+    expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeUndefined();
+  });
+});
