@@ -61,7 +61,13 @@ export interface ExplainFacts {
   runtimeClasses: Array<OwnedMeta & { handler: string }>;
   /** Admission policies and their bindings carrying `kubeplus.io/owner` (by kind). */
   policies: Array<OwnedMeta & { kind: string }>;
-  bindings: Array<OwnedMeta & { kind: string }>;
+  /** `policyName`: the policy the binding binds (the instance's own, or a shared one). */
+  bindings: Array<OwnedMeta & { kind: string; policyName?: string }>;
+  /**
+   * The shared sandbox policies present (`Kind/name`, operator --sandbox-policy-layout shared):
+   * owned by no instance, so not among `policies`.
+   */
+  sharedPolicies?: string[];
   /** MutatingWebhookConfigurations holding the node-isolation webhook. */
   webhooks: Array<{ configuration: string; failurePolicy: string }>;
   /** The admission-policy engine's NodeIsolation parameter in the namespace; undefined when the kind is not served. */
@@ -103,6 +109,8 @@ export interface PolicyState {
   name: string;
   exists: boolean;
   bound: boolean;
+  /** Shared layout: the cluster's shared policy the instance's binding binds (then `exists` is about it). */
+  sharedPolicy?: string;
 }
 
 export interface InstanceExplanation {
@@ -185,6 +193,7 @@ export function explain(facts: ExplainFacts): Explanation {
   });
   const policyNames = new Set(facts.policies.map((p) => `${p.kind}/${p.name}`));
   const bindingNames = new Set(facts.bindings.map((b) => `${b.kind}/${b.name}`));
+  const sharedPolicies = new Set(facts.sharedPolicies ?? []);
 
   const instances: InstanceExplanation[] = facts.instances.map((i) => {
     const id = instanceIdentity(i.identity);
@@ -222,12 +231,16 @@ export function explain(facts: ExplainFacts): Explanation {
       policies: shown.map((role) => {
         const name = policyName(i.identity, role);
         const kind = POLICY_KIND[role];
+        // The shared layout: the instance's binding binds the cluster's one policy of that kind.
+        const boundTo = facts.bindings.find((b) => b.kind === `${kind}Binding` && b.name === name)?.policyName;
+        const shared = boundTo !== undefined && boundTo !== name ? boundTo : undefined;
         return {
           role,
           kind,
           name,
-          exists: policyNames.has(`${kind}/${name}`),
+          exists: shared === undefined ? policyNames.has(`${kind}/${name}`) : sharedPolicies.has(`${kind}/${shared}`),
           bound: bindingNames.has(`${kind}Binding/${name}`),
+          ...(shared === undefined ? {} : { sharedPolicy: shared }),
         };
       }),
     };
@@ -353,7 +366,9 @@ export function formatExplanation(e: Explanation): string {
     }
     for (const p of i.policies) {
       out.push(
-        `  ${p.kind} ${p.name}: exists ${yes(p.exists)}, bound ${yes(p.bound)}${p.exists && p.bound ? ' (in force)' : ''}`,
+        p.sharedPolicy === undefined
+          ? `  ${p.kind} ${p.name}: exists ${yes(p.exists)}, bound ${yes(p.bound)}${p.exists && p.bound ? ' (in force)' : ''}`
+          : `  ${p.kind}Binding ${p.name} of the shared ${p.kind} ${p.sharedPolicy}: exists ${yes(p.exists)}, bound ${yes(p.bound)}${p.exists && p.bound ? ' (in force)' : ''}`,
       );
     }
   }

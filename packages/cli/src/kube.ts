@@ -12,6 +12,7 @@ import {
   NODE_ISOLATION_PARAMS_NAME,
   NODE_ISOLATION_WEBHOOK_NAME,
   OWNER_ANNOTATION,
+  SHARED_SANDBOX_POLICY_COMPONENT,
 } from '@kubeplus-isolation/spec';
 import {
   ApiException,
@@ -69,6 +70,19 @@ function notServed(e: unknown): boolean {
   return (
     statusOf(e) === 404 ||
     (!(e instanceof ApiException) && /Unrecognized API version and kind|not found|404/i.test(String(e)))
+  );
+}
+
+/** The objects carrying an owner annotation, in order (what `withKind` keeps). */
+function ownedOnly(list: KubernetesObject[] | undefined): KubernetesObject[] {
+  return (list ?? []).filter((o) => o.metadata?.annotations?.[OWNER_ANNOTATION] !== undefined);
+}
+
+/** One of the shared sandbox policies: no owner annotation, the shared policies' component label. */
+function isShared(o: KubernetesObject): boolean {
+  return (
+    o.metadata?.annotations?.[OWNER_ANNOTATION] === undefined &&
+    o.metadata?.labels?.['app.kubernetes.io/component'] === SHARED_SANDBOX_POLICY_COMPONENT
   );
 }
 
@@ -173,13 +187,24 @@ export async function gatherFacts(
     handler: String((rc as { handler?: unknown }).handler ?? ''),
   }));
   const withKind = (kind: string, list: KubernetesObject[] | undefined) =>
-    (list ?? [])
-      .filter((o) => o.metadata?.annotations?.[OWNER_ANNOTATION] !== undefined)
-      .map((o) => ({ ...ownedMeta(o), kind }));
+    ownedOnly(list).map((o) => ({ ...ownedMeta(o), kind }));
   const policies = [...withKind('ValidatingAdmissionPolicy', vaps), ...withKind('MutatingAdmissionPolicy', maps)];
+  const bindingPolicy = (o: KubernetesObject): { policyName?: string } => {
+    const name = (o as { spec?: { policyName?: unknown } }).spec?.policyName;
+    return typeof name === 'string' ? { policyName: name } : {};
+  };
   const bindings = [
-    ...withKind('ValidatingAdmissionPolicyBinding', vapbs),
-    ...withKind('MutatingAdmissionPolicyBinding', mapbs),
+    ...ownedOnly(vapbs).map((o) => ({
+      ...ownedMeta(o),
+      kind: 'ValidatingAdmissionPolicyBinding',
+      ...bindingPolicy(o),
+    })),
+    ...ownedOnly(mapbs).map((o) => ({ ...ownedMeta(o), kind: 'MutatingAdmissionPolicyBinding', ...bindingPolicy(o) })),
+  ];
+  // The shared layout's policies: the operator's (managed-by), owned by no instance.
+  const sharedPolicies = [
+    ...(vaps ?? []).filter(isShared).map((o) => `ValidatingAdmissionPolicy/${o.metadata?.name ?? ''}`),
+    ...(maps ?? []).filter(isShared).map((o) => `MutatingAdmissionPolicy/${o.metadata?.name ?? ''}`),
   ];
   const webhooks: ExplainFacts['webhooks'] = [];
   for (const c of mwcs ?? []) {
@@ -204,6 +229,7 @@ export async function gatherFacts(
     runtimeClasses,
     policies,
     bindings,
+    sharedPolicies,
     webhooks,
     ...(params === undefined
       ? {}

@@ -139,6 +139,33 @@ describe('explain', () => {
     );
   });
 
+  it("the shared policy layout: the instance's binding of the shared policy, in force when that policy exists", () => {
+    const SHARED = 'kubeplus-isolation-sandbox';
+    const binding = {
+      kind: 'ValidatingAdmissionPolicyBinding',
+      name: policyName(ID, 'advisory'),
+      owner: IDENTITY,
+      policyName: SHARED,
+    };
+    const present = explain(
+      facts({ policies: [], bindings: [binding], sharedPolicies: [`ValidatingAdmissionPolicy/${SHARED}`] }),
+    );
+    expect(present.instances[0]?.policies[0]).toEqual({
+      role: 'advisory',
+      kind: 'ValidatingAdmissionPolicy',
+      name: policyName(ID, 'advisory'),
+      exists: true,
+      bound: true,
+      sharedPolicy: SHARED,
+    });
+    expect(formatExplanation(present)).toContain(
+      `ValidatingAdmissionPolicyBinding ${policyName(ID, 'advisory')} of the shared ValidatingAdmissionPolicy ${SHARED}: exists yes, bound yes (in force)`,
+    );
+    // The shared policy deleted: the binding binds nothing, and explain says so.
+    const missing = explain(facts({ policies: [], bindings: [binding], sharedPolicies: [] }));
+    expect(missing.instances[0]?.policies[0]).toMatchObject({ exists: false, bound: true, sharedPolicy: SHARED });
+  });
+
   it('an invalid annotation: its errors, and the Sandboxes judged by the last good minimum', () => {
     const f = facts({
       instances: [{ identity: ID, annotations: { [SANDBOX_ISOLATION_ANNOTATION]: '{"minRuntimeClass":"gvisor"}' } }],
