@@ -14,6 +14,7 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  installCrds,
   isApiStatus,
   sandboxIsolationParamsCrd,
   waitFor,
@@ -24,8 +25,6 @@ import {
   AuthorizationV1Api,
   CustomObjectsApi,
   type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
@@ -62,32 +61,6 @@ const DEFAULTING = sharedClusterDefaults();
 const annotation = (minRuntimeClass: string, enforce: boolean): string => JSON.stringify({ minRuntimeClass, enforce });
 const paramsName = (namespace: string, instance: string): string =>
   policyName(namespace, instance, 'enforce').replace(/-enforce$/, '-params');
-
-async function installCrd(kc: KubeConfig): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  await waitFor(
-    `the ${CRD_NAME} CRD to be created`,
-    async (observe) => {
-      try {
-        await api.create(sandboxIsolationParamsCrd() as KubernetesObject);
-        return true;
-      } catch (error) {
-        observe(String(error));
-        if (isApiStatus(error, 409)) return false; // an earlier copy is still terminating
-        throw error;
-      }
-    },
-    { timeoutMs: 60_000 },
-  );
-  await waitFor(
-    `the ${CRD_NAME} CRD to be established`,
-    async () => {
-      const c = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: CRD_NAME });
-      return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True') === true;
-    },
-    { timeoutMs: 30_000 },
-  );
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: a custom object as the API server returns it
 async function readParams(kc: KubeConfig, name: string): Promise<any | undefined> {
@@ -147,7 +120,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     cluster = await connectE2eCluster();
     kc = cluster.kc;
     await ensureAgentCrd(kc);
-    await installCrd(kc);
+    await installCrds(kc, [sandboxIsolationParamsCrd()]);
     leaseNamespace = await tenantNamespace('kpi-op-shared-system');
     operator = await start('shared', uniqueName('op-shared-lease'));
   });
@@ -194,6 +167,16 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     expect(params.metadata.annotations['kubeplus.io/owner']).toBe(`cloudark.io/Agent/${ns}/${name}`);
     // No policy of its own: the cluster's only managed policy is the shared one.
     expect(await managedPolicies(kc)).toEqual([SHARED]);
+    // The controller-manager type-checks it against the CRD's schema (params.spec.*): no warning.
+    const checked = await waitFor(
+      `the API server's type check of ${SHARED}`,
+      async () => {
+        const p = await kc.makeApiClient(AdmissionregistrationV1Api).readValidatingAdmissionPolicy({ name: SHARED });
+        return p.status?.observedGeneration === p.metadata?.generation ? p : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(checked.status?.typeChecking?.expressionWarnings ?? []).toEqual([]);
 
     await waitForAdmission(kc, ref(ns, 'probe'), undefined, 'to be denied by the shared policy', denied);
     for (const [i, runtimeClass] of ['runc', undefined].entries()) {

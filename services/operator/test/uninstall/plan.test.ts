@@ -189,3 +189,44 @@ describe('planUninstall', () => {
     ]);
   });
 });
+
+describe('the shared sandbox policy layout', () => {
+  it('all: deletes the shared policies (owned by no instance) and every SandboxIsolation parameter', () => {
+    const sharedPolicy = (kind: 'ValidatingAdmissionPolicy' | 'MutatingAdmissionPolicy', name: string) => ({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind,
+      metadata: {
+        name,
+        uid: `uid-${name}`,
+        labels: {
+          'app.kubernetes.io/managed-by': 'kubeplus-isolation',
+          'app.kubernetes.io/component': 'sandbox-isolation-shared-policy',
+        },
+      },
+    });
+    const params: ManagedObject = {
+      ...managed('SandboxIsolation', 'kubeplus-sandbox-kubeplus.team-a-0123456789-params'),
+      apiVersion: 'isolation.kubeplus.io/v1alpha1',
+    };
+    const inventory: UninstallInventory = {
+      instances: [],
+      namespaces: [],
+      objects: [
+        sharedPolicy('ValidatingAdmissionPolicy', 'kubeplus-isolation-sandbox'),
+        sharedPolicy('MutatingAdmissionPolicy', 'kubeplus-isolation-sandbox-default'),
+        params,
+        managed('ValidatingAdmissionPolicyBinding', 'kubeplus-sandbox-kubeplus.team-a-0123456789-enforce'),
+      ],
+    };
+    const deleted = planUninstall(inventory, 'all').map((a) =>
+      a.type === 'deleteObject' ? `${a.ref.kind}/${a.ref.name}` : a.type,
+    );
+    expect(deleted.sort()).toEqual([
+      'MutatingAdmissionPolicy/kubeplus-isolation-sandbox-default',
+      'SandboxIsolation/kubeplus-sandbox-kubeplus.team-a-0123456789-params',
+      'ValidatingAdmissionPolicy/kubeplus-isolation-sandbox',
+      'ValidatingAdmissionPolicyBinding/kubeplus-sandbox-kubeplus.team-a-0123456789-enforce',
+    ]);
+    expect(planUninstall(inventory, 'finalizers')).toEqual([]);
+  });
+});
