@@ -25,6 +25,7 @@ import {
   AuthorizationV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  KubernetesObjectApi,
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
@@ -35,6 +36,7 @@ import {
   ensureAgentCrd,
   MANAGED_BY,
   MANAGED_BY_VALUE,
+  mutatingPolicies,
   ownedObjects,
   policyName,
   runtimeClassName,
@@ -55,6 +57,7 @@ import {
 } from './support/operator-sandbox.js';
 
 const SHARED = 'kubeplus-isolation-sandbox';
+const SHARED_COMPONENT = 'sandbox-isolation-shared-policy';
 const PARAMS = { group: 'isolation.kubeplus.io', version: 'v1alpha1', plural: 'sandboxisolations' } as const;
 const CRD_NAME = `${PARAMS.plural}.${PARAMS.group}`;
 const DEFAULTING = sharedClusterDefaults();
@@ -91,11 +94,55 @@ function expectedShared(namespace: string, instance: string, enforce: boolean): 
   return names.sort((a, b) => a.localeCompare(b));
 }
 
+/** Deletes what the shared layout leaves in the cluster (the operator stopped first), and waits until it is gone. */
+async function removeSharedLayout(kc: KubeConfig): Promise<void> {
+  const selector = `app.kubernetes.io/component=${SHARED_COMPONENT}`;
+  const adm = kc.makeApiClient(AdmissionregistrationV1Api);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const ignoreMissing = (error: unknown): void => {
+    if (!isApiStatus(error, 404)) throw error;
+  };
+  for (const p of (await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items) {
+    await adm.deleteValidatingAdmissionPolicy({ name: p.metadata?.name ?? '' }).catch(ignoreMissing);
+  }
+  for (const p of await mutatingPolicies(kc, selector)) {
+    await objects
+      .delete({ apiVersion: p.apiVersion, kind: p.kind, metadata: { name: p.o.metadata?.name ?? '' } })
+      .catch(ignoreMissing);
+  }
+  await kc
+    .makeApiClient(CustomObjectsApi)
+    .deleteCollectionClusterCustomObject({ ...PARAMS })
+    .catch(ignoreMissing);
+  await kc.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreMissing);
+  await waitFor(
+    "the shared layout's policies and CRD to be gone",
+    async (observe) => {
+      const left = [
+        ...(await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items.map((p) => p.metadata?.name),
+        ...(await mutatingPolicies(kc, selector)).map((p) => p.o.metadata?.name),
+      ];
+      const crd = await kc
+        .makeApiClient(ApiextensionsV1Api)
+        .readCustomResourceDefinition({ name: CRD_NAME })
+        .then(
+          () => true,
+          () => false,
+        );
+      observe({ left, crd });
+      return left.length === 0 && !crd;
+    },
+    { timeoutMs: 60_000 },
+  );
+}
+
 describe('operator: the shared sandbox policy layout, on the real control plane', () => {
   let cluster: Cluster;
   let kc: KubeConfig;
   let operator: TestOperator | undefined;
   let leaseNamespace = '';
+  /** What starting the shared layout's operator before its CRD existed ended with. */
+  let refusal: string | undefined;
   const namespaces: string[] = [];
   const tenantNamespace = async (prefix: string): Promise<string> => {
     const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
@@ -120,8 +167,16 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     cluster = await connectE2eCluster();
     kc = cluster.kc;
     await ensureAgentCrd(kc);
-    await installCrds(kc, [sandboxIsolationParamsCrd()]);
     leaseNamespace = await tenantNamespace('kpi-op-shared-system');
+    // Before the CRD exists: the operator must refuse to start, saying why (asserted below).
+    refusal = await start('shared', uniqueName('op-shared-no-crd')).then(
+      async (op) => {
+        await op.stop();
+        return undefined;
+      },
+      (error: unknown) => (error as Error).message,
+    );
+    await installCrds(kc, [sandboxIsolationParamsCrd()]);
     operator = await start('shared', uniqueName('op-shared-lease'));
   });
 
@@ -129,18 +184,16 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     if (kc) await deleteAgentsAndCrd(kc);
     await operator?.stop();
     await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-    if (kc) {
-      const adm = kc.makeApiClient(AdmissionregistrationV1Api);
-      await adm.deleteValidatingAdmissionPolicy({ name: SHARED }).catch(() => undefined);
-      await kc
-        .makeApiClient(CustomObjectsApi)
-        .deleteCollectionClusterCustomObject({ ...PARAMS })
-        .catch(() => undefined);
-      await kc
-        .makeApiClient(ApiextensionsV1Api)
-        .deleteCustomResourceDefinition({ name: CRD_NAME })
-        .catch(() => undefined);
-    }
+    // Nothing of the shared layout may outlive the suite: a later suite's operator would see the
+    // shared policies as objects the operator manages (they carry managed-by).
+    if (kc) await removeSharedLayout(kc);
+  });
+
+  test('without the SandboxIsolation CRD the operator refuses to start, naming the CRD and both ways out', () => {
+    expect(refusal).toContain('exited during start-up');
+    expect(refusal).toContain(
+      '--sandbox-policy-layout shared needs the SandboxIsolation CRD (sandboxisolations.isolation.kubeplus.io), which this cluster does not serve',
+    );
   });
 
   test('minRuntimeClass kata, enforce true: the shared policy denies weak and unset classes with the per-instance messages, and admits the own class', async () => {

@@ -12,7 +12,12 @@ import {
   SANDBOX_ISOLATION_PARAMS_API_VERSION,
   SANDBOX_ISOLATION_PARAMS_RESOURCE as SANDBOX_ISOLATION_PARAMS_RESOURCE_NAME,
 } from '@kubeplus-isolation/spec';
-import { AdmissionregistrationV1Api, AdmissionregistrationV1beta1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  AdmissionregistrationV1beta1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import {
   type ManagedKind,
   MUTATING_POLICY_API_VERSIONS,
@@ -92,6 +97,7 @@ export function policyResources(apis: PolicyApis): PolicyResource[] {
 
 async function resourcesOf(
   list: () => Promise<{ resources: Array<{ name: string }> }>,
+  group = 'admissionregistration.k8s.io',
 ): Promise<Set<string> | undefined> {
   try {
     const { resources } = await list();
@@ -99,8 +105,26 @@ async function resourcesOf(
   } catch (err) {
     // 404: the group version is not served (beta APIs are off by default).
     if (httpStatusOf(err) === 404) return undefined;
-    throw new Error('API discovery of admissionregistration.k8s.io failed', { cause: err });
+    throw new Error(`API discovery of ${group} failed`, { cause: err });
   }
+}
+
+/** What `--sandbox-policy-layout shared` needs served and is missing; undefined when nothing is. */
+export function sharedLayoutProblem(params: ReadonlySet<string> | undefined): string | undefined {
+  if (params?.has(SANDBOX_ISOLATION_PARAMS_RESOURCE_NAME)) return undefined;
+  return (
+    `--sandbox-policy-layout shared needs the SandboxIsolation CRD (${SANDBOX_ISOLATION_PARAMS_RESOURCE_NAME}.isolation.kubeplus.io), ` +
+    'which this cluster does not serve: install it (the chart does with operator.sandboxPolicyLayout=shared; ' +
+    'deploy/kubeplus-isolation/charts/operator/files/sandbox-isolation-crd.yaml) or use --sandbox-policy-layout per-instance'
+  );
+}
+
+/** Fails start-up, with what to do, when the shared layout is asked for and its CRD is not served. */
+export async function checkSharedLayout(kc: KubeConfig): Promise<void> {
+  const [group, version] = SANDBOX_ISOLATION_PARAMS_API_VERSION.split('/') as [string, string];
+  const served = await resourcesOf(() => kc.makeApiClient(CustomObjectsApi).getAPIResources({ group, version }), group);
+  const problem = sharedLayoutProblem(served);
+  if (problem !== undefined) throw new Error(problem);
 }
 
 /** Asks the API server which admission-policy APIs it serves. */

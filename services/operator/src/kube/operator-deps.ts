@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { CERTIFICATES_SELECTOR } from '../controllers/webhook-certificates/request.js';
 import type { OperatorDeps } from '../operator.js';
 import { KubeClusterPort } from './cluster-port.js';
-import { discoverPolicyApis } from './discovery.js';
+import { checkSharedLayout, discoverPolicyApis } from './discovery.js';
 import { coreV1EventSink } from './event-sink.js';
 import { kubeInformerSources, webhookConfigurationSource } from './informer-sources.js';
 import { KubeLeaseLock } from './lease-lock.js';
@@ -21,6 +21,7 @@ export async function kubeOperatorDeps(
   identity: string,
 ): Promise<Omit<OperatorDeps, 'logger' | 'version'>> {
   const policyApis = await discoverPolicyApis(kc);
+  if (config.sandboxPolicyLayout === 'shared') await checkSharedLayout(kc);
   return {
     config,
     identity,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { policyApisFrom, policyResources } from '../../src/kube/discovery.js';
+import { policyApisFrom, policyResources, sharedLayoutProblem } from '../../src/kube/discovery.js';
 
 const V1 = 'admissionregistration.k8s.io/v1';
 const V1BETA1 = 'admissionregistration.k8s.io/v1beta1';
@@ -44,5 +44,19 @@ describe('policyResources', () => {
       { apiVersion: V1BETA1, kind: 'MutatingAdmissionPolicyBinding', resource: 'mutatingadmissionpolicybindings' },
     ]);
     expect(policyResources({ validating: false, mutatingVersion: undefined })).toEqual([]);
+  });
+});
+
+describe('sharedLayoutProblem', () => {
+  it('none when the SandboxIsolation resource is served', () => {
+    expect(sharedLayoutProblem(new Set(['sandboxisolations', 'nodeisolations']))).toBeUndefined();
+  });
+
+  it('says what is missing and both ways out when the group is not served or lacks the resource', () => {
+    for (const served of [undefined, new Set(['nodeisolations'])]) {
+      expect(sharedLayoutProblem(served)).toBe(
+        '--sandbox-policy-layout shared needs the SandboxIsolation CRD (sandboxisolations.isolation.kubeplus.io), which this cluster does not serve: install it (the chart does with operator.sandboxPolicyLayout=shared; deploy/kubeplus-isolation/charts/operator/files/sandbox-isolation-crd.yaml) or use --sandbox-policy-layout per-instance',
+      );
+    }
   });
 });
