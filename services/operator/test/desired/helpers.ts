@@ -28,3 +28,15 @@ export const TEAM_A_NODE_ISOLATION = JSON.stringify({
 export function agentPolicy(namespace: string, name: string, role: PolicyRole): string {
   return policyName({ group: 'cloudark.io', kind: 'Agent', namespace, name }, role);
 }
+
+/** team-a's instance's generated RuntimeClass (`makeInstance()`). */
+export const OWN_CLASS = 'kubeplus-sandbox-team-a-agent-instance';
+/** Another tenant's generated class: its handler is kata today. */
+export const OTHER_TENANT_CLASS = 'kubeplus-sandbox-team-b-agent-instance';
+/** The cluster's RuntimeClasses the policy tests judge against: three platform classes and another tenant's. */
+export const TEST_CLASSES = [
+  { name: 'runc', handler: 'runc', generated: false },
+  { name: 'gvisor', handler: 'runsc', generated: false },
+  { name: 'kata-qemu', handler: 'kata-qemu', generated: false },
+  { name: OTHER_TENANT_CLASS, handler: 'kata', generated: true },
+];

@@ -3,17 +3,11 @@ import type { RuntimeLevel } from '@kubeplus-isolation/spec';
 import type { ManagedObject } from '../../src/desired/objects.js';
 import { desiredSandboxPolicy } from '../../src/desired/sandbox-policy.js';
 import { type AdmissionRequest, matches, mutate, validate } from './admission-emulator.js';
-import { makeInstance } from './helpers.js';
+import { makeInstance, OTHER_TENANT_CLASS, OWN_CLASS, TEST_CLASSES } from './helpers.js';
 
-const OWN = 'kubeplus-sandbox-team-a-agent-instance';
-/** Another tenant's generated class: its handler is kata today. */
-const OTHER = 'kubeplus-sandbox-team-b-agent-instance';
-const CLASSES = [
-  { name: 'runc', handler: 'runc', generated: false },
-  { name: 'gvisor', handler: 'runsc', generated: false },
-  { name: 'kata-qemu', handler: 'kata-qemu', generated: false },
-  { name: OTHER, handler: 'kata', generated: true },
-];
+const OWN = OWN_CLASS;
+const OTHER = OTHER_TENANT_CLASS;
+const CLASSES = TEST_CLASSES;
 
 function policies(min: RuntimeLevel, enforce: boolean): ManagedObject[] {
   return desiredSandboxPolicy({

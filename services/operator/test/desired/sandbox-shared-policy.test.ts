@@ -17,16 +17,11 @@ import type { ManagedObject, MutatingPolicyApiVersion } from '../../src/desired/
 import { desiredSandboxPolicy, type SandboxPolicyInput } from '../../src/desired/sandbox-policy.js';
 import { isSharedPolicy, isSharedPolicyName } from '../../src/desired/sandbox-shared-policy.js';
 import { type AdmissionRequest, matches, mutate, validate } from './admission-emulator.js';
-import { makeInstance } from './helpers.js';
+import { makeInstance, OTHER_TENANT_CLASS, OWN_CLASS, TEST_CLASSES } from './helpers.js';
 
-const OWN = 'kubeplus-sandbox-team-a-agent-instance';
-const OTHER = 'kubeplus-sandbox-team-b-agent-instance';
-const CLASSES = [
-  { name: 'runc', handler: 'runc', generated: false },
-  { name: 'gvisor', handler: 'runsc', generated: false },
-  { name: 'kata-qemu', handler: 'kata-qemu', generated: false },
-  { name: OTHER, handler: 'kata', generated: true },
-];
+const OWN = OWN_CLASS;
+const OTHER = OTHER_TENANT_CLASS;
+const CLASSES = TEST_CLASSES;
 const MAP_V1: MutatingPolicyApiVersion = 'admissionregistration.k8s.io/v1';
 const instance = makeInstance();
 
