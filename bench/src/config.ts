@@ -1,6 +1,10 @@
 /** Benchmark parameters: environment variables with the issue's numbers as defaults. */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import {
+  SANDBOX_POLICY_LAYOUTS,
+  type SandboxPolicyLayout,
+} from '@kubeplus-isolation/operator/dist/desired/sandbox-policy.js';
 
 /** The webhook image's Dockerfile (from bench/src or bench/dist alike). */
 export const WEBHOOK_DOCKERFILE = fileURLToPath(new URL('../../services/webhook/Dockerfile', import.meta.url));
@@ -81,7 +85,7 @@ export interface BenchConfig {
    * per-instance (a policy and binding per instance) or shared (one policy for the cluster, a
    * binding and a SandboxIsolation parameter per instance). Absent in older results: per-instance.
    */
-  operatorSandboxLayout?: 'per-instance' | 'shared';
+  operatorSandboxLayout?: SandboxPolicyLayout;
   /** NODE_OPTIONS of the operator (the image's unless BENCH_OPERATOR_NODE_OPTIONS). Absent in older results. */
   operatorNodeOptions?: string;
   /** --concurrency for the operator; undefined: its own default. */
@@ -181,13 +185,14 @@ export function sandboxModes(raw: string | undefined): boolean[] {
 }
 
 /** BENCH_OPERATOR_SANDBOX_LAYOUT: per-instance or shared; unset: shared. */
-export function sandboxLayout(raw: string | undefined): 'per-instance' | 'shared' {
+export function sandboxLayout(raw: string | undefined): SandboxPolicyLayout {
   const value = (raw ?? '').trim();
   if (value === '') return 'shared';
-  if (value !== 'per-instance' && value !== 'shared') {
-    throw new Error(`BENCH_OPERATOR_SANDBOX_LAYOUT: "${value}" is neither per-instance nor shared`);
+  const layout = SANDBOX_POLICY_LAYOUTS.find((l) => l === value);
+  if (layout === undefined) {
+    throw new Error(`BENCH_OPERATOR_SANDBOX_LAYOUT: "${value}" is not one of ${SANDBOX_POLICY_LAYOUTS.join(', ')}`);
   }
-  return value;
+  return layout;
 }
 
 function webhookMallocEnv(): Record<string, string> {

@@ -20,6 +20,7 @@ import {
   startOperator,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import type { SandboxPolicyLayout } from '@kubeplus-isolation/operator/dist/desired/sandbox-policy.js';
 import {
   canonicalNodeIsolation,
   MANAGED_BY_LABEL,
@@ -35,9 +36,6 @@ import { type LoadResult, runLoad } from './load.js';
 import { admissionReview, makePod, poolMandate } from './pods.js';
 import { cpuSeconds, peakRssBytes, rssBytes } from './proc.js';
 import { type Buckets, histogramQuantile, type Summary, summarize } from './stats.js';
-
-/** The operator's --sandbox-policy-layout (services/operator/src/desired/sandbox-policy.ts). */
-export type SandboxPolicyLayout = 'per-instance' | 'shared';
 
 const MiB = 1024 * 1024;
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { intList, operatorPoints, sandboxModes } from '../src/config.js';
+import { intList, operatorPoints, sandboxLayout, sandboxModes } from '../src/config.js';
 import { operatorScalePoints, operatorScaleSection } from '../src/operator-report.js';
 import type { BenchResults } from '../src/results.js';
 import { CompletionTracker, firstSuccess, type OperatorScaleResult } from '../src/scale.js';
@@ -39,6 +39,17 @@ describe('BENCH_OPERATOR_SANDBOX', () => {
     expect(sandboxModes('0')).toEqual([false]);
     expect(sandboxModes('0, 1')).toEqual([false, true]);
     expect(() => sandboxModes('yes')).toThrow('BENCH_OPERATOR_SANDBOX: "yes" is neither 0 nor 1');
+  });
+});
+
+describe('BENCH_OPERATOR_SANDBOX_LAYOUT', () => {
+  test("the operator's layouts by name; unset: shared; anything else refused with the choices", () => {
+    expect(sandboxLayout(undefined)).toBe('shared');
+    expect(sandboxLayout(' per-instance ')).toBe('per-instance');
+    expect(sandboxLayout('shared')).toBe('shared');
+    expect(() => sandboxLayout('per-tenant')).toThrow(
+      'BENCH_OPERATOR_SANDBOX_LAYOUT: "per-tenant" is not one of per-instance, shared',
+    );
   });
 });
 
