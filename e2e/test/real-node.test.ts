@@ -18,7 +18,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
+  acquireSweepLock,
   comparableHostStates,
+  describeSweep,
   gvisorProcesses,
   type HostState,
   hostState,
@@ -26,6 +28,7 @@ import {
   type RealNodeCluster,
   repoRoot,
   resolveNodeAssets,
+  sweepDeadRuns,
   sysctlRecordPath,
   waitFor,
 } from '@kubeplus-isolation/e2e';
@@ -259,36 +262,48 @@ describe('a SIGKILL while a real node runs', () => {
 });
 
 describe('a SIGKILL of a whole run, its watchdogs too', () => {
-  test('leaves traces that the next run (make clean-node) removes: processes, gVisor, cgroups, veth, sysctls, temp dirs', async () => {
+  test("leaves traces that the next run's sweep (the one make clean-node runs) removes: processes, gVisor, cgroups, veth, sysctls, temp dirs", async () => {
     // As a CI timeout or `kill -9` of the process tree does: the child, the control plane, the
     // node's holder, containerd, kubelet and both watchdogs die at once; nothing of the run is left
     // to clean up, and the shims and gVisor's sandboxes (reparented away) keep running.
+    // This process holds the sweep lock from the kill on: a run starting meanwhile (make test runs
+    // two jest runs at once) sweeps only after this test's sweep, so the traces are still there to
+    // see, and the sweep that removes them is the one `make clean-node` runs, in this process.
+    let release = (): void => {};
     let leftBehind = '';
-    const how = await interruptNodeRun(
-      (child) => {
-        for (const pid of [child.pid ?? 0, ...descendants(child.pid ?? 0)].filter((p) => p > 0)) {
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            // exited meanwhile
+    let swept = '';
+    try {
+      const how = await interruptNodeRun(
+        (child) => {
+          const lock = acquireSweepLock();
+          if (!('release' in lock)) throw new Error(`the sweep lock is held by ${lock.heldBy}`);
+          release = lock.release;
+          for (const pid of [child.pid ?? 0, ...descendants(child.pid ?? 0)].filter((p) => p > 0)) {
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {
+              // exited meanwhile
+            }
           }
-        }
-      },
-      async (restored) => {
-        // Past the watchdogs' 500 ms period: had one survived, it would have cleaned up by now.
-        await new Promise((r) => setTimeout(r, 3_000));
-        expect(restored()).toBe(false);
-        leftBehind = [
-          ...gvisorProcesses(),
-          ...readdirSync('/sys/class/net').filter((l) => /^kpin\d+$/.test(l)),
-          ...readdirSync('/tmp').filter((e) => e.startsWith('kubeplus-node-') || e === sysctlRecordPath().slice(5)),
-        ].join(', ');
-        const { stdout } = await run(process.execPath, [join(repoRoot(), 'e2e', 'dist', 'clean-node', 'main.js')]);
-        expect(stdout).toMatch(/removed what dead runs left: real node \S+kubeplus-node-/);
-        expect(stdout).toMatch(/control plane \S+kubeplus-e2e-/);
-      },
-    );
-    expect(how).toBe('SIGKILL');
+        },
+        async (restored) => {
+          // Past the watchdogs' 500 ms period: had one survived, it would have cleaned up by now.
+          await new Promise((r) => setTimeout(r, 3_000));
+          expect(restored()).toBe(false);
+          leftBehind = [
+            ...gvisorProcesses(),
+            ...readdirSync('/sys/class/net').filter((l) => /^kpin\d+$/.test(l)),
+            ...readdirSync('/tmp').filter((e) => e.startsWith('kubeplus-node-') || e === sysctlRecordPath().slice(5)),
+          ].join(', ');
+          swept = describeSweep(sweepDeadRuns());
+        },
+      );
+      expect(how).toBe('SIGKILL');
+    } finally {
+      release();
+    }
+    expect(swept).toMatch(/removed what dead runs left: real node \S+kubeplus-node-/);
+    expect(swept).toMatch(/control plane \S+kubeplus-e2e-/);
     expect(leftBehind).toMatch(/runsc|containerd-shim-runsc-v1/); // the run really left gVisor running
     expect(gvisorProcesses()).toEqual([]);
   });

@@ -16,6 +16,8 @@
  *   sysctls        the shared record with no live holder → written back
  *   control plane  <tmp>/kubeplus-e2e-*\/owner.json → the process groups it tracked (etcd,
  *                  kube-apiserver, the services…) killed, the dir removed
+ *
+ * One sweep runs at a time on the machine (sweep-lock.ts): a sweep waits for another to finish.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -27,6 +29,7 @@ import { killNodeNamespace } from './node/namespace.js';
 import { NODE_RUNS_DIR, readNodeRunRecords, removeNodeRunRecord } from './node/run-record.js';
 import { REAPER_PID_FILE, trackedGroups } from './reaper.js';
 import { OWNER_FILE, ownerAlive, processStartTime, readOwner } from './run-owner.js';
+import { acquireSweepLock, SWEEP_LOCK } from './sweep-lock.js';
 
 /** What a sweep removed and what it could not. */
 export interface SweepReport {
@@ -47,6 +50,10 @@ export interface SweepOptions {
   nodeRunsDir?: string;
   /** Also sweep host-wide state named by slot: cgroup roots, veths, the sysctl record (default true). */
   host?: boolean;
+  /** The lock that makes sweeps take turns (default the machine-wide SWEEP_LOCK). */
+  lock?: string;
+  /** How long to wait for another sweep to finish (default 60 s); then nothing is swept. */
+  lockTimeoutMs?: number;
 }
 
 const CGROUP_ROOT = /^kubeplus-isolation-node-(\d+)$/;
@@ -60,10 +67,8 @@ function entries(dir: string, pattern: RegExp): string[] {
   }
 }
 
-/** Removes what dead runs left; see the file's comment. */
+/** Removes what dead runs left, once no other sweep is running; see the file's comment. */
 export function sweepDeadRuns(opts: SweepOptions = {}): SweepReport {
-  const tmp = opts.tmp ?? tmpdir();
-  const runsDir = opts.nodeRunsDir ?? NODE_RUNS_DIR;
   const report: SweepReport = {
     nodeRuns: [],
     controlPlanes: [],
@@ -73,6 +78,24 @@ export function sweepDeadRuns(opts: SweepOptions = {}): SweepReport {
     deferred: [],
     problems: [],
   };
+  const lock = opts.lock ?? SWEEP_LOCK;
+  const timeoutMs = opts.lockTimeoutMs ?? 60_000;
+  const attempt = acquireSweepLock({ path: lock, timeoutMs });
+  if (!('release' in attempt)) {
+    report.problems.push(`nothing swept: ${attempt.heldBy} has held the sweep lock ${lock} for over ${timeoutMs} ms`);
+    return report;
+  }
+  try {
+    sweepLocked(opts, report);
+  } finally {
+    attempt.release();
+  }
+  return report;
+}
+
+function sweepLocked(opts: SweepOptions, report: SweepReport): void {
+  const tmp = opts.tmp ?? tmpdir();
+  const runsDir = opts.nodeRunsDir ?? NODE_RUNS_DIR;
   const notRemoved = (left: string[]): void => {
     report.problems.push(...left.map((d) => `cgroup ${d} not removed`));
   };
@@ -138,7 +161,6 @@ export function sweepDeadRuns(opts: SweepOptions = {}): SweepReport {
     rmSync(dir, { recursive: true, force: true });
     report.controlPlanes.push(dir);
   }
-  return report;
 }
 
 /** What a sweep did, for logs ('' when it found nothing). */

@@ -92,6 +92,7 @@ export {
   startWebhook,
   type WebhookOptions,
 } from './services.js';
+export { acquireSweepLock, type LockAttempt, SWEEP_LOCK } from './sweep-lock.js';
 export { FatalWaitError, sleep, waitFor } from './wait.js';
 export {
   DEFAULT_WEBHOOK_CONFIGURATION_NAME,

@@ -2,19 +2,22 @@
  * The sweep that removes what dead runs left (e2e/src/harness/dead-runs.ts), on files of its own:
  * a run is dead when its owner process is gone, and only then is anything of it touched. The
  * host-wide part (a real node's namespaces, cgroups, veth, sysctls, killed with its watchdogs) is
- * proven on a real node in real-node.test.ts ("a SIGKILL of a whole run, its watchdogs too").
+ * proven on a real node in real-node.test.ts ("a SIGKILL of a whole run, its watchdogs too"). Sweeps
+ * take turns through a lock (sweep-lock.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
+  acquireSweepLock,
   describeSweep,
   ownerAlive,
   processStartTime,
   type RunOwner,
   readNodeRunRecords,
+  readOwner,
   repoRoot,
   runOwner,
   sweepDeadRuns,
@@ -138,6 +141,88 @@ describe('sweepDeadRuns', () => {
     sweepDeadRuns({ tmp: join(root, 'none'), nodeRunsDir: runsDir, host: false });
     expect(existsSync(liveDir)).toBe(false);
     expect(existsSync(runsDir)).toBe(false);
+  });
+});
+
+describe('the sweep lock: one sweep at a time on a machine', () => {
+  /** A dead control plane under `tmp` (no process groups): what a sweep removes. */
+  function deadControlPlane(tmp: string): string {
+    const dir = join(tmp, 'kubeplus-e2e-dead');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'owner.json'), JSON.stringify(deadOwner()));
+    return dir;
+  }
+
+  test('a sweep waits while another live process holds the lock, and sweeps once it lets go', () => {
+    const tmp = join(root, 'lock-wait');
+    const dead = deadControlPlane(tmp);
+    const lock = join(root, 'wait.lock');
+    const released = join(root, 'released');
+    // Another process holds the lock for half a second, then marks that it let go and releases it.
+    const holder = spawn('sh', ['-c', `sleep 0.5; touch ${released}; rm -rf ${lock}`], { stdio: 'ignore' });
+    children.push(holder);
+    mkdirSync(lock);
+    writeFileSync(join(lock, 'owner.json'), JSON.stringify(runOwner(holder.pid)));
+
+    const report = sweepDeadRuns({ tmp, nodeRunsDir: join(root, 'none'), host: false, lock });
+
+    expect(existsSync(released)).toBe(true); // it swept only after the holder had let go
+    expect(report).toMatchObject({ controlPlanes: [dead], problems: [] });
+    expect(existsSync(lock)).toBe(false); // and released the lock it took
+  });
+
+  test('a lock held past the timeout: nothing is swept, and the report says who holds it', () => {
+    const tmp = join(root, 'lock-timeout');
+    const dead = deadControlPlane(tmp);
+    const lock = join(root, 'timeout.lock');
+    const holder = groupLeader();
+    mkdirSync(lock);
+    writeFileSync(join(lock, 'owner.json'), JSON.stringify(runOwner(holder.pid)));
+
+    const report = sweepDeadRuns({ tmp, nodeRunsDir: join(root, 'none'), host: false, lock, lockTimeoutMs: 300 });
+
+    expect(report.controlPlanes).toEqual([]);
+    expect(existsSync(dead)).toBe(true);
+    expect(describeSweep(report)).toBe(
+      `could not remove: nothing swept: process ${holder.pid} has held the sweep lock ${lock} for over 300 ms`,
+    );
+    expect(existsSync(lock)).toBe(true); // still the live holder's
+  });
+
+  test("a dead holder's lock is taken over at once; so is one left without an owner, once it is old", () => {
+    const lock = join(root, 'stale.lock');
+    mkdirSync(lock);
+    writeFileSync(join(lock, 'owner.json'), JSON.stringify(deadOwner()));
+    const taken = acquireSweepLock({ path: lock, timeoutMs: 0 });
+    expect('release' in taken && readOwner(join(lock, 'owner.json'))).toEqual(runOwner());
+    if ('release' in taken) taken.release();
+    expect(existsSync(lock)).toBe(false);
+
+    // Its maker died between mkdir and writing the owner: waited for while new, taken once old.
+    mkdirSync(lock);
+    expect(acquireSweepLock({ path: lock, timeoutMs: 0 })).toEqual({ heldBy: 'a process taking it now' });
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(lock, old, old);
+    const retaken = acquireSweepLock({ path: lock, timeoutMs: 0 });
+    expect('release' in retaken).toBe(true);
+    if ('release' in retaken) retaken.release();
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  test('the holder sweeps without waiting for itself, and the lock stays its own until it releases it', () => {
+    const tmp = join(root, 'lock-holder');
+    const dead = deadControlPlane(tmp);
+    const lock = join(root, 'holder.lock');
+    const held = acquireSweepLock({ path: lock, timeoutMs: 0 });
+    if (!('release' in held)) throw new Error(`lock held by ${held.heldBy}`);
+
+    const report = sweepDeadRuns({ tmp, nodeRunsDir: join(root, 'none'), host: false, lock, lockTimeoutMs: 0 });
+
+    expect(report).toMatchObject({ controlPlanes: [dead], problems: [] });
+    expect(readOwner(join(lock, 'owner.json'))).toEqual(runOwner());
+    held.release();
+    held.release(); // a second call is a no-op
+    expect(existsSync(lock)).toBe(false);
   });
 });
 
