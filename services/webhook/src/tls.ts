@@ -16,6 +16,7 @@ import type { RequestListener } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
 import tls from 'node:tls';
+import type { MessageClasses } from './http/express-messages.js';
 import type { LogSink } from './log.js';
 
 export const MIN_TLS_VERSION = 'TLSv1.2' as const;
@@ -81,8 +82,15 @@ export function loadKeyPair(files: TlsFiles): KeyPair {
   return { cert, key };
 }
 
-export function createHttpsServer(app: RequestListener, pair: KeyPair): https.Server {
-  const server = https.createServer({ cert: pair.cert, key: pair.key, minVersion: MIN_TLS_VERSION }, app);
+/**
+ * The HTTPS server of `app`. `messages`: the request and response classes the server constructs
+ * (http/express-messages.ts: express's prototypes from birth); node:http's own by default.
+ */
+export function createHttpsServer(app: RequestListener, pair: KeyPair, messages?: MessageClasses): https.Server {
+  const server = https.createServer(
+    { cert: pair.cert, key: pair.key, minVersion: MIN_TLS_VERSION, ...(messages ?? {}) },
+    app,
+  );
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;

@@ -15,6 +15,7 @@ import { KubeNamespaceReader } from './cache/namespace-reader.js';
 import { IsolationResolver } from './cache/resolver.js';
 import type { Config } from './config.js';
 import { createMetricsApp, createWebhookApp } from './http/app.js';
+import { expressMessageClasses } from './http/express-messages.js';
 import { closeGracefully } from './http/shutdown.js';
 import type { KubeClient } from './kube/client.js';
 import { createMetrics, type MetricSources, recordLiveLookup } from './metrics.js';
@@ -75,7 +76,7 @@ export async function startWebhook(
     maxBodyBytes: config.maxBodyBytes,
     isShuttingDown: () => shuttingDown,
   });
-  const httpsServer: https.Server = createHttpsServer(app, pair);
+  const httpsServer: https.Server = createHttpsServer(app, pair, expressMessageClasses(app));
   const reloader = new CertificateReloader(
     httpsServer,
     { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },
