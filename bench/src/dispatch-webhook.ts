@@ -1,10 +1,15 @@
 /**
  * A measuring instrument, not a product: the webhook's own admission route
  * (services/webhook/src/http/app.ts `createAdmissionRoute`: body reader, review validation, patch,
- * check, metrics, the JSON log line) served two ways, to show what express's dispatch costs per
+ * check, metrics, the JSON log line) served three ways, to show what express's dispatch costs per
  * request:
  *
- * - `--dispatch=express`: as the webhook serves it, the whole express app (`createWebhookApp`);
+ * - `--dispatch=express`: as the webhook serves it, the whole express app (`createWebhookApp`) on
+ *   a server whose requests and responses are born with express's prototypes
+ *   (`expressMessageClasses`);
+ * - `--dispatch=express-node-messages`: the same app on node:http's own IncomingMessage and
+ *   ServerResponse, so express switches each one's prototype per request (the webhook before
+ *   express-messages.ts);
  * - `--dispatch=direct`: the same route handler called by `node:https` itself, express's
  *   `app.handle` (the prototype switch of `req` and `res`, the router) skipped.
  *
@@ -13,7 +18,7 @@
  * mandate from `--mandate`, as the operator would write it), so no request misses it. The two run
  * in the same rounds as the real webhook and the reference (docs/benchmarks.md §2).
  *
- *   node bench/dist/dispatch-webhook.js --dispatch=express|direct --port=P \
+ *   node bench/dist/dispatch-webhook.js --dispatch=express|express-node-messages|direct --port=P \
  *        --tls-cert-file=F --tls-key-file=F --namespace=NS --mandate='{"nodeSelector":…}'
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,11 +32,12 @@ import {
 import { NamespaceCache } from '@kubeplus-isolation/webhook/dist/cache/namespace-cache.js';
 import { IsolationResolver } from '@kubeplus-isolation/webhook/dist/cache/resolver.js';
 import { createAdmissionRoute, createWebhookApp, MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
+import { expressMessageClasses, type MessageClasses } from '@kubeplus-isolation/webhook/dist/http/express-messages.js';
 import { createLogger } from '@kubeplus-isolation/webhook/dist/log.js';
 import { createMetrics } from '@kubeplus-isolation/webhook/dist/metrics.js';
 import { createHttpsServer, loadKeyPair } from '@kubeplus-isolation/webhook/dist/tls.js';
 
-const DISPATCHES = ['express', 'direct'] as const;
+const DISPATCHES = ['express', 'express-node-messages', 'direct'] as const;
 export type Dispatch = (typeof DISPATCHES)[number];
 
 const { values } = parseArgs({
@@ -74,8 +80,11 @@ const opts = {
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 let listener: Listener;
-if (dispatch === 'express') {
-  listener = createWebhookApp(opts) as unknown as Listener;
+let messages: MessageClasses | undefined;
+if (dispatch === 'express' || dispatch === 'express-node-messages') {
+  const app = createWebhookApp(opts);
+  listener = app as unknown as Listener;
+  if (dispatch === 'express') messages = expressMessageClasses(app);
 } else {
   const route = createAdmissionRoute(opts);
   listener = (req, res) => {
@@ -93,4 +102,4 @@ if (dispatch === 'express') {
   };
 }
 const pair = loadKeyPair({ certFile: values['tls-cert-file'] as string, keyFile: values['tls-key-file'] as string });
-createHttpsServer(listener, pair).listen(Number(values.port), '127.0.0.1');
+createHttpsServer(listener, pair, messages).listen(Number(values.port), '127.0.0.1');

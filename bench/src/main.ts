@@ -46,10 +46,12 @@ import {
 } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
 import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
+import type { Dispatch } from './dispatch-webhook.js';
 import { runEngineTrims } from './engine-trims.js';
 import { createNodeIsolationParam, createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
+import { type NativeProfile, nativeProfileUnavailable, profileNative } from './native-profile.js';
 import { runPatchBench } from './patch-bench.js';
 import { renderPlots } from './plot.js';
 import { runPodCreateBench, type WebhookCallTotals } from './pod-create.js';
@@ -58,7 +60,7 @@ import { freePort } from './ports.js';
 import { allCpus, canPin, machineInfo, machineSnapshot, pinToCpus, rssBytes } from './proc.js';
 import { summarizeProfile } from './profile.js';
 import { renderReport } from './report.js';
-import { type BenchResults, mergeResults } from './results.js';
+import { type BenchResults, mergeResults, type WebhookNativeProfile } from './results.js';
 import { installSandboxPodPolicy, runSandboxPodsBench } from './sandbox-pods.js';
 import { type OperatorScaleResult, runOperatorScale, runWebhookScale } from './scale.js';
 import { runPolicyScale } from './scale-policy.js';
@@ -288,6 +290,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
       const referencePid = (reference as RunningService).process.pid;
       const referenceIdleRssMiB = rssBytes(referencePid) / MiB;
       const viaExpress = await startDispatchWebhook(cp, 'express', nsC, mandate, imageEnv);
+      const nodeMessages = await startDispatchWebhook(cp, 'express-node-messages', nsC, mandate, imageEnv);
       const direct = await startDispatchWebhook(cp, 'direct', nsC, mandate, imageEnv);
       let result: Awaited<ReturnType<typeof runWebhookLoad>>;
       try {
@@ -298,6 +301,12 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
               { name: 'webhook', url: running.url, pid: running.process.pid, containerCounts: [1, 10, 100] },
               { name: 'reference', url: referenceUrl, pid: referencePid, containerCounts: [1, 10, 100] },
               { name: 'express', url: viaExpress.url, pid: viaExpress.service.process.pid, containerCounts: [1] },
+              {
+                name: 'express-node-messages',
+                url: nodeMessages.url,
+                pid: nodeMessages.service.process.pid,
+                containerCounts: [1],
+              },
               { name: 'direct', url: direct.url, pid: direct.service.process.pid, containerCounts: [1] },
             ],
             rounds: cfg.rounds,
@@ -309,6 +318,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
         );
       } finally {
         await viaExpress.service.stop().catch(() => undefined);
+        await nodeMessages.service.stop().catch(() => undefined);
         await direct.service.stop().catch(() => undefined);
       }
       results.webhook = result;
@@ -320,7 +330,13 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
         referenceIdleRssMiB,
         referenceAfterLoadRssMiB: rssBytes(referencePid) / MiB,
       };
-      if (cfg.profileSeconds > 0) results.webhookProfile = await profileWebhook(cp, nsC, cfg, pin);
+      if (cfg.profileSeconds > 0) {
+        results.webhookProfile = await profileWebhook(cp, nsC, cfg, pin);
+        results.webhookNative = await nativeProfiles(cp, nsC, cfg, pin, [
+          { name: 'webhook', url: running.url, pid: running.process.pid },
+          { name: 'reference', url: referenceUrl, pid: referencePid },
+        ]);
+      }
     });
 
     await section('podcreate', async () => {
@@ -555,7 +571,7 @@ async function startReferenceWebhook(
 /** The webhook's route behind express or called directly (dispatch-webhook.ts), same env as the webhook. */
 async function startDispatchWebhook(
   cp: ControlPlane,
-  dispatch: 'express' | 'direct',
+  dispatch: Dispatch,
   namespace: string,
   mandate: NodeIsolationSpec,
   env: Record<string, string>,
@@ -707,6 +723,57 @@ async function profileWebhook(
     file: 'bench/results/webhook-load.cpuprofile',
     ...summarizeProfile(kept, window),
   };
+}
+
+/**
+ * perf's view (native-profile.ts) of the running webhook and of the reference, one after the
+ * other, each pinned as in §2 under the same load (1-container Pods) for cfg.profileSeconds.
+ */
+async function nativeProfiles(
+  cp: ControlPlane,
+  namespace: string,
+  cfg: BenchConfig,
+  pin: (pid: number) => () => void,
+  targets: readonly [{ name: 'webhook'; url: string; pid: number }, { name: 'reference'; url: string; pid: number }],
+): Promise<WebhookNativeProfile> {
+  const unavailable = nativeProfileUnavailable();
+  if (unavailable !== undefined) {
+    log(`native profile skipped: ${unavailable}`);
+    return { skipped: unavailable };
+  }
+  const dir = join(cp.dir, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  const body = reviewBody(1, namespace);
+  const profiles: Partial<Record<'webhook' | 'reference', NativeProfile>> = {};
+  for (const t of targets) {
+    const unpin = pin(t.pid);
+    try {
+      await runLoad({ url: t.url, bodies: [body], connections: cfg.loadConnections, durationSeconds: 2 });
+      const { profile } = await profileNative(
+        t.pid,
+        join(dir, `${t.name}.perf.data`),
+        () =>
+          runLoad({
+            url: t.url,
+            bodies: [body],
+            connections: cfg.loadConnections,
+            durationSeconds: cfg.profileSeconds,
+          }),
+        (r) => r.requests - r.non2xx - r.errors,
+      );
+      profiles[t.name] = profile;
+      log(`native profile of the ${t.name}: ${sumValues(profile.usPerAdmission).toFixed(1)} µs of CPU per admission`);
+    } finally {
+      unpin();
+    }
+  }
+  const { webhook, reference } = profiles;
+  if (!webhook || !reference) throw new Error('native profiles incomplete');
+  return { seconds: cfg.profileSeconds, webhook, reference };
+}
+
+function sumValues(o: Record<string, number>): number {
+  return Object.values(o).reduce((s, v) => s + v, 0);
 }
 
 async function finish(results: BenchResults, started: number): Promise<BenchResults> {

@@ -1,6 +1,8 @@
 /** docs/benchmarks.md from one run's results (pure: same results, same text). */
+
 import { type BenchConfig, operatorPoints } from './config.js';
 import { engineTrimsSection } from './engine-trims-report.js';
+import { NATIVE_BUCKETS } from './native-profile.js';
 import { operatorScaleSection } from './operator-report.js';
 import type { Plot } from './plot.js';
 import type { BlockStats } from './pod-create.js';
@@ -185,10 +187,13 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       'Same rounds, same pinning: the **reference** webhook (`bench/src/reference-webhook.ts`: bare `node:https`, ' +
         "JSON.parse, the seed's patch, no framework, logging, metrics or validation; run with the webhook's NODE_OPTIONS and malloc " +
         "settings) — the floor of any Node.js webhook on this machine. And, for what express itself costs, the webhook's own admission " +
-        'route (`createAdmissionRoute`: body reader, validation, patch, check, metrics, log line) served two ways by ' +
-        "`bench/src/dispatch-webhook.ts`, both with a cache holding the load's namespace: **express**, inside the webhook's express " +
-        "app as it ships; **direct**, the same handler called by `node:https` itself, express's `app.handle` (the prototype switch " +
-        'of `req` and `res`, the router) skipped.',
+        'route (`createAdmissionRoute`: body reader, validation, patch, check, metrics, log line) served three ways by ' +
+        "`bench/src/dispatch-webhook.ts`, all with a cache holding the load's namespace: **express**, inside the webhook's express " +
+        "app as it ships (on a server whose requests and responses are born with express's prototypes, " +
+        "`services/webhook/src/http/express-messages.ts`); **express-node-messages**, the same app on node:http's own request and " +
+        "response classes, so express switches each one's prototype per request (the webhook before that file); **direct**, the " +
+        "same handler called by `node:https` itself, express's `app.handle` (the prototype switch of `req` and `res`, the router) " +
+        'skipped.',
     );
     p();
     p(
@@ -217,6 +222,12 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
           (r.webhook.ratioDirectToReference
             ? `; direct ÷ reference ${spread(r.webhook.ratioDirectToReference)}, what the webhook's own work would reach without express's dispatch.`
             : '.'),
+      );
+      p();
+    }
+    if (r.webhook.ratioMessageClasses) {
+      p(
+        `What requests and responses born with express's prototypes save (1-container Pods, same rounds): admissions per CPU-second express ÷ express-node-messages ${spread(r.webhook.ratioMessageClasses)}.`,
       );
       p();
     }
@@ -254,6 +265,44 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       p('| hottest functions, self | % of busy |');
       p('| --- | ---: |');
       for (const x of prof.functions) p(`| ${x.name.replaceAll('|', '\\|')} | ${num(x.percent, 1)} |`);
+      p();
+    }
+    const native = r.webhookNative;
+    if (native) {
+      p("### Where one admission's CPU time goes, natively (perf)");
+      p();
+      if ('skipped' in native) p(`Not measured: ${native.skipped}.`);
+      else {
+        p(
+          `\`perf record\` (cpu-clock, call chains, every thread) of the running webhook above and then of the reference, each ` +
+            `pinned as above under the same load (1-container Pods) for ${native.seconds} s; each sample is put in one bucket by its ` +
+            "call chain (`bench/src/native-profile.ts`) and given as µs of CPU per admission answered. What V8's profile above " +
+            'names only by the JavaScript that called it, this splits into the kernel, OpenSSL, libc, the JSON parser and GC.',
+        );
+        p();
+        p('| bucket | webhook µs | reference µs | webhook − reference µs |');
+        p('| --- | ---: | ---: | ---: |');
+        const total = (x: Record<string, number>): number => Object.values(x).reduce((a, v) => a + v, 0);
+        for (const b of NATIVE_BUCKETS) {
+          const w = native.webhook.usPerAdmission[b];
+          const ref = native.reference.usPerAdmission[b];
+          p(`| ${b} | ${num(w, 1)} | ${num(ref, 1)} | ${num(w - ref, 1)} |`);
+        }
+        const tw = total(native.webhook.usPerAdmission);
+        const tr = total(native.reference.usPerAdmission);
+        p(`| **all** | **${num(tw, 1)}** | **${num(tr, 1)}** | **${num(tw - tr, 1)}** |`);
+        p();
+        const wake = NATIVE_BUCKETS[0];
+        const dw = native.webhook.usPerAdmission[wake] - native.reference.usPerAdmission[wake];
+        p(
+          `Admissions profiled: webhook ${thousands(native.webhook.admissions)}, reference ${thousands(native.reference.admissions)}. ` +
+            `The first row is the server's socket write waking the load generator, which reads the other end of the loopback ` +
+            'connection on the other core: charged to the server only because both ends are on one machine, and the more often ' +
+            'the reader is asleep when the answer comes, the more it costs (a slower server leaves it idle more often; in a VM a ' +
+            `wake-up of an idle vCPU is an exit to the hypervisor). Of the webhook's ${num(tw - tr, 1)} µs more per admission, ` +
+            `${num(dw, 1)} µs are there.`,
+        );
+      }
       p();
     }
     const one = r.webhook.cases.find((c) => c.target === 'webhook' && c.containers === 1);

@@ -2,6 +2,7 @@ import type { ChartComplexityResult } from './chart-complexity.js';
 import type { BenchConfig, Section } from './config.js';
 import type { EngineTrimsResult } from './engine-trims.js';
 import type { FootprintStep } from './memory.js';
+import type { NativeProfile } from './native-profile.js';
 import type { PatchCase } from './patch-bench.js';
 import type { PodCreateResult } from './pod-create.js';
 import type { MachineInfo, MachineSnapshot } from './proc.js';
@@ -44,6 +45,8 @@ export interface BenchResults {
   };
   /** Where a profiled copy of the webhook spent its time under the §2 load. */
   webhookProfile?: ProfileSummary & { seconds: number; rps: number; file: string };
+  /** perf's view of one admission's CPU time, the webhook and the reference under the same load (native-profile.ts). */
+  webhookNative?: WebhookNativeProfile;
   podCreate?: PodCreateResult;
   /** Pod CREATE in a namespace governed by a sandbox policy (its Pod rule), against a plain one. */
   sandboxPods?: SandboxPodsResult;
@@ -64,6 +67,11 @@ export interface BenchResults {
   remeasured?: Remeasured[];
 }
 
+/** The native profiles of §2, or why they were not taken. */
+export type WebhookNativeProfile =
+  | { seconds: number; webhook: NativeProfile; reference: NativeProfile }
+  | { skipped: string };
+
 /** A later run of some sections, merged into the results of an earlier one (BENCH_MERGE=1). */
 export interface Remeasured {
   sections: Section[];
@@ -80,7 +88,7 @@ export interface Remeasured {
 /** The result fields each section writes. */
 export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResults)[]>> = {
   patch: ['patch'],
-  webhook: ['webhook', 'webhookMemory', 'webhookProfile'],
+  webhook: ['webhook', 'webhookMemory', 'webhookProfile', 'webhookNative'],
   podcreate: ['podCreate'],
   'engine-trims': ['engineTrims'],
   chart: ['chart'],

@@ -15,9 +15,11 @@ export interface LoadTarget {
   /**
    * `webhook`: the real built webhook; `reference`: bare node:https (reference-webhook.ts);
    * `express` / `direct`: the webhook's own route inside its express app / called by node:https
-   * itself (dispatch-webhook.ts), to show what express's dispatch costs.
+   * itself (dispatch-webhook.ts), to show what express's dispatch costs; `express-node-messages`:
+   * the express app on node:http's own request and response classes (what the message classes of
+   * http/express-messages.ts save).
    */
-  name: 'webhook' | 'reference' | 'express' | 'direct';
+  name: 'webhook' | 'reference' | 'express' | 'express-node-messages' | 'direct';
   url: string;
   pid: number;
   containerCounts: readonly number[];
@@ -57,6 +59,8 @@ export interface WebhookLoadResult {
   ratioDirectPerCpuSecond?: Summary;
   /** direct ÷ reference admissions per CPU-second, per round: the webhook's route without express's dispatch. */
   ratioDirectToReference?: Summary;
+  /** express ÷ express-node-messages admissions per CPU-second, per round: what born-express messages save. */
+  ratioMessageClasses?: Summary;
 }
 
 export function reviewBody(containers: number, namespace: string): string {
@@ -135,6 +139,8 @@ export async function runWebhookLoad(
   if (direct) out.ratioDirectPerCpuSecond = direct;
   const directRef = paired('direct', 'reference', perCpu);
   if (directRef) out.ratioDirectToReference = directRef;
+  const messages = paired('express', 'express-node-messages', perCpu);
+  if (messages) out.ratioMessageClasses = messages;
   return out;
 }
 
