@@ -153,6 +153,29 @@ export function operatorScaleSection(r: BenchResults): { lines: string[]; verdic
     );
   }
   p();
+  const withRequests = points.filter((pt) => pt.apiRequests !== undefined);
+  if (withRequests.length > 0) {
+    p(
+      'The operator’s API requests per point (`kubeplus_operator_api_requests_total`, by method and code; watches once ' +
+        'closed) and its `slow API request` log lines (a request of 10 s or more):',
+    );
+    p();
+    p('| instances | requests by method and code | slow requests (≥ 10 s) | longest | first of them |');
+    p('| ---: | --- | ---: | ---: | --- |');
+    for (const pt of withRequests) {
+      const requests = Object.entries(pt.apiRequests ?? {})
+        .filter(([, v]) => v > 0)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => `${k} ${num(v)}`)
+        .join(', ');
+      const slow = pt.slowApiRequests;
+      p(
+        `| ${instancesCell(pt)} | ${requests} | ${num(slow?.count)} | ${slow && slow.count > 0 ? `${num(slow.longestMs / 1000, 1)} s` : '—'} | ` +
+          `${slow?.examples.map((e) => `\`${e}\``).join('<br>') ?? ''} |`,
+      );
+    }
+    p();
+  }
   const verdicts: OperatorVerdict[] = [];
   for (const target of OPERATOR_TARGETS) {
     // The targets are for fully isolated instances: node and sandbox isolation both.

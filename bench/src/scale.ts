@@ -8,6 +8,7 @@
  *             platform namespace at once; time until every tenant namespace is labeled +
  *             annotated and every RuntimeClass exists; reconcile p99 from its metrics; RSS.
  */
+import { readFileSync } from 'node:fs';
 import {
   type Cluster,
   installCrds,
@@ -280,6 +281,39 @@ export interface OperatorScaleResult {
   /** At the end (all, or as many as were done when the wait timed out). */
   namespacesIsolated: number;
   runtimeClasses: number;
+  /** The operator's API requests by `method code` (kubeplus_operator_api_requests_total). Absent in older results. */
+  apiRequests?: Record<string, number>;
+  /** Its `slow API request` log lines (≥ 10 s): how many, the longest, the first few. Absent in older results. */
+  slowApiRequests?: SlowApiRequests;
+}
+
+export interface SlowApiRequests {
+  count: number;
+  longestMs: number;
+  /** `METHOD path status durationMs`, in log order, at most 5. */
+  examples: string[];
+}
+
+/** The `slow API request` lines of an operator's JSON log. */
+export function slowApiRequests(log: string): SlowApiRequests {
+  const out: SlowApiRequests = { count: 0, longestMs: 0, examples: [] };
+  for (const line of log.split('\n')) {
+    if (!line.includes('"slow API request"')) continue;
+    let r: Record<string, unknown>;
+    try {
+      r = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    if (r.msg !== 'slow API request') continue;
+    const ms = Number(r.durationMs);
+    out.count++;
+    if (ms > out.longestMs) out.longestMs = ms;
+    if (out.examples.length < 5) {
+      out.examples.push(`${String(r.method)} ${String(r.path)} ${String(r.status ?? r.error ?? '')} ${ms} ms`.trim());
+    }
+  }
+  return out;
 }
 
 /**
@@ -460,6 +494,7 @@ export async function runOperatorScale(
       )) ?? [];
     const byController = new Map<string, Buckets>();
     const reconciles: Record<string, number> = {};
+    const apiRequests: Record<string, number> = {};
     let heapUsed = Number.NaN;
     for (const s of samples) {
       if (s.name === 'kubeplus_operator_reconcile_duration_seconds_bucket') {
@@ -474,6 +509,10 @@ export async function runOperatorScale(
         reconciles[k] = (reconciles[k] ?? 0) + s.value;
       }
       if (s.name === 'nodejs_heap_size_used_bytes') heapUsed = s.value;
+      if (s.name === 'kubeplus_operator_api_requests_total') {
+        const k = `${s.labels.method ?? ''} ${s.labels.code ?? ''}`;
+        apiRequests[k] = (apiRequests[k] ?? 0) + s.value;
+      }
     }
     const reconcileP50Ms: Record<string, number> = {};
     const reconcileP99Ms: Record<string, number> = {};
@@ -510,6 +549,8 @@ export async function runOperatorScale(
       timedOut,
       namespacesIsolated: namespaces.count,
       runtimeClasses: classes.count,
+      apiRequests,
+      slowApiRequests: slowApiRequests(readFileSync(operator.logPath, 'utf8')),
     };
   } finally {
     for (const stop of stops) stop();

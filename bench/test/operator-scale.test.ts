@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { intList, operatorPoints, sandboxLayout, sandboxModes } from '../src/config.js';
 import { operatorScalePoints, operatorScaleSection } from '../src/operator-report.js';
 import type { BenchResults } from '../src/results.js';
-import { CompletionTracker, firstSuccess, type OperatorScaleResult } from '../src/scale.js';
+import { CompletionTracker, firstSuccess, type OperatorScaleResult, slowApiRequests } from '../src/scale.js';
 
 describe('firstSuccess: the end-of-point /metrics read', () => {
   test('the first attempt that succeeds, each failure reported with its number', async () => {
@@ -228,5 +228,30 @@ describe('§5 operator with many instances', () => {
       detail: 'by 18.8 s',
     });
     expect(operatorScaleSection(results(undefined))).toEqual({ lines: [], verdicts: [] });
+  });
+});
+
+describe("slowApiRequests: the operator's slow-request log lines", () => {
+  test('counts them, keeps the longest and the first five, and ignores every other line', () => {
+    const line = (o: Record<string, unknown>): string => JSON.stringify({ ts: 't', level: 'warn', ...o });
+    const log = [
+      line({ msg: 'reconciled', durationMs: 999_999 }),
+      'not json at all, but mentions "slow API request"',
+      ...Array.from({ length: 6 }, (_, i) =>
+        line({
+          msg: 'slow API request',
+          method: 'PATCH',
+          path: `/api/v1/namespaces/t${i}`,
+          status: 200,
+          durationMs: 10_000 + i,
+        }),
+      ),
+      line({ msg: 'slow API request', method: 'GET', path: '/api/v1/pods', error: 'aborted', durationMs: 104_200 }),
+    ].join('\n');
+    const slow = slowApiRequests(log);
+    expect(slow.count).toBe(7);
+    expect(slow.longestMs).toBe(104_200);
+    expect(slow.examples).toEqual([0, 1, 2, 3, 4].map((i) => `PATCH /api/v1/namespaces/t${i} 200 ${10_000 + i} ms`));
+    expect(slowApiRequests('')).toEqual({ count: 0, longestMs: 0, examples: [] });
   });
 });

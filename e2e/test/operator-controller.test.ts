@@ -321,6 +321,41 @@ describe('operator: controller machinery on the real control plane', () => {
       }
     });
 
+    test('its API request metrics count exactly the requests the proxy saw, method by method (watches: once they end)', async () => {
+      const op = operator as TestOperator;
+      await waitIdle(op);
+      const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+      const seen = (): Record<string, number> =>
+        Object.fromEntries(METHODS.map((m) => [m, proxy.requests().filter((r) => r.method === m && !r.watch).length]));
+      // The proxy counts a request when it arrives, the operator once its response has ended: they
+      // agree between two requests (the Lease upkeep goes on), so compare until they do.
+      await waitFor(
+        "the operator's kubeplus_operator_api_requests_total to match the proxy's record",
+        async (observe) => {
+          const before = seen();
+          const counted = Object.fromEntries(
+            await Promise.all(
+              METHODS.map(
+                async (m) => [m, await op.metric('kubeplus_operator_api_requests_total', { method: m })] as const,
+              ),
+            ),
+          );
+          // Each non-watch request is also timed.
+          const timedGets = await op.metric('kubeplus_operator_api_request_duration_seconds_count', { method: 'GET' });
+          const after = seen();
+          observe({ proxy: after, metrics: counted, timedGets });
+          return JSON.stringify(before) === JSON.stringify(after) &&
+            JSON.stringify(counted) === JSON.stringify(after) &&
+            timedGets === after.GET
+            ? true
+            : undefined;
+        },
+        { timeoutMs: 20_000, intervalMs: 200 },
+      );
+      expect(seen().GET).toBeGreaterThan(0);
+      expect(seen().PUT).toBeGreaterThan(0); // the Lease upkeep
+    });
+
     test('a restarted operator finds what it owns and writes nothing', async () => {
       const before = await snapshot();
       await operator?.stop();

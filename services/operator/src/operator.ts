@@ -89,6 +89,7 @@ import {
   instanceKindsSyncState,
 } from './instance-kinds/kind-health.js';
 import { crdLabelSelector, formatInstanceKinds, InstanceKindRegistry } from './instance-kinds/registry.js';
+import type { ApiRequestObserver } from './kube/api-requests.js';
 import {
   NODE_ISOLATION_PARAMS_RESOURCE,
   type PolicyApis,
@@ -96,6 +97,7 @@ import {
   policyResources,
   SANDBOX_ISOLATION_PARAMS_RESOURCE,
 } from './kube/discovery.js';
+import { apiRequestMetrics } from './runtime/api-request-metrics.js';
 import { type Clock, systemClock } from './runtime/clock.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
 import { EventRecorder, type EventSink, type InvolvedObject } from './runtime/event-recorder.js';
@@ -158,6 +160,8 @@ export interface OperatorDeps {
     configurations: InformerSource<WebhookConfigurationLike>;
     port: WebhookCertificatesPort;
   };
+  /** Reports every API request to an observer (kube/api-requests.ts); absent: no API request metrics fed. */
+  observeApiRequests?: (observer: ApiRequestObserver) => void;
   clock?: Clock;
   /** Leader-election retry jitter source (tests make it deterministic). */
   random?: () => number;
@@ -287,6 +291,7 @@ export function createOperator(deps: OperatorDeps): Operator {
     annotations: COUNTED_ANNOTATIONS,
   });
   registerBuildInfo(metrics.registry, 'kubeplus_operator', deps.version);
+  deps.observeApiRequests?.(apiRequestMetrics(metrics.registry, logger));
   for (const informer of mustSync) metrics.trackInformer(informer.name, informer);
   // kubeplus_operator_informer_synced{resource="instances"}: the Kinds it may read.
   metrics.trackInformer(instances.name, instanceKindsSyncState(kindInformers));

@@ -1,9 +1,19 @@
 /**
  * The kubeconfig every API client of the operator shares: loaded from --kubeconfig, $KUBECONFIG
- * or the in-cluster ServiceAccount, with one keep-alive connection pool (`PooledKubeConfig`).
+ * or the in-cluster ServiceAccount, with one keep-alive connection pool (`PooledKubeConfig`),
+ * through which every API request can be observed (api-requests.ts).
  */
 import type { AgentOptions } from 'node:https';
 import { type Cluster, KubeConfig } from '@kubernetes/client-node';
+import {
+  type ApiRequestObserver,
+  type ApiRequestRecord,
+  type ComposableDispatcher,
+  observeRequests,
+} from './api-requests.js';
+
+/** How many requests made before an observer is set are kept for it. */
+const EARLY_REQUESTS = 1000;
 
 interface Closable {
   close(): Promise<void>;
@@ -27,6 +37,27 @@ type DispatcherFactory = (cluster: Cluster | null, agentOptions: AgentOptions) =
  * reuse against a real server, so an upgrade that changes it fails there.
  */
 export class PooledKubeConfig extends KubeConfig {
+  #observer: ApiRequestObserver | undefined;
+  /** Requests that ended before an observer was set (start-up discovery), for the first one. */
+  #early: ApiRequestRecord[] = [];
+
+  /**
+   * Reports every API request sent through this kubeconfig's pool to `observer` (api-requests.ts):
+   * at once those that ended before this call (the first EARLY_REQUESTS of them), then each as it
+   * ends.
+   */
+  observeApiRequests(observer: ApiRequestObserver): void {
+    this.#observer = observer;
+    const early = this.#early;
+    this.#early = [];
+    for (const r of early) observer(r);
+  }
+
+  #deliver(record: ApiRequestRecord): void {
+    if (this.#observer !== undefined) this.#observer(record);
+    else if (this.#early.length < EARLY_REQUESTS) this.#early.push(record);
+  }
+
   constructor() {
     super();
     const self = this as unknown as { createDispatcher?: DispatcherFactory };
@@ -38,12 +69,17 @@ export class PooledKubeConfig extends KubeConfig {
       const options = JSON.stringify(this.createDispatcherOptions(cluster, agentOptions));
       const pooled = pools.get(identity);
       if (pooled?.options === options) return pooled.dispatcher;
-      const dispatcher = create.call(this, cluster, agentOptions);
+      const made = create.call(this, cluster, agentOptions);
+      const dispatcher = isComposable(made) ? observeRequests(made, () => (r) => this.#deliver(r)) : made;
       pools.set(identity, { options, dispatcher });
       pooled?.dispatcher?.close().catch(() => {});
       return dispatcher;
     };
   }
+}
+
+function isComposable(d: Closable | undefined): d is Closable & ComposableDispatcher {
+  return typeof (d as Partial<ComposableDispatcher> | undefined)?.compose === 'function';
 }
 
 /** `path` (a kubeconfig file) or, without it, the in-cluster service account. */

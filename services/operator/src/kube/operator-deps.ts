@@ -3,10 +3,12 @@ import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from 
 import type { Config } from '../config.js';
 import { CERTIFICATES_SELECTOR } from '../controllers/webhook-certificates/request.js';
 import type { OperatorDeps } from '../operator.js';
+import type { ApiRequestObserver } from './api-requests.js';
 import { KubeClusterPort } from './cluster-port.js';
 import { checkSharedLayout, discoverPolicyApis } from './discovery.js';
 import { coreV1EventSink } from './event-sink.js';
 import { kubeInformerSources, webhookConfigurationSource } from './informer-sources.js';
+import { PooledKubeConfig } from './kubeconfig.js';
 import { KubeLeaseLock } from './lease-lock.js';
 import { kubePodLister } from './pod-lister.js';
 import { kubePodWatch } from './pod-watch.js';
@@ -42,6 +44,9 @@ export async function kubeOperatorDeps(
       sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi), kc.makeApiClient(CoreV1Api)),
     },
     self: operatorPod(process.env),
+    ...(kc instanceof PooledKubeConfig
+      ? { observeApiRequests: (o: ApiRequestObserver) => kc.observeApiRequests(o) }
+      : {}),
     leaseLock: config.leaderElect
       ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
       : undefined,
