@@ -99,6 +99,7 @@ import {
 } from './kube/discovery.js';
 import { apiRequestMetrics } from './runtime/api-request-metrics.js';
 import { type Clock, systemClock } from './runtime/clock.js';
+import { derivedFromCache } from './runtime/derived-cache.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
 import { EventRecorder, type EventSink, type InvolvedObject } from './runtime/event-recorder.js';
 import type { GroupVersionResource } from './runtime/gvr.js';
@@ -329,11 +330,15 @@ export function createOperator(deps: OperatorDeps): Operator {
       };
       return { type, view };
     });
+  // Every RuntimeClass as the decisions read it: built once per change of the cache, not per reconcile.
+  const runtimeClassInfos = derivedFromCache(runtimeClasses, () =>
+    runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
+  );
   // Reads come from the caches above (a miss, or a fresh read, goes to the API server): an
   // up-to-date instance is reconciled without a single API request.
   const port = new CachedClusterPort(
     deps.clusterPort({
-      runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
+      runtimeClasses: () => runtimeClassInfos.read(),
       sandboxInstances: sandboxInstancesIn,
       recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
     }),
@@ -434,14 +439,12 @@ export function createOperator(deps: OperatorDeps): Operator {
     // Events go to an instance that exists and is watched, else only the metric and log report.
     const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => cachedOwner(instanceCaches, owner);
     const reportIo = reporting ? deps.reports : undefined;
-    // An instance whose sandbox annotation is invalid still enforces its last good minimum
-    // (looked up from the RuntimeClass cache for such an instance only: rare).
-    const lastGoodSandboxMinimum: LastGoodMinimum = (instance) =>
-      lastGoodMinimums(
-        runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
-        config.levelHandlers,
-        config.handlerLevels,
-      )(instance);
+    // An instance whose sandbox annotation is invalid still enforces its last good minimum, read
+    // from the RuntimeClass cache (its lookup built once per change of the cache).
+    const lastGood = derivedFromCache(runtimeClasses, () =>
+      lastGoodMinimums(runtimeClassInfos.read(), config.levelHandlers, config.handlerLevels),
+    );
+    const lastGoodSandboxMinimum: LastGoodMinimum = (instance) => lastGood.read()(instance);
     const reports =
       reportIo === undefined
         ? undefined
@@ -450,7 +453,7 @@ export function createOperator(deps: OperatorDeps): Operator {
             sandboxes: reportIo.sandboxes,
             sandboxPolicy: (ns) =>
               namespaceSandboxPolicy(sandboxInstancesIn(ns), ns, config.platformNamespace, lastGoodSandboxMinimum),
-            runtimeClasses: () => runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
+            runtimeClasses: () => runtimeClassInfos.read(),
             handlerLevels: config.handlerLevels,
             maxResults: config.reportMaxResults,
             self: deps.self,

@@ -30,6 +30,34 @@ function poolWith(
 }
 
 describe('WorkerPool', () => {
+  it('lets the event loop turn during a burst of reconciles that never wait for I/O (no starved sockets)', async () => {
+    // Each reconcile is served from caches: ~1 ms of CPU and settled promises only, as an
+    // up-to-date instance's is. Before the yield, all 200 ran before any I/O callback could.
+    const busy = (ms: number): void => {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
+        // a cache-served reconcile's CPU
+      }
+    };
+    let processed = 0;
+    const { queue, pool } = poolWith(
+      async () => {
+        busy(1);
+        processed++;
+        return undefined;
+      },
+      { concurrency: 4 },
+    );
+    for (let i = 0; i < 200; i++) queue.add(`k${i}`);
+    const firstTurn = new Promise<number>((resolve) => setImmediate(() => resolve(processed)));
+    pool.start();
+    const atFirstTurn = await firstTurn;
+    expect(atFirstTurn).toBeGreaterThan(0);
+    expect(atFirstTurn).toBeLessThan(100); // the loop turned within the first ~20 ms, not after 200
+    while (processed < 200) await flush();
+    expect(processed).toBe(200);
+  });
+
   it('forgets a key on success', async () => {
     const { queue, pool, results } = poolWith(async () => undefined);
     queue.rateLimiter.when('a'); // a past failure
