@@ -51,7 +51,7 @@ import { runEngineTrims } from './engine-trims.js';
 import { createNodeIsolationParam, createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
-import { type NativeProfile, nativeProfileUnavailable, profileNative } from './native-profile.js';
+import { type NativeProfile, nativeProfileUnavailable, profileNative, totalUsPerAdmission } from './native-profile.js';
 import { runPatchBench } from './patch-bench.js';
 import { renderPlots } from './plot.js';
 import { runPodCreateBench, type WebhookCallTotals } from './pod-create.js';
@@ -762,7 +762,7 @@ async function nativeProfiles(
         (r) => r.requests - r.non2xx - r.errors,
       );
       profiles[t.name] = profile;
-      log(`native profile of the ${t.name}: ${sumValues(profile.usPerAdmission).toFixed(1)} µs of CPU per admission`);
+      log(`native profile of the ${t.name}: ${totalUsPerAdmission(profile).toFixed(1)} µs of CPU per admission`);
     } finally {
       unpin();
     }
@@ -770,10 +770,6 @@ async function nativeProfiles(
   const { webhook, reference } = profiles;
   if (!webhook || !reference) throw new Error('native profiles incomplete');
   return { seconds: cfg.profileSeconds, webhook, reference };
-}
-
-function sumValues(o: Record<string, number>): number {
-  return Object.values(o).reduce((s, v) => s + v, 0);
 }
 
 async function finish(results: BenchResults, started: number): Promise<BenchResults> {

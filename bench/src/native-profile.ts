@@ -119,6 +119,11 @@ export interface NativeProfile {
   usPerAdmission: Record<NativeBucket, number>;
 }
 
+/** All sampled CPU µs of one admission: the buckets summed. */
+export function totalUsPerAdmission(p: NativeProfile): number {
+  return Object.values(p.usPerAdmission).reduce((s, v) => s + v, 0);
+}
+
 /** Why perf cannot profile another process here, or undefined when it can. */
 export function nativeProfileUnavailable(): string | undefined {
   try {

@@ -2,7 +2,7 @@
 
 import { type BenchConfig, operatorPoints } from './config.js';
 import { engineTrimsSection } from './engine-trims-report.js';
-import { NATIVE_BUCKETS } from './native-profile.js';
+import { NATIVE_BUCKETS, totalUsPerAdmission } from './native-profile.js';
 import { operatorScaleSection } from './operator-report.js';
 import type { Plot } from './plot.js';
 import type { BlockStats } from './pod-create.js';
@@ -282,14 +282,13 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
         p();
         p('| bucket | webhook µs | reference µs | webhook − reference µs |');
         p('| --- | ---: | ---: | ---: |');
-        const total = (x: Record<string, number>): number => Object.values(x).reduce((a, v) => a + v, 0);
         for (const b of NATIVE_BUCKETS) {
           const w = native.webhook.usPerAdmission[b];
           const ref = native.reference.usPerAdmission[b];
           p(`| ${b} | ${num(w, 1)} | ${num(ref, 1)} | ${num(w - ref, 1)} |`);
         }
-        const tw = total(native.webhook.usPerAdmission);
-        const tr = total(native.reference.usPerAdmission);
+        const tw = totalUsPerAdmission(native.webhook);
+        const tr = totalUsPerAdmission(native.reference);
         p(`| **all** | **${num(tw, 1)}** | **${num(tr, 1)}** | **${num(tw - tr, 1)}** |`);
         p();
         const wake = NATIVE_BUCKETS[0];

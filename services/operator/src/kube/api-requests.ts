@@ -40,19 +40,13 @@ export function isWatchRequest(path: string): boolean {
 }
 
 /**
- * `dispatcher` with every request reported to `observer()` (read per request, so it can be set
- * after the dispatcher is made; none: nothing is reported). The caller's handler is wrapped in a
- * Proxy: every other method and property reaches it unchanged.
+ * `dispatcher` with every request reported to `observe` once it has ended. The caller's handler is
+ * wrapped in a Proxy: every other method and property reaches it unchanged.
  */
-export function observeRequests<D extends ComposableDispatcher>(
-  dispatcher: D,
-  observer: () => ApiRequestObserver | undefined,
-): D {
+export function observeRequests<D extends ComposableDispatcher>(dispatcher: D, observe: ApiRequestObserver): D {
   const interceptor =
     (dispatch: Dispatch): Dispatch =>
     (opts, handler) => {
-      const observe = observer();
-      if (observe === undefined) return dispatch(opts, handler);
       const started = performance.now();
       const rawPath = opts.path ?? '';
       const q = rawPath.indexOf('?');

@@ -70,7 +70,7 @@ export class PooledKubeConfig extends KubeConfig {
       const pooled = pools.get(identity);
       if (pooled?.options === options) return pooled.dispatcher;
       const made = create.call(this, cluster, agentOptions);
-      const dispatcher = isComposable(made) ? observeRequests(made, () => (r) => this.#deliver(r)) : made;
+      const dispatcher = isComposable(made) ? observeRequests(made, (r) => this.#deliver(r)) : made;
       pools.set(identity, { options, dispatcher });
       pooled?.dispatcher?.close().catch(() => {});
       return dispatcher;

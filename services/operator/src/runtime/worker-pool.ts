@@ -7,10 +7,10 @@
  *
  * A worker yields to the event loop once it has run for YIELD_AFTER_MS without doing so. A
  * reconcile served from the caches awaits only settled promises, so without this a burst of them
- * (every sandbox instance re-reconciled after a RuntimeClass change: 10,000 keys) runs as one
- * chain of microtasks, and no socket is read until it ends: measured at 10,000 tenants, the
- * event loop blocked for ~130 s, the API server's answers to the last instances' writes unread
- * all that time (the end-of-run tail of the operator scale bench). controller-runtime's workers
+ * (thousands of queued keys) runs as one chain of microtasks, and no socket is read until it
+ * ends: measured at 10,000 tenants, the event loop blocked for ~130 s, the API server's answers
+ * to the last instances' writes unread all that time (the end-of-run tail of the operator scale
+ * bench). controller-runtime's workers
  * are goroutines, preempted by Go's scheduler; here the worker lets go itself.
  */
 
