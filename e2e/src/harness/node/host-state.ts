@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ownerAlive } from '../run-owner.js';
 import { cgroupHierarchies } from './cgroups.js';
-import { KUBELET_SYSCTLS, sysctlHolders, sysctlRecordPath } from './host-sysctls.js';
+import { KUBELET_SYSCTLS, readSysctlRecordText, readSysctls, sysctlRecordPath, sysctlView } from './host-sysctls.js';
 import { NODE_RUNS_DIR, readNodeRunRecords } from './run-record.js';
 
 /**
@@ -65,7 +65,43 @@ export const DEFAULT_NODE_PATHS = [
   '/etc/kubernetes',
 ] as const;
 
-const HOST_SYSCTLS = [...KUBELET_SYSCTLS, 'net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding'] as const;
+const FORWARDING_SYSCTLS = ['net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding'] as const;
+
+/** What the machine-wide node state reads as (the sysctl record, the node runs dir): see sharedTraces. */
+function sharedFingerprint(): string {
+  let runs = '';
+  try {
+    runs = readdirSync(NODE_RUNS_DIR).sort().join(',');
+  } catch {
+    runs = '-';
+  }
+  return `${readSysctlRecordText()}\n${runs}`;
+}
+
+/**
+ * The kubelet sysctls and the machine-wide temp entries that concern this run, read consistently:
+ * another run may start or stop a node while a snapshot is taken (make test runs two at once), so
+ * the reads are repeated until the shared state is the same before and after them. Without that,
+ * a record another run creates between "who holds it" and "does it exist" reads as this run's.
+ */
+function sharedTraces(): { sysctls: Record<string, string>; tmpEntries: string[] } {
+  for (let attempt = 0; ; attempt++) {
+    const fingerprint = sharedFingerprint();
+    const view = sysctlView(readSysctlRecordText(), readSysctls(), process.pid);
+    const runsDirIsTrace =
+      existsSync(NODE_RUNS_DIR) &&
+      !readNodeRunRecords().some((r) => r.owner.pid !== process.pid && ownerAlive(r.owner));
+    const result = {
+      sysctls: view.values ?? {},
+      tmpEntries: [
+        ...(view.recordIsTrace ? [sysctlRecordPath()] : []),
+        // The machine-wide dir of node run records: removed with the last record (another run's keeps it).
+        ...(runsDirIsTrace ? [NODE_RUNS_DIR] : []),
+      ],
+    };
+    if (sharedFingerprint() === fingerprint || attempt >= 20) return result;
+  }
+}
 
 function lines(command: string, args: string[]): string[] {
   return execFileSync(command, args, { encoding: 'utf8' })
@@ -84,16 +120,16 @@ export interface OwnRun {
 /**
  * Reads the host's state (`nft`: path of an nft binary to list the host's tables with, if any).
  * Other real-node runs may coexist: their traces (their veth and its routes, their cgroup root,
- * their run directory, and the kubelet sysctls while they hold them) are left out, so a snapshot
- * shows this run's traces (`own`; none when undefined) and the host's own state only.
+ * their run directory, and the kubelet sysctls while they hold them) are left out, and so is a dead
+ * run's sysctl record (its originals stand for the sysctls: the next run to start writes them back),
+ * so a snapshot shows this run's traces (`own`; none when undefined) and the host's own state only.
  */
 export function hostState(nft?: string, own?: OwnRun): HostState {
   const foreignSlot = (slot: string): boolean => own === undefined || Number(slot) !== own.slot;
   const foreignLink = (name: string): boolean => /^kpin\d+$/.test(name) && foreignSlot(name.slice(4));
-  const othersHoldSysctls = sysctlHolders().some((pid) => pid !== process.pid);
-  const sysctls: Record<string, string> = {};
-  for (const key of HOST_SYSCTLS) {
-    if (othersHoldSysctls && (KUBELET_SYSCTLS as readonly string[]).includes(key)) continue;
+  const shared = sharedTraces();
+  const sysctls: Record<string, string> = { ...shared.sysctls };
+  for (const key of FORWARDING_SYSCTLS) {
     if (existsSync(`/proc/sys/${key}`)) sysctls[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim();
   }
   const mountPoints = readFileSync('/proc/self/mountinfo', 'utf8')
@@ -132,12 +168,7 @@ export function hostState(nft?: string, own?: OwnRun): HostState {
       ...readdirSync(tmpdir()).filter(
         (e) => e.startsWith('kubeplus-node-') && own !== undefined && join(tmpdir(), e) === own.dir,
       ),
-      ...(existsSync(sysctlRecordPath()) && !othersHoldSysctls ? [sysctlRecordPath()] : []),
-      // The machine-wide dir of node run records: removed with the last record (another run's keeps it).
-      ...(existsSync(NODE_RUNS_DIR) &&
-      !readNodeRunRecords().some((r) => r.owner.pid !== process.pid && ownerAlive(r.owner))
-        ? [NODE_RUNS_DIR]
-        : []),
+      ...shared.tmpEntries,
     ].sort(),
     gvisorProcesses: gvisorProcesses(),
   };

@@ -80,13 +80,52 @@ function load(): SysctlRecord | undefined {
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as SysctlRecord) : undefined;
 }
 
-/** The live processes holding the kubelet sysctls (from the shared record; none without one). */
-export function sysctlHolders(): number[] {
+/**
+ * The shared record's file as it reads now ("" when there is none): one read, so what a snapshot
+ * decides from it (host-state.ts, sysctlView) is from one version of the record.
+ */
+export function readSysctlRecordText(): string {
   try {
-    return (load()?.holders ?? []).filter(alive);
+    return readFileSync(sysctlRecordPath(), 'utf8');
   } catch {
-    return [];
+    return '';
   }
+}
+
+/** What a host snapshot reports of the kubelet sysctls and of the shared record. */
+export interface SysctlView {
+  /** The kubelet sysctls' values, or undefined when another live run holds them (not this run's to judge). */
+  values: Record<string, string> | undefined;
+  /** Whether the record counts as a trace of this run (or of none: a record no one holds). */
+  recordIsTrace: boolean;
+}
+
+/**
+ * Decides, from one read of the record (`text`) and the kernel's current values (`current`), what a
+ * snapshot of the host shows (`self`: this process's pid):
+ * - no record: the current values;
+ * - another live holder: neither the values nor the record (that run writes them back, not this);
+ * - every holder dead (a run SIGKILLed with its watchdogs): the recorded originals, and no record;
+ *   that is a dead run's trace, which the next run to start (or `make clean-node`) writes back;
+ * - otherwise (this process holds it, or an empty holder list): the current values, and the record.
+ */
+export function sysctlView(
+  text: string,
+  current: Record<string, string>,
+  self: number,
+  isAlive: (pid: number) => boolean = alive,
+): SysctlView {
+  if (text === '') return { values: current, recordIsTrace: false };
+  let record: SysctlRecord;
+  try {
+    record = JSON.parse(text) as SysctlRecord;
+  } catch {
+    return { values: current, recordIsTrace: true }; // a torn or foreign file: report it, it is a trace
+  }
+  const live = record.holders.filter((pid) => pid === self || isAlive(pid));
+  if (live.some((pid) => pid !== self)) return { values: undefined, recordIsTrace: false };
+  if (record.holders.length > 0 && live.length === 0) return { values: { ...record.originals }, recordIsTrace: false };
+  return { values: current, recordIsTrace: true };
 }
 
 /** Registers `pid` (this run) as holding the kubelet sysctls; the first holder records their values. */
