@@ -51,6 +51,7 @@ import { runEngineTrims } from './engine-trims.js';
 import { createNodeIsolationParam, createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
+import { type HeapSummary, heapGrowth, readMemoryMap, takeHeapSnapshot } from './memory-anatomy.js';
 import { type NativeProfile, nativeProfileUnavailable, profileNative, totalUsPerAdmission } from './native-profile.js';
 import { runPatchBench } from './patch-bench.js';
 import { renderPlots } from './plot.js';
@@ -60,7 +61,14 @@ import { freePort } from './ports.js';
 import { allCpus, canPin, machineInfo, machineSnapshot, pinToCpus, rssBytes } from './proc.js';
 import { summarizeProfile } from './profile.js';
 import { renderReport } from './report.js';
-import { type BenchResults, mergeResults, type WebhookNativeProfile } from './results.js';
+import {
+  type BenchResults,
+  type HeapAnatomyTarget,
+  type HeapPoint,
+  type MemoryAnatomyResult,
+  mergeResults,
+  type WebhookNativeProfile,
+} from './results.js';
 import { installSandboxPodPolicy, runSandboxPodsBench } from './sandbox-pods.js';
 import { type OperatorScaleResult, runOperatorScale, runWebhookScale } from './scale.js';
 import { runPolicyScale } from './scale-policy.js';
@@ -289,6 +297,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     await section('webhook', async () => {
       const referencePid = (reference as RunningService).process.pid;
       const referenceIdleRssMiB = rssBytes(referencePid) / MiB;
+      const mapsBefore = { webhook: readMemoryMap(running.process.pid), reference: readMemoryMap(referencePid) };
       const viaExpress = await startDispatchWebhook(cp, 'express', nsC, mandate, imageEnv);
       const nodeMessages = await startDispatchWebhook(cp, 'express-node-messages', nsC, mandate, imageEnv);
       const direct = await startDispatchWebhook(cp, 'direct', nsC, mandate, imageEnv);
@@ -322,6 +331,10 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
         await direct.service.stop().catch(() => undefined);
       }
       results.webhook = result;
+      const maps = {
+        webhook: { before: mapsBefore.webhook, after: readMemoryMap(running.process.pid) },
+        reference: { before: mapsBefore.reference, after: readMemoryMap(referencePid) },
+      };
       if (results.webhookMemory) results.webhookMemory.afterLoadRssMiB = rssBytes(running.process.pid) / MiB;
       results.webhookMemory = {
         ...results.webhookMemory,
@@ -336,6 +349,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           { name: 'webhook', url: running.url, pid: running.process.pid },
           { name: 'reference', url: referenceUrl, pid: referencePid },
         ]);
+        results.webhookMemoryAnatomy = await memoryAnatomy(cp, nsC, pool, cfg, pin, maps);
       }
     });
 
@@ -770,6 +784,81 @@ async function nativeProfiles(
   const { webhook, reference } = profiles;
   if (!webhook || !reference) throw new Error('native profiles incomplete');
   return { seconds: cfg.profileSeconds, webhook, reference };
+}
+
+const WEBHOOK_CONTAINER_COUNTS = [1, 10, 100];
+
+/**
+ * What the §2 load adds to memory. `maps`: the memory maps of §2's own processes before and after
+ * its load. Inside V8's heap: a fresh webhook and a fresh reference (each with the image's
+ * NODE_OPTIONS plus `--heapsnapshot-signal`), a heap snapshot before and after one round of the §2
+ * load (each Pod size for cfg.loadSeconds, pinned as in §2). Those processes' maps are not used:
+ * a snapshot's own C++ memory is freed, but glibc keeps much of it.
+ */
+async function memoryAnatomy(
+  cp: ControlPlane,
+  namespace: string,
+  pool: string,
+  cfg: BenchConfig,
+  pin: (pid: number) => () => void,
+  maps: MemoryAnatomyResult['maps'],
+): Promise<MemoryAnatomyResult> {
+  const dir = join(cp.dir, 'heap-snapshots');
+  mkdirSync(dir, { recursive: true });
+  const env = {
+    ...cfg.webhookMallocEnv,
+    NODE_OPTIONS: `${cfg.webhookNodeOptions} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}`.trim(),
+  };
+  const point = async (pid: number): Promise<{ point: HeapPoint; heap: HeapSummary }> => {
+    const heap = await takeHeapSnapshot(pid, dir);
+    const heapByTypeMiB = Object.fromEntries(
+      Object.entries(heap.byType)
+        .sort((a, b) => b[1].bytes - a[1].bytes)
+        .map(([type, t]) => [type, t.bytes / MiB]),
+    );
+    return { point: { heapMiB: heap.totalBytes / MiB, heapByTypeMiB }, heap };
+  };
+  const measure = async (name: string, pid: number, url: string): Promise<HeapAnatomyTarget> => {
+    const before = await point(pid);
+    let admissions = 0;
+    const unpin = pin(pid);
+    try {
+      for (const containers of WEBHOOK_CONTAINER_COUNTS) {
+        const r = await runLoad({
+          url,
+          bodies: [reviewBody(containers, namespace)],
+          connections: cfg.loadConnections,
+          durationSeconds: cfg.loadSeconds,
+        });
+        admissions += r.requests - r.non2xx - r.errors;
+      }
+    } finally {
+      unpin();
+    }
+    const after = await point(pid);
+    log(`V8 live heap of a fresh ${name}: ${before.point.heapMiB.toFixed(1)} → ${after.point.heapMiB.toFixed(1)} MiB`);
+    return { before: before.point, after: after.point, admissions, growth: heapGrowth(before.heap, after.heap, 12) };
+  };
+  const webhook = await startWebhook(cp, { env });
+  let webhookHeap: HeapAnatomyTarget;
+  try {
+    webhookHeap = await measure('webhook', webhook.process.pid, webhook.url);
+  } finally {
+    await webhook.stop();
+  }
+  const reference = await startReferenceWebhook(cp, pool, env);
+  let referenceHeap: HeapAnatomyTarget;
+  try {
+    referenceHeap = await measure('reference', reference.process.pid, `${referenceBase(reference)}/mutate`);
+  } finally {
+    await reference.stop();
+  }
+  return {
+    maps,
+    secondsPerSize: cfg.loadSeconds,
+    containerCounts: WEBHOOK_CONTAINER_COUNTS,
+    heaps: { webhook: webhookHeap, reference: referenceHeap },
+  };
 }
 
 async function finish(results: BenchResults, started: number): Promise<BenchResults> {

@@ -2,6 +2,7 @@
 
 import { type BenchConfig, operatorPoints } from './config.js';
 import { engineTrimsSection } from './engine-trims-report.js';
+import { memoryAnatomySection } from './memory-anatomy-report.js';
 import { NATIVE_BUCKETS, totalUsPerAdmission } from './native-profile.js';
 import { operatorScaleSection } from './operator-report.js';
 import type { Plot } from './plot.js';
@@ -304,6 +305,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
       }
       p();
     }
+    if (r.webhookMemoryAnatomy) for (const line of memoryAnatomySection(r.webhookMemoryAnatomy)) p(line);
     const one = r.webhook.cases.find((c) => c.target === 'webhook' && c.containers === 1);
     const ref = r.webhook.cases.find((c) => c.target === 'reference' && c.containers === 1);
     if (one) {

@@ -2,6 +2,7 @@ import type { ChartComplexityResult } from './chart-complexity.js';
 import type { BenchConfig, Section } from './config.js';
 import type { EngineTrimsResult } from './engine-trims.js';
 import type { FootprintStep } from './memory.js';
+import type { HeapChange, MemoryMap } from './memory-anatomy.js';
 import type { NativeProfile } from './native-profile.js';
 import type { PatchCase } from './patch-bench.js';
 import type { PodCreateResult } from './pod-create.js';
@@ -47,6 +48,8 @@ export interface BenchResults {
   webhookProfile?: ProfileSummary & { seconds: number; rps: number; file: string };
   /** perf's view of one admission's CPU time, the webhook and the reference under the same load (native-profile.ts). */
   webhookNative?: WebhookNativeProfile;
+  /** What the §2 load adds to the memory of a fresh webhook and a fresh reference (memory-anatomy.ts). */
+  webhookMemoryAnatomy?: MemoryAnatomyResult;
   podCreate?: PodCreateResult;
   /** Pod CREATE in a namespace governed by a sandbox policy (its Pod rule), against a plain one. */
   sandboxPods?: SandboxPodsResult;
@@ -88,7 +91,7 @@ export interface Remeasured {
 /** The result fields each section writes. */
 export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResults)[]>> = {
   patch: ['patch'],
-  webhook: ['webhook', 'webhookMemory', 'webhookProfile', 'webhookNative'],
+  webhook: ['webhook', 'webhookMemory', 'webhookProfile', 'webhookNative', 'webhookMemoryAnatomy'],
   podcreate: ['podCreate'],
   'engine-trims': ['engineTrims'],
   chart: ['chart'],
@@ -137,4 +140,27 @@ export function mergeResults(previous: BenchResults, run: BenchResults): BenchRe
   merged.remeasured = sections.length > 0 ? [...kept, entry] : (previous.remeasured ?? []);
   if (merged.remeasured.length === 0) delete merged.remeasured;
   return merged;
+}
+
+/** V8's live heap at one moment (a heap snapshot), by node type. */
+export interface HeapPoint {
+  heapMiB: number;
+  heapByTypeMiB: Record<string, number>;
+}
+
+/** A fresh process's V8 heap before and after one round of the §2 load, and what grew in it. */
+export interface HeapAnatomyTarget {
+  before: HeapPoint;
+  after: HeapPoint;
+  admissions: number;
+  growth: HeapChange[];
+}
+
+export interface MemoryAnatomyResult {
+  /** The memory maps of §2's own processes (no snapshot taken): before and after its load. */
+  maps: Record<'webhook' | 'reference', { before: MemoryMap; after: MemoryMap }>;
+  /** Seconds of load per Pod size (containerCounts), one round, on the processes with heap snapshots. */
+  secondsPerSize: number;
+  containerCounts: number[];
+  heaps: Record<'webhook' | 'reference', HeapAnatomyTarget>;
 }
