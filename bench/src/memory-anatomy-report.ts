@@ -96,11 +96,12 @@ export function memoryAnatomySection(m: MemoryAnatomyResult): string[] {
   const anonAdded = maps.webhook.after.anonymousMiB - maps.webhook.before.anonymousMiB;
   p(
     `Of the ${mib(rssAdded)} MiB the load added to the webhook's RSS, ${mib(mallocAdded)} MiB are the main malloc heap ` +
-      `and ${mib(anonAdded)} MiB other anonymous memory, while the live V8 objects grew by ${mib(liveAdded)} MiB: what the ` +
+      `and ${mib(anonAdded)} MiB other anonymous memory, while the live V8 objects went from ${mib(w.before.heapMiB)} to ` +
+      `${mib(w.after.heapMiB)} MiB (${signed(liveAdded)}): what the ` +
       'load leaves is memory the process keeps to serve again (freed malloc chunks glibc does not return, V8 heap pages ' +
       'beyond the live objects), not data it holds. The reference: ' +
       `${mib(maps.reference.after.rssMiB - maps.reference.before.rssMiB)} MiB added to its RSS, ` +
-      `${mib(r.after.heapMiB - r.before.heapMiB)} MiB to its live objects.`,
+      `${signed(r.after.heapMiB - r.before.heapMiB)} MiB to its live objects.`,
   );
   p();
   p("What grew in the webhook's V8 heap (the largest changes by kind; objects by constructor):");

@@ -174,7 +174,7 @@ describe('memoryAnatomySection', () => {
     expect(text).toContain("| **V8's live heap** | 12.0 | 14.5 | +2.5 | 5.0 | 6.0 | +1.0 |");
     expect(text).toContain('| … code | 2.0 | 3.5 | +1.5 | 1.0 | 1.5 | +0.5 |');
     expect(text).toContain(
-      "Of the 25.0 MiB the load added to the webhook's RSS, 15.0 MiB are the main malloc heap and 10.0 MiB other anonymous memory, while the live V8 objects grew by 2.5 MiB",
+      "Of the 25.0 MiB the load added to the webhook's RSS, 15.0 MiB are the main malloc heap and 10.0 MiB other anonymous memory, while the live V8 objects went from 12.0 to 14.5 MiB (+2.5)",
     );
     expect(text).toContain('150,000 and 220,000 admissions');
     expect(text).toContain('| code | +1,200 | +1.50 MiB | 3.50 MiB |');
