@@ -67,16 +67,20 @@ describe('createLogger: one JSON object per line', () => {
 
 describe('StdoutTransport', () => {
   it('writes the lines of 10 ms to stdout in one write, in order, newline-terminated', async () => {
+    // The clock is jest's: a loaded machine (CI runs builds beside the unit tests) once let 35 ms
+    // pass between the two lines below, and the real timer wrote the first line alone.
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
     const write = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
     try {
       const logger = createLogger({ level: 'info', transports: [new StdoutTransport()] });
       logger.info('hello', { a: 1 });
       // Later event-loop turns within the interval join the same write.
       await new Promise((resolve) => setImmediate(resolve));
+      jest.advanceTimersByTime(FLUSH_INTERVAL_MS - 1);
       logger.warn('again', { a: 2 });
       await new Promise((resolve) => setImmediate(resolve));
       expect(write).not.toHaveBeenCalled();
-      await new Promise((resolve) => setTimeout(resolve, FLUSH_INTERVAL_MS + 5));
+      jest.advanceTimersByTime(1); // FLUSH_INTERVAL_MS after the first line
       expect(write).toHaveBeenCalledTimes(1);
       const text = write.mock.calls[0]?.[0] as string;
       expect(text.endsWith('}\n')).toBe(true);
@@ -90,6 +94,7 @@ describe('StdoutTransport', () => {
       ]);
     } finally {
       write.mockRestore();
+      jest.useRealTimers();
     }
   });
 
