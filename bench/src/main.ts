@@ -307,8 +307,13 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           {
             namespace: nsC,
             targets: [
-              { name: 'webhook', url: running.url, pid: running.process.pid, containerCounts: [1, 10, 100] },
-              { name: 'reference', url: referenceUrl, pid: referencePid, containerCounts: [1, 10, 100] },
+              {
+                name: 'webhook',
+                url: running.url,
+                pid: running.process.pid,
+                containerCounts: WEBHOOK_CONTAINER_COUNTS,
+              },
+              { name: 'reference', url: referenceUrl, pid: referencePid, containerCounts: WEBHOOK_CONTAINER_COUNTS },
               { name: 'express', url: viaExpress.url, pid: viaExpress.service.process.pid, containerCounts: [1] },
               {
                 name: 'express-node-messages',
@@ -535,6 +540,9 @@ async function measureStrength(
 }
 
 const MiB = 1024 * 1024;
+
+/** The Pod sizes of §2's load (containers per Pod), and of the memory anatomy's round of it. */
+const WEBHOOK_CONTAINER_COUNTS = [1, 10, 100];
 const REFERENCE_LABEL = 'bench.kubeplus.io/reference-webhook';
 const REFERENCE_WEBHOOK_NAME = 'reference.bench.kubeplus.io';
 
@@ -785,8 +793,6 @@ async function nativeProfiles(
   if (!webhook || !reference) throw new Error('native profiles incomplete');
   return { seconds: cfg.profileSeconds, webhook, reference };
 }
-
-const WEBHOOK_CONTAINER_COUNTS = [1, 10, 100];
 
 /**
  * What the §2 load adds to memory. `maps`: the memory maps of §2's own processes before and after

@@ -67,15 +67,16 @@ export const DEFAULT_NODE_PATHS = [
 
 const FORWARDING_SYSCTLS = ['net/ipv4/ip_forward', 'net/ipv6/conf/all/forwarding'] as const;
 
-/** What the machine-wide node state reads as (the sysctl record, the node runs dir): see sharedTraces. */
-function sharedFingerprint(): string {
-  let runs = '';
+/** The machine-wide node state as it reads now: the sysctl record's text and the node runs dir's entries. */
+function readShared(): { record: string; key: string } {
+  let runs: string;
   try {
     runs = readdirSync(NODE_RUNS_DIR).sort().join(',');
   } catch {
     runs = '-';
   }
-  return `${readSysctlRecordText()}\n${runs}`;
+  const record = readSysctlRecordText();
+  return { record, key: `${record}\n${runs}` };
 }
 
 /**
@@ -86,8 +87,8 @@ function sharedFingerprint(): string {
  */
 function sharedTraces(): { sysctls: Record<string, string>; tmpEntries: string[] } {
   for (let attempt = 0; ; attempt++) {
-    const fingerprint = sharedFingerprint();
-    const view = sysctlView(readSysctlRecordText(), readSysctls(), process.pid);
+    const shared = readShared();
+    const view = sysctlView(shared.record, readSysctls(), process.pid);
     const runsDirIsTrace =
       existsSync(NODE_RUNS_DIR) &&
       !readNodeRunRecords().some((r) => r.owner.pid !== process.pid && ownerAlive(r.owner));
@@ -99,7 +100,7 @@ function sharedTraces(): { sysctls: Record<string, string>; tmpEntries: string[]
         ...(runsDirIsTrace ? [NODE_RUNS_DIR] : []),
       ],
     };
-    if (sharedFingerprint() === fingerprint || attempt >= 20) return result;
+    if (readShared().key === shared.key || attempt >= 20) return result;
   }
 }
 

@@ -76,8 +76,8 @@ function writeSysctls(values: Record<string, string>): void {
 }
 
 function load(): SysctlRecord | undefined {
-  const path = sysctlRecordPath();
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as SysctlRecord) : undefined;
+  const text = readSysctlRecordText();
+  return text === '' ? undefined : (JSON.parse(text) as SysctlRecord);
 }
 
 /**
