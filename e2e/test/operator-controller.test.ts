@@ -173,9 +173,20 @@ describe('operator: controller machinery on the real control plane', () => {
       expect(await leader.metric(RECONCILES, { controller: 'instances', result: 'success' })).toBeGreaterThan(0);
       expect(await standby.metric(LEADER)).toBe(0);
       expect(await standby.metric(RECONCILES)).toBe(0);
+      // The standby reports the holder once it has read the Lease held: at its first try, or, when
+      // both replicas created the Lease at once and its create lost (client-go's tryAcquireOrRenew
+      // does not read it back then), at its next retry. A fresh-clone run once checked within that
+      // retry period and found the line not yet written.
+      const observed = (l: { msg?: unknown; leader?: unknown }): boolean =>
+        l.msg === 'new leader observed' && l.leader === leader.identity;
+      await waitFor(
+        `${standby.identity} to log that it observed ${leader.identity} as the leader (on its next retry at the latest, ${FAST_LEASE.retryPeriodS}s plus jitter and slack)`,
+        async () => standby.logLines().some(observed) || undefined,
+        { timeoutMs: (2.2 * FAST_LEASE.retryPeriodS + 5) * 1000, intervalMs: 100 },
+      );
       const standbyLines = standby.logLines();
       expect(standbyLines.filter((l) => l.msg === 'reconciled' || l.msg === 'controller started')).toEqual([]);
-      expect(standbyLines.some((l) => l.msg === 'new leader observed' && l.leader === leader.identity)).toBe(true);
+      expect(standbyLines.some(observed)).toBe(true);
       // Readiness is not leadership: the standby is ready to take over with warm caches.
       expect((await fetch(`${standby.baseUrl}/readyz`)).status).toBe(200);
     });
