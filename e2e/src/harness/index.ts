@@ -63,6 +63,7 @@ export {
   requestedMinor,
   servedPolicyApis,
 } from './kubernetes-versions.js';
+export { refusedLogLines, reportsRefusal } from './log-refusals.js';
 export {
   type MetricSample,
   parsePrometheusText,

@@ -19,6 +19,7 @@ import {
   type InstanceKind,
   isApiStatus,
   loadKubeConfig,
+  reportsRefusal,
   scrapeMetrics,
   sumMetric,
   waitFor,
@@ -239,7 +240,7 @@ describe('fault: an instance Kind the operator may not read', () => {
     expect(ours.map((l) => l.msg.split(':')[0])).toEqual(['instance Kind forbidden']);
     expect(String(ours[0]?.error)).toMatch(/cannot list resource "gadgets"/);
     // Nothing else was refused.
-    const refused = warnings.filter((l) => l !== ours[0] && /forbidden|\b403\b/i.test(JSON.stringify(l)));
+    const refused = warnings.filter((l) => l !== ours[0] && reportsRefusal(l));
     expect(refused).toEqual([]);
   });
 
