@@ -27,8 +27,10 @@ import { parsePrometheusText, type RealNodeCluster, repoRoot, sumMetric, waitFor
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, ENABLED_LABEL, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
 import {
+  carriesPoolMandate,
   helm,
   INSTANCE_GROUP_VALUES,
+  isolateTenant,
   kubectl,
   PLATFORM_NS,
   poolMandate,
@@ -36,6 +38,7 @@ import {
   probeImage,
   RELEASE_NS,
   startProjectNode,
+  tenantPod,
 } from './support/real-node.js';
 
 const run = promisify(execFile);
@@ -220,6 +223,58 @@ describe('the chart on a real node', () => {
     expect(patched).toBeGreaterThanOrEqual(3);
     process.stderr.write(`[real-node] ${await kubectl(cluster, 'get', 'pods', '-n', INSTANCE, '-o', 'wide')}\n`);
   });
+  test("a tenant cannot put a Pod on another pool's node by naming it (spec.nodeName): the kubelet refuses it by the mandate", async () => {
+    // The node is team-a-pool's, labeled and tainted (above). spec.nodeName skips the scheduler
+    // and with it the taint check: what keeps team-b off this node is the nodeSelector the webhook
+    // merged, which the kubelet checks again when it admits a Pod.
+    const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    const onNode = (name: string): V1Pod => {
+      const pod = tenantPod(name);
+      return { ...pod, spec: { ...pod.spec, containers: pod.spec?.containers ?? [], nodeName: cluster.nodeName } };
+    };
+    const settled = (namespace: string, name: string) =>
+      waitFor(
+        `Pod ${namespace}/${name} to run or be refused`,
+        async (observe) => {
+          const pod = await core.readNamespacedPod({ namespace, name });
+          observe({ phase: pod.status?.phase, reason: pod.status?.reason, message: pod.status?.message });
+          return pod.status?.phase === 'Running' || pod.status?.phase === 'Failed' ? pod : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
+
+    // Control: in a namespace without isolation, naming the node runs the Pod despite the taint.
+    await kubectl(cluster, 'create', 'namespace', 'unisolated');
+    await waitFor(
+      'ServiceAccount default in unisolated',
+      () => core.readNamespacedServiceAccount({ name: 'default', namespace: 'unisolated' }),
+      { timeoutMs: 30_000 },
+    );
+    await core.createNamespacedPod({ namespace: 'unisolated', body: onNode('named-node') });
+    expect((await settled('unisolated', 'named-node')).status?.phase).toBe('Running');
+
+    // The attack: team-b's Pod names team-a's node.
+    const OTHER = 'team-b-pool';
+    await isolateTenant(cluster, 'team-b', poolMandate(OTHER));
+    await waitFor(
+      `the webhook to hold team-b's mandate`,
+      async () =>
+        carriesPoolMandate(
+          OTHER,
+          await core.createNamespacedPod({ namespace: 'team-b', body: tenantPod('probe'), dryRun: 'All' }),
+        ),
+      { timeoutMs: 30_000 },
+    );
+    const created = await core.createNamespacedPod({ namespace: 'team-b', body: onNode('named-node') });
+    expect(created.spec?.nodeSelector).toEqual({ pool: OTHER });
+    const refused = await settled('team-b', 'named-node');
+    expect({ phase: refused.status?.phase, reason: refused.status?.reason }).toEqual({
+      phase: 'Failed',
+      reason: 'NodeAffinity',
+    });
+    expect(refused.status?.containerStatuses ?? []).toEqual([]);
+  });
+
   test('the packaged chart: its metadata, NetworkPolicies aimed at its own Pods, the webhook at its PriorityClass', async () => {
     const chart = await helm(cluster, 'show', 'chart', archive);
     expect(chart).toMatch(/^maintainers:/m);
