@@ -93,14 +93,25 @@ export function lastGoodMinimums(
       handlerOf.set(instanceIdentity(rc.owner), rc.handler);
     }
   }
-  const levelOf = new Map<string, RuntimeLevel>();
-  for (const [level, handler] of Object.entries(levelHandlers) as Array<[RuntimeLevel, string]>) {
-    if (!levelOf.has(handler)) levelOf.set(handler, level);
-  }
   return (instance) => {
     const handler = handlerOf.get(instanceIdentity(instance));
-    return handler === undefined ? undefined : (levelOf.get(handler) ?? levelOfHandler(handler, handlerLevels));
+    return handler === undefined ? undefined : minimumOfOwnHandler(handler, levelHandlers, handlerLevels);
   };
+}
+
+/**
+ * The minimum an instance's own generated class stands for, from its handler: the first level
+ * `levelHandlers` maps to that handler, else the handler's level by `handlerLevels`.
+ */
+export function minimumOfOwnHandler(
+  handler: string,
+  levelHandlers: Readonly<Record<RuntimeLevel, string>>,
+  handlerLevels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
+): RuntimeLevel | undefined {
+  for (const [level, mapped] of Object.entries(levelHandlers) as Array<[RuntimeLevel, string]>) {
+    if (mapped === handler) return level;
+  }
+  return levelOfHandler(handler, handlerLevels);
 }
 
 /** What one instance binds: its annotation's policy, else (invalid) its last good minimum, mode unknown (advisory). */
@@ -231,11 +242,12 @@ function shortfall(
 export function findWeakSandboxes(
   minimum: RuntimeLevel,
   sandboxes: readonly SandboxLike[],
-  classes: readonly RuntimeClassHandler[],
+  classes: readonly RuntimeClassHandler[] | ReadonlyMap<string, RuntimeClassHandler>,
   levels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
   pods: ReadonlyMap<string, SandboxPodLike> = new Map(),
 ): WeakSandbox[] {
-  const byName = new Map(classes.map((rc) => [rc.name, rc]));
+  const byName =
+    classes instanceof Map ? classes : new Map((classes as readonly RuntimeClassHandler[]).map((rc) => [rc.name, rc]));
   const out: WeakSandbox[] = [];
   for (const sandbox of sandboxes) {
     const name = sandbox?.metadata?.name;

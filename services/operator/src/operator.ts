@@ -27,7 +27,6 @@ import type { Logger } from '@kubeplus-isolation/service';
 import { formatDuration, registerBuildInfo } from '@kubeplus-isolation/service';
 import {
   type LastGoodMinimum,
-  lastGoodMinimums,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   namespaceSandboxPolicy,
@@ -66,6 +65,11 @@ import {
 } from './controllers/instances/key-sources.js';
 import { COUNTED_ANNOTATIONS, createWiringMetrics } from './controllers/instances/reconcile-metrics.js';
 import { InstanceReconciler } from './controllers/instances/reconciler.js';
+import {
+  bindRuntimeClassIndex,
+  lastGoodMinimumsFrom,
+  RuntimeClassIndex,
+} from './controllers/instances/runtime-class-index.js';
 import { bindSandboxInstanceIndex, SandboxInstanceIndex } from './controllers/instances/sandbox-instance-index.js';
 import { OWNED_OBJECTS_CONTROLLER, ownedObjectsReconciler } from './controllers/owned-objects/controller.js';
 import { ownedObjectSource } from './controllers/owned-objects/key-sources.js';
@@ -81,7 +85,7 @@ import type {
 import type { InstanceIdentity } from './desired/instance.js';
 import { RUNTIME_CLASS_API_VERSION } from './desired/objects.js';
 import { countSandboxModes, mixedPolicyNamespaces, type SandboxInstanceMeta } from './desired/sandbox-peers.js';
-import { type RuntimeClassInfo, runtimeClassInfo } from './desired/sandbox-policy.js';
+import type { RuntimeClassInfo } from './desired/sandbox-policy.js';
 import {
   countInstanceKinds,
   ForbiddenKindReporter,
@@ -99,7 +103,6 @@ import {
 } from './kube/discovery.js';
 import { apiRequestMetrics } from './runtime/api-request-metrics.js';
 import { type Clock, systemClock } from './runtime/clock.js';
-import { derivedFromCache } from './runtime/derived-cache.js';
 import { bindCrdInformer, DynamicInformers } from './runtime/dynamic-informers.js';
 import { EventRecorder, type EventSink, type InvolvedObject } from './runtime/event-recorder.js';
 import type { GroupVersionResource } from './runtime/gvr.js';
@@ -128,7 +131,8 @@ export interface InformerSources {
 
 /** What the ClusterPort is built with: the cached RuntimeClasses and instances, and the Event recorder. */
 export interface ClusterPortOptions {
-  runtimeClasses(): readonly RuntimeClassInfo[];
+  /** The RuntimeClasses that can matter to tenant namespace `tenant` (the RuntimeClass cache's index). */
+  runtimeClasses(tenant: string): readonly RuntimeClassInfo[];
   /** The sandbox-annotated instances bound to tenant namespace `tenant` (the instance caches' index). */
   sandboxInstances(tenant: string): readonly SandboxInstanceMeta[];
   recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
@@ -330,15 +334,15 @@ export function createOperator(deps: OperatorDeps): Operator {
       };
       return { type, view };
     });
-  // Every RuntimeClass as the decisions read it: built once per change of the cache, not per reconcile.
-  const runtimeClassInfos = derivedFromCache(runtimeClasses, () =>
-    runtimeClassSource.list().flatMap((rc) => runtimeClassInfo(rc) ?? []),
-  );
+  // Every RuntimeClass as the decisions read it, indexed by the tenant whose instance generated it:
+  // a reconcile reads the platform's classes and its own tenant's, never the whole cache.
+  const runtimeClassIndex = new RuntimeClassIndex(config.platformNamespace);
+  bindRuntimeClassIndex(runtimeClassIndex, runtimeClasses);
   // Reads come from the caches above (a miss, or a fresh read, goes to the API server): an
   // up-to-date instance is reconciled without a single API request.
   const port = new CachedClusterPort(
     deps.clusterPort({
-      runtimeClasses: () => runtimeClassInfos.read(),
+      runtimeClasses: (tenant) => runtimeClassIndex.forTenant(tenant),
       sandboxInstances: sandboxInstancesIn,
       recordEvent: (target, event) => recorder.event(target, event.type, event.reason, event.message),
     }),
@@ -440,11 +444,12 @@ export function createOperator(deps: OperatorDeps): Operator {
     const resolveOwner = (owner: InstanceIdentity): EventTarget | undefined => cachedOwner(instanceCaches, owner);
     const reportIo = reporting ? deps.reports : undefined;
     // An instance whose sandbox annotation is invalid still enforces its last good minimum, read
-    // from the RuntimeClass cache (its lookup built once per change of the cache).
-    const lastGood = derivedFromCache(runtimeClasses, () =>
-      lastGoodMinimums(runtimeClassInfos.read(), config.levelHandlers, config.handlerLevels),
+    // from its own generated RuntimeClass (the index's lookup).
+    const lastGoodSandboxMinimum: LastGoodMinimum = lastGoodMinimumsFrom(
+      runtimeClassIndex,
+      config.levelHandlers,
+      config.handlerLevels,
     );
-    const lastGoodSandboxMinimum: LastGoodMinimum = (instance) => lastGood.read()(instance);
     const reports =
       reportIo === undefined
         ? undefined
@@ -453,7 +458,7 @@ export function createOperator(deps: OperatorDeps): Operator {
             sandboxes: reportIo.sandboxes,
             sandboxPolicy: (ns) =>
               namespaceSandboxPolicy(sandboxInstancesIn(ns), ns, config.platformNamespace, lastGoodSandboxMinimum),
-            runtimeClasses: () => runtimeClassInfos.read(),
+            runtimeClasses: () => runtimeClassIndex.byName(),
             handlerLevels: config.handlerLevels,
             maxResults: config.reportMaxResults,
             self: deps.self,

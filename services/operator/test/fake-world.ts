@@ -149,7 +149,7 @@ export class FakeWorld {
   port(options: ClusterPortOptions, calls: string[]): ClusterPort {
     const cluster = this.cluster;
     const delegated: Record<string, unknown> = {
-      listRuntimeClasses: async () => options.runtimeClasses(),
+      listRuntimeClasses: async (tenant: string) => options.runtimeClasses(tenant),
       listSandboxInstances: async (tenant: string) => options.sandboxInstances(tenant),
       recordEvent: (target: EventTarget, event: InstanceEvent) => options.recordEvent(target, event),
     };

@@ -148,8 +148,8 @@ export class CachedClusterPort implements ClusterPort {
     return out;
   }
 
-  listRuntimeClasses(): ReturnType<ClusterPort['listRuntimeClasses']> {
-    return this.live.listRuntimeClasses();
+  listRuntimeClasses(tenant: string): ReturnType<ClusterPort['listRuntimeClasses']> {
+    return this.live.listRuntimeClasses(tenant);
   }
 
   listSandboxInstances(tenant: string): ReturnType<ClusterPort['listSandboxInstances']> {

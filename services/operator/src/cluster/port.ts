@@ -117,8 +117,12 @@ export interface ClusterPort {
 
   /* Cluster facts */
 
-  /** Every RuntimeClass, preferably from an informer cache. */
-  listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]>;
+  /**
+   * The RuntimeClasses that can matter to a sandbox policy of tenant namespace `tenant`: at least
+   * the platform's and those generated for that namespace's instances (`classesForTenant`), any
+   * superset deciding the same; preferably from the informer cache's index.
+   */
+  listRuntimeClasses(tenant: string): Promise<readonly RuntimeClassInfo[]>;
   /**
    * The instances, of any watched Kind and namespace, carrying `kubeplus.io/sandbox-isolation`
    * (valid or not) whose policies bind tenant namespace `tenant`, from the instance caches'

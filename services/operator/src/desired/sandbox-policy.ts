@@ -85,7 +85,11 @@ export interface SandboxPolicyInput {
   instance: Pick<Instance, 'group' | 'kind' | 'namespace' | 'name' | 'uid'>;
   tenantNamespace: string;
   spec: SandboxIsolationSpec;
-  /** Every RuntimeClass in the cluster (from the informer cache). */
+  /**
+   * The RuntimeClasses that can matter to `tenantNamespace` (`classesForTenant`: the platform's and
+   * those generated for that namespace's instances), from the informer cache's index. Any superset,
+   * up to every class of the cluster, decides the same.
+   */
   runtimeClasses: readonly RuntimeClassInfo[];
   handlerLevels?: HandlerLevels;
   levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
@@ -172,6 +176,24 @@ export function allowedRuntimeClasses(
   }
   if (!ownConflict) names.add(own);
   return [...names].sort();
+}
+
+/**
+ * The classes among `classes` that can matter to a sandbox policy of tenant namespace `tenant`:
+ * every platform class, and the classes generated for instances whose policies bind that
+ * namespace (the same tenant's). `allowedRuntimeClasses` never allows any other, and
+ * `recommendedClass` picks only among allowed ones, so `desiredSandboxPolicy` decides the same
+ * from this subset as from every class. The operator's RuntimeClass index answers it without
+ * walking the cache (controllers/instances/runtime-class-index.ts).
+ */
+export function classesForTenant(
+  classes: readonly RuntimeClassInfo[],
+  tenant: string,
+  platformNamespace?: string,
+): RuntimeClassInfo[] {
+  return classes.filter(
+    (rc) => !rc.generated || (rc.owner !== undefined && tenantOf(rc.owner, platformNamespace) === tenant),
+  );
 }
 
 /**

@@ -51,8 +51,11 @@ const LIST_PAGE = 500;
 
 export interface KubeClusterPortOptions {
   fieldManager?: string;
-  /** RuntimeClasses from an informer cache; without it every call lists them from the API server. */
-  runtimeClasses?: () => readonly RuntimeClassInfo[];
+  /**
+   * The RuntimeClasses that can matter to a tenant namespace, from the informer cache's index;
+   * without it every call lists every class from the API server (a superset, which decides the same).
+   */
+  runtimeClasses?: (tenant: string) => readonly RuntimeClassInfo[];
   /**
    * The sandbox-annotated instances bound to a tenant namespace, from the instance caches' index.
    * Instances come in Kinds only the operator's CRD selection knows, so there is no API-server
@@ -374,8 +377,8 @@ export class KubeClusterPort implements ClusterPort {
     return out;
   }
 
-  async listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]> {
-    if (this.options.runtimeClasses !== undefined) return this.options.runtimeClasses();
+  async listRuntimeClasses(tenant: string): Promise<readonly RuntimeClassInfo[]> {
+    if (this.options.runtimeClasses !== undefined) return this.options.runtimeClasses(tenant);
     const list = await call('list RuntimeClasses', () =>
       this.objects.list<V1RuntimeClass>(RUNTIME_CLASS_API_VERSION, 'RuntimeClass'),
     );

@@ -23,7 +23,7 @@ import {
   refOf,
 } from '../../src/desired/objects.js';
 import { type SandboxInstanceMeta, sandboxInstanceMeta, tenantOf } from '../../src/desired/sandbox-peers.js';
-import { type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
+import { classesForTenant, type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
 
 type SandboxMetadata = Parameters<typeof sandboxInstanceMeta>[1];
 
@@ -377,8 +377,12 @@ export class FakeCluster implements ClusterPort {
       .map((o) => ({ ...clone(o), apiVersion: type.apiVersion }));
   }
 
-  async listRuntimeClasses(): Promise<readonly RuntimeClassInfo[]> {
-    return this.storedOfKind('RuntimeClass').flatMap((o) => runtimeClassInfo(o) ?? []);
+  /** Only the classes that can matter to `tenant`, as the operator's index answers (default platform namespace). */
+  async listRuntimeClasses(tenant: string): Promise<readonly RuntimeClassInfo[]> {
+    return classesForTenant(
+      this.storedOfKind('RuntimeClass').flatMap((o) => runtimeClassInfo(o) ?? []),
+      tenant,
+    );
   }
 
   /** The default platform namespace's rule decides the tenant (no test of the fake uses another). */

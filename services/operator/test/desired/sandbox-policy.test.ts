@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import type { ManagedObject } from '../../src/desired/objects.js';
 import {
   allowedRuntimeClasses,
+  classesForTenant,
   desiredSandboxPolicy,
   type RuntimeClassInfo,
   runtimeClassInfo,
@@ -497,5 +498,92 @@ describe('desiredSandboxPolicy: instances sharing the tenant namespace', () => {
     const withPeer = desiredSandboxPolicy(policyInput({ runtimeClasses: CLASSES, peers: [peer('runsc', false)] }));
     expect(withPeer.objects).toEqual(alone.objects);
     expect(withPeer.stricterPeers).toEqual([]);
+  });
+});
+
+describe('classesForTenant', () => {
+  const owners = [
+    { group: 'cloudark.io', kind: 'Agent', namespace: 'team-a', name: 'team-a-agent-instance' }, // this instance
+    { group: 'cloudark.io', kind: 'Agent', namespace: 'team-a', name: 'peer' },
+    { group: 'cloudark.io', kind: 'Agent', namespace: 'kubeplus', name: 'team-a' },
+    { group: 'cloudark.io', kind: 'Agent', namespace: 'team-b', name: 'team-a-agent-instance' },
+    { group: 'cloudark.io', kind: 'Agent', namespace: 'kubeplus', name: 'team-b' },
+  ];
+  const classArb = fc.record({
+    name: fc.constantFrom(
+      OWN,
+      OTHER,
+      'kubeplus-sandbox-peer',
+      'kubeplus-sandbox-team-a',
+      'runc',
+      'gvisor',
+      'kata',
+      'vm',
+    ),
+    handler: fc.constantFrom('runc', 'runsc', 'kata', 'kata-qemu', 'youki'),
+    owner: fc.constantFrom<number | 'none' | 'platform'>(0, 1, 2, 3, 4, 'none', 'platform'),
+  });
+  const toInfo = (c: { name: string; handler: string; owner: number | 'none' | 'platform' }): RuntimeClassInfo =>
+    c.owner === 'platform'
+      ? { name: c.name, handler: c.handler, generated: false }
+      : c.owner === 'none'
+        ? { name: c.name, handler: c.handler, generated: true }
+        : { name: c.name, handler: c.handler, generated: true, owner: owners[c.owner] as (typeof owners)[number] };
+
+  it('keeps the platform classes and those generated for the tenant’s instances, and nothing else', () => {
+    const classes = [
+      platform('gvisor', 'runsc'),
+      toInfo({ name: OWN, handler: 'kata', owner: 0 }),
+      toInfo({ name: 'kubeplus-sandbox-peer', handler: 'kata', owner: 1 }),
+      toInfo({ name: 'kubeplus-sandbox-team-a', handler: 'kata', owner: 2 }),
+      toInfo({ name: OTHER, handler: 'kata', owner: 3 }),
+      toInfo({ name: 'kubeplus-sandbox-team-b', handler: 'kata', owner: 4 }),
+      generated('unowned', 'kata'),
+    ];
+    expect(classesForTenant(classes, 'team-a').map((c) => c.name)).toEqual([
+      'gvisor',
+      OWN,
+      'kubeplus-sandbox-peer',
+      'kubeplus-sandbox-team-a',
+    ]);
+    expect(classesForTenant(classes, 'team-a', 'platform').map((c) => c.name)).toEqual([
+      'gvisor',
+      OWN,
+      'kubeplus-sandbox-peer',
+    ]);
+  });
+
+  it('desiredSandboxPolicy decides the same from the tenant’s classes as from every class of the cluster', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(classArb, { selector: (c) => c.name, maxLength: 8 }),
+        fc.constantFrom<'runc' | 'runsc' | 'kata'>('runc', 'runsc', 'kata'),
+        fc.boolean(),
+        fc.boolean(),
+        fc.constantFrom<'per-instance' | 'shared'>('per-instance', 'shared'),
+        fc.option(fc.constantFrom<'runc' | 'runsc' | 'kata'>('runc', 'runsc', 'kata'), { nil: undefined }),
+        (raw, minRuntimeClass, enforce, conflict, layout, peerMin) => {
+          const all = raw.map(toInfo);
+          const input = policyInput({
+            spec: { minRuntimeClass, enforce },
+            runtimeClassConflict: conflict,
+            layout,
+            peers:
+              peerMin === undefined
+                ? []
+                : [
+                    {
+                      identity: owners[1] as (typeof owners)[number],
+                      spec: { minRuntimeClass: peerMin, enforce: true },
+                    },
+                  ],
+          });
+          const fromAll = desiredSandboxPolicy({ ...input, runtimeClasses: all });
+          const fromTenant = desiredSandboxPolicy({ ...input, runtimeClasses: classesForTenant(all, 'team-a') });
+          expect(fromTenant).toEqual(fromAll);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

@@ -305,11 +305,16 @@ describe('KubeClusterPort', () => {
     expect(lists.map((s) => s.query.get('labelSelector'))).toEqual(['k=v', 'k=v']);
   });
 
-  it('takes RuntimeClasses from the provided cache when given one', async () => {
+  it("takes a tenant's RuntimeClasses from the provided cache index when given one", async () => {
+    const asked: string[] = [];
     const port = new KubeClusterPort(kc, {
-      runtimeClasses: () => [{ name: 'kata', handler: 'kata', generated: false }],
+      runtimeClasses: (tenant) => {
+        asked.push(tenant);
+        return [{ name: 'kata', handler: 'kata', generated: false }];
+      },
     });
-    expect(await port.listRuntimeClasses()).toEqual([{ name: 'kata', handler: 'kata', generated: false }]);
+    expect(await port.listRuntimeClasses('team-a')).toEqual([{ name: 'kata', handler: 'kata', generated: false }]);
+    expect(asked).toEqual(['team-a']);
     expect(seen).toEqual([]);
   });
 
@@ -337,7 +342,7 @@ describe('KubeClusterPort', () => {
           }
         : undefined,
     );
-    expect(await new KubeClusterPort(kc).listRuntimeClasses()).toEqual([
+    expect(await new KubeClusterPort(kc).listRuntimeClasses('team-a')).toEqual([
       { name: 'kata', handler: 'kata', generated: false },
       {
         name: 'kubeplus-sandbox-b',

@@ -103,7 +103,8 @@ export interface ReporterOptions {
   sandboxes: SandboxLister;
   /** The sandbox isolation in force in a namespace (from the instance caches). */
   sandboxPolicy(namespace: string): NamespaceSandboxPolicy | undefined;
-  runtimeClasses(): readonly RuntimeClassInfo[];
+  /** Every RuntimeClass by name (the RuntimeClass cache's index). */
+  runtimeClasses(): ReadonlyMap<string, RuntimeClassInfo>;
   handlerLevels?: HandlerLevels;
   maxResults?: number;
   /** The operator's own Pod, for the API-availability Events; none: logged only. */

@@ -557,7 +557,7 @@ export class InstanceReconciler {
     };
     // Every RuntimeClass is cached: a miss means "absent" (a stale one ends in AlreadyExists, below).
     const [runtimeClasses, currentRc, sandboxInstances] = await settleAll([
-      this.port.listRuntimeClasses(),
+      this.port.listRuntimeClasses(tenant.name),
       this.port.getObject(rcRef, OPTIMISTIC),
       this.port.listSandboxInstances(tenant.name),
     ]);

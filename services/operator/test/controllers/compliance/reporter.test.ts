@@ -53,10 +53,11 @@ class Harness {
       store: this.io.store,
       sandboxes: this.io.sandboxes,
       sandboxPolicy: (ns) => this.policies.get(ns),
-      runtimeClasses: () => [
-        { name: 'fast', handler: 'runc', generated: false },
-        { name: 'vm', handler: 'kata', generated: false },
-      ],
+      runtimeClasses: () =>
+        new Map([
+          ['fast', { name: 'fast', handler: 'runc', generated: false }],
+          ['vm', { name: 'vm', handler: 'kata', generated: false }],
+        ]),
       self: SELF,
       recordEvent: async (target, type, reason, message) => {
         this.events.push({ target, type, reason, message });

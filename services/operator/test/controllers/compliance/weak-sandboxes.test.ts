@@ -10,6 +10,7 @@ import {
   sandboxPodName,
   sandboxTenantNamespaces,
 } from '@kubeplus-isolation/spec';
+import { lastGoodMinimumsFrom, RuntimeClassIndex } from '../../../src/controllers/instances/runtime-class-index.js';
 import { countSandboxModes, type SandboxInstanceMeta } from '../../../src/desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../../../src/desired/sandbox-policy.js';
 
@@ -73,6 +74,13 @@ describe('namespaceSandboxPolicy', () => {
     expect(lastGood(owner('was-odd'))).toBe('kata'); // not a configured handler: by its prefix
     expect(lastGood(owner('other'))).toBeUndefined();
     expect(lastGood(owner('was-kata', 'team-d'))).toBeUndefined(); // another instance of that name
+    // The operator's answer, from its RuntimeClass index: the same for every instance asked.
+    const index = new RuntimeClassIndex();
+    for (const rc of classes) index.set(rc.name, rc);
+    const fromIndex = lastGoodMinimumsFrom(index, { runc: 'runc', runsc: 'runsc', kata: 'kata' });
+    for (const asked of [owner('was-kata'), owner('was-odd'), owner('other'), owner('was-kata', 'team-d')]) {
+      expect(fromIndex(asked)).toBe(lastGood(asked));
+    }
 
     const invalid = instance('team-c', 'was-kata', '{not json');
     const weaker = instance('team-c', 'valid', spec('runsc', true));
