@@ -6,6 +6,7 @@
  */
 import { describe, expect, jest, test } from '@jest/globals';
 import {
+  COMPLIANCE_REPORT_NAME,
   FINALIZER,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
@@ -52,7 +53,12 @@ describe('tamper protection', () => {
     const objects = await render();
     const policies = objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((p) => p.metadata.name);
     expect(policies.sort()).toEqual(
-      [`${PREFIX}-namespace-guard`, `${PREFIX}-operator-confinement`, `${PREFIX}-owned-objects-guard`].sort(),
+      [
+        `${PREFIX}-namespace-guard`,
+        `${PREFIX}-operator-confinement`,
+        `${PREFIX}-owned-objects-guard`,
+        `${PREFIX}-report-guard`,
+      ].sort(),
     );
     for (const name of policies) {
       const binding = one(objects, 'ValidatingAdmissionPolicyBinding', name).spec as {
@@ -168,7 +174,39 @@ describe('tamper protection', () => {
         .filter((o) => o.kind === 'ValidatingAdmissionPolicy')
         .map((o) => o.metadata.name)
         .sort(),
-    ).toEqual([`${PREFIX}-namespace-guard`, `${PREFIX}-owned-objects-guard`]);
+    ).toEqual([`${PREFIX}-namespace-guard`, `${PREFIX}-owned-objects-guard`, `${PREFIX}-report-guard`]);
+  });
+
+  test("the operator's compliance Report is guarded by its own name; a namespace being deleted may delete it", async () => {
+    const guard = policy(await render(), 'report-guard');
+    expect(guard.matchConstraints.resourceRules).toEqual([
+      expect.objectContaining({
+        apiGroups: ['openreports.io'],
+        resources: ['reports'],
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+      }),
+    ]);
+    // By the object's name, never request.name: a DELETE of a collection is admitted per Report
+    // without one (the real API server refused a deletecollection with `no such key: name`).
+    const byName = guard.matchConditions.find((c) => c.name === 'the-operators-report')?.expression ?? '';
+    expect(byName).toContain(`object.metadata.name == '${COMPLIANCE_REPORT_NAME}'`);
+    expect(byName).toContain(`oldObject.metadata.name == '${COMPLIANCE_REPORT_NAME}'`);
+    expect(byName).not.toContain('request.name');
+    expect(guard.matchConditions.at(-1)?.expression).toContain(OPERATOR);
+    // The teardown exemption sits in the validation: matchConditions do not see namespaceObject.
+    expect(JSON.stringify(guard.matchConditions)).not.toContain('namespaceObject');
+    expect(guard.validations[0]?.expression).toBe(
+      "request.operation == 'DELETE' && namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp)",
+    );
+    expect(guard.validations[0]?.messageExpression).toContain("compliance Report: ' +");
+  });
+
+  test('no report guard when the operator writes no Reports', async () => {
+    const names = (objects: K8sObject[]) => objects.map((o) => o.metadata.name);
+    expect(names(await render({ operator: { reports: { enabled: false } } }))).not.toContain(`${PREFIX}-report-guard`);
+    expect(names(await render({ operator: { enabled: false }, webhook: { tls: { mode: 'helm' } } }))).not.toContain(
+      `${PREFIX}-report-guard`,
+    );
   });
 
   describe('instances: their isolation annotations and the operator’s finalizer', () => {

@@ -19,7 +19,6 @@
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -28,7 +27,9 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  freePorts,
   installCrds,
+  installOpenReportsCrds,
   instanceKindCrd,
   isApiStatus,
   loadKubeConfig,
@@ -72,18 +73,6 @@ const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const INSTANCE_GROUP = 'e2e.isolation.kubeplus.io';
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
 /** The API server's Status message of a failed call (client-node 2.x ApiException body). */
 function statusMessage(error: unknown): string {
   if (!(error instanceof ApiException)) return String(error);
@@ -118,6 +107,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
   let releaseNs = '';
   let installed = false;
   let webhookPort = 0;
+  let webhookMetricsPort = 0;
   let webhook: RunningService | undefined;
   const namespaces: string[] = [];
   const valuesFile = (): string => join(cluster.dir, `${release}-values.json`);
@@ -179,7 +169,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
       },
     });
     namespaces.push(releaseNs);
-    webhookPort = await freePort();
+    // Both at once: reserved one after the other, the second could be the first handed out again.
+    [webhookPort = 0, webhookMetricsPort = 0] = await freePorts(2);
     writeFileSync(
       valuesFile(),
       JSON.stringify({
@@ -268,7 +259,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
       args: [
         '--bind-address=127.0.0.1',
         `--port=${webhookPort}`,
-        `--metrics-port=${await freePort()}`,
+        `--metrics-port=${webhookMetricsPort}`,
         `--tls-cert-file=${certFile}`,
         `--tls-key-file=${keyFile}`,
         `--kubeconfig=${saKubeconfig}`,
@@ -439,6 +430,12 @@ describe('the umbrella Helm chart on a real control plane', () => {
               resources: ['widgets'],
               verbs: ['get', 'create', 'update', 'patch', 'delete'],
             },
+            // A platform that lets tenants write compliance Reports (their own tools' findings).
+            {
+              apiGroups: ['openreports.io'],
+              resources: ['reports'],
+              verbs: ['get', 'list', 'create', 'update', 'patch', 'delete', 'deletecollection'],
+            },
           ],
         },
       });
@@ -572,6 +569,116 @@ describe('the umbrella Helm chart on a real control plane', () => {
       }
     });
 
+    test("a tenant can neither edit, delete nor forge the operator's compliance Report; its namespace still deletes", async () => {
+      // The Report named kubeplus-isolation is the operator's account of what runs in the namespace:
+      // a tenant allowed to write Reports could otherwise hide a finding, or plant a clean Report
+      // before the operator writes one.
+      const installed = await installOpenReportsCrds(admin);
+      const ns = await createTestNamespace(admin, 'kpi-reported', { labels: { team: 'a' } });
+      const forgedNs = await createTestNamespace(admin, 'kpi-unreported', { labels: { team: 'a' } });
+      namespaces.push(forgedNs);
+      const report = (namespace: string, fail: number) => ({
+        apiVersion: 'openreports.io/v1alpha1',
+        kind: 'Report',
+        metadata: { name: 'kubeplus-isolation', namespace, labels: { [MANAGED_BY]: 'kubeplus-isolation' } },
+        scope: { apiVersion: 'v1', kind: 'Namespace', name: namespace },
+        source: 'kubeplus-isolation',
+        summary: { pass: 0, fail, warn: 0, error: 0, skip: 0 },
+      });
+      const at = (namespace: string) => ({
+        group: 'openreports.io',
+        version: 'v1alpha1',
+        plural: 'reports',
+        namespace,
+        name: 'kubeplus-isolation',
+      });
+      const tenantKc = loadKubeConfig(join(cluster.dir, `${tenantUser}.kubeconfig`));
+      const tenantReports = tenantKc.makeApiClient(CustomObjectsApi);
+      const operatorReports = (await serviceAccountKc('operator')).makeApiClient(CustomObjectsApi);
+      try {
+        // The guard reaches admission asynchronously: wait until it refuses the forgery.
+        const forged = await waitFor(
+          'the report guard to refuse a forged Report',
+          async (observe) => {
+            try {
+              await tenantReports.createNamespacedCustomObject({ ...at(forgedNs), body: report(forgedNs, 0) });
+              await admin.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject(at(forgedNs));
+              observe('created');
+              return undefined;
+            } catch (error) {
+              observe(String(error));
+              return isApiStatus(error, 403) ? statusMessage(error) : undefined;
+            }
+          },
+          { timeoutMs: 30_000, intervalMs: 250 },
+        );
+        expect(forged).toContain(`Report ${forgedNs}/kubeplus-isolation is kubeplus-isolation's compliance Report`);
+        expect(forged).toContain(operatorUser());
+
+        await operatorReports.createNamespacedCustomObject({ ...at(ns), body: report(ns, 3) });
+        const hidden = await forbidden(
+          tenantReports.patchNamespacedCustomObject(
+            { ...at(ns), body: { summary: { pass: 3, fail: 0, warn: 0, error: 0, skip: 0 } } },
+            mergePatch,
+          ),
+        );
+        expect(hidden).toContain('UPDATE is allowed only to');
+        expect(await forbidden(tenantReports.deleteNamespacedCustomObject(at(ns)))).toContain(
+          'DELETE is allowed only to',
+        );
+        expect(
+          await forbidden(
+            tenantReports.deleteCollectionNamespacedCustomObject({
+              group: 'openreports.io',
+              version: 'v1alpha1',
+              plural: 'reports',
+              namespace: ns,
+            }),
+          ),
+        ).toContain('DELETE is allowed only to');
+        const kept = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject(at(ns))) as {
+          metadata: { resourceVersion: string };
+          summary: { fail: number };
+        };
+        expect(kept.summary.fail).toBe(3);
+        // The operator rewrites it (a PUT at the version it read, as it does); a Report of another
+        // name is the tenant's own business.
+        const rewritten = report(ns, 2);
+        await operatorReports.replaceNamespacedCustomObject({
+          ...at(ns),
+          body: { ...rewritten, metadata: { ...rewritten.metadata, resourceVersion: kept.metadata.resourceVersion } },
+        });
+        const own = { ...report(ns, 0), metadata: { name: 'team-scanner', namespace: ns } };
+        await tenantReports.createNamespacedCustomObject({ ...at(ns), body: own });
+        await tenantReports.deleteNamespacedCustomObject({ ...at(ns), name: 'team-scanner' });
+
+        // Deleting the namespace deletes the Report with it: the namespace controller is not refused.
+        await tenant.deleteNamespace({ name: ns });
+        await waitFor(
+          `namespace ${ns} (with the operator's Report in it) to be finalized`,
+          async (observe) => {
+            try {
+              const left = await admin.makeApiClient(CoreV1Api).readNamespace({ name: ns });
+              observe(left.status?.conditions?.filter((c) => c.status === 'True').map((c) => c.message));
+              return false;
+            } catch (error) {
+              if (isApiStatus(error, 404)) return true;
+              throw error;
+            }
+          },
+          { timeoutMs: 120_000, intervalMs: 500 },
+        );
+      } finally {
+        // As found: later suites start operators that would write Reports if the Kind were served.
+        await admin
+          .makeApiClient(CoreV1Api)
+          .deleteNamespace({ name: ns })
+          .catch(() => undefined);
+        const ext = admin.makeApiClient(ApiextensionsV1Api);
+        for (const name of installed) await ext.deleteCustomResourceDefinition({ name }).catch(() => undefined);
+      }
+    });
+
     test('a tenant can still delete its labeled namespace and the namespace controller finalizes it', async () => {
       await tenant.deleteNamespace({ name: tenantNs });
       const core = admin.makeApiClient(CoreV1Api);
@@ -615,7 +722,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
         .map((a) => a.replace(/\$\((\w+)\)/g, (_m, v: string) => env[v as keyof typeof env] ?? `$(${v})`))
         .filter((a) => !a.startsWith('--metrics-port='));
       expect(chartArgs).toContain(`--leader-election-namespace=${releaseNs}`);
-      const metricsPort = await freePort();
+      const [metricsPort = 0] = await freePorts(1);
       const kubeconfig = await writeServiceAccountKubeconfig(cluster, {
         namespace: releaseNs,
         serviceAccount: `${release}-operator`,

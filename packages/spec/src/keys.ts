@@ -68,3 +68,6 @@ export const SHARED_SANDBOX_POLICY_NAME = 'kubeplus-isolation-sandbox';
 export const SHARED_SANDBOX_DEFAULT_POLICY_NAME = 'kubeplus-isolation-sandbox-default';
 /** `app.kubernetes.io/component` of the shared policies: the operator's, owned by no instance. */
 export const SHARED_SANDBOX_POLICY_COMPONENT = 'sandbox-isolation-shared-policy';
+
+/** The name of the operator's compliance Report (openreports.io) in each audited namespace; the chart's report guard protects it. */
+export const COMPLIANCE_REPORT_NAME = 'kubeplus-isolation';

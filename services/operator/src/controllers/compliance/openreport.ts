@@ -13,13 +13,19 @@
  */
 
 import type { JudgedClass, UnisolatedPod, WeakSandbox } from '@kubeplus-isolation/spec';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type RuntimeLevel, type Toleration } from '@kubeplus-isolation/spec';
+import {
+  COMPLIANCE_REPORT_NAME,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  type RuntimeLevel,
+  type Toleration,
+} from '@kubeplus-isolation/spec';
 
 export const REPORT_GROUP = 'openreports.io';
 export const REPORT_VERSION = 'v1alpha1';
 export const REPORT_API_VERSION = `${REPORT_GROUP}/${REPORT_VERSION}`;
 export const REPORT_PLURAL = 'reports';
-export const REPORT_NAME = 'kubeplus-isolation';
+export const REPORT_NAME = COMPLIANCE_REPORT_NAME;
 export const REPORT_SOURCE = 'kubeplus-isolation';
 export const NODE_ISOLATION_POLICY = 'node-isolation';
 export const SANDBOX_ISOLATION_POLICY = 'sandbox-isolation';
