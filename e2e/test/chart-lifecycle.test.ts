@@ -34,8 +34,7 @@
  * except during the outage, where the audit needs stored Pods.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -123,7 +122,10 @@ describe('the chart over its life on a real node', () => {
     ).spec?.holderIdentity ?? '';
 
   beforeAll(async () => {
-    previousChartDir = mkdtempSync(join(tmpdir(), 'kpi-previous-chart-'));
+    cluster = await startProjectNode();
+    // Inside the run's own directory: removed when the cluster stops, and by the next run's sweep
+    // when this one is killed (a directory of its own under /tmp outlived a killed run).
+    previousChartDir = mkdtempSync(join(cluster.cp.dir, 'previous-chart-'));
     const { stdout } = await run(
       'git',
       ['-C', repoRoot(), 'archive', '--format=tar', PREVIOUS_CHART_REF, 'deploy/kubeplus-isolation'],
@@ -136,7 +138,6 @@ describe('the chart over its life on a real node', () => {
       const tar = execFile('tar', ['-x', '-C', previousChartDir], (error) => (error ? reject(error) : resolve()));
       tar.stdin?.end(stdout);
     });
-    cluster = await startProjectNode();
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     apps = cluster.cp.kc.makeApiClient(AppsV1Api);
     await prepareChartNode(cluster, { pool: POOL });
@@ -146,7 +147,6 @@ describe('the chart over its life on a real node', () => {
 
   afterAll(async () => {
     await cluster?.stop();
-    if (previousChartDir) rmSync(previousChartDir, { recursive: true, force: true });
   });
 
   test(`the previous chart (${PREVIOUS_CHART_REF}) upgrades to this one without an admission gap`, async () => {
