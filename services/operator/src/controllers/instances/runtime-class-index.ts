@@ -38,16 +38,7 @@ export interface RuntimeClassLookup {
   ownClassOf(instance: InstanceIdentity): RuntimeClassInfo | undefined;
 }
 
-interface Filed {
-  info: RuntimeClassInfo;
-  /** The tenant namespace it was filed under (generated classes whose owner names one). */
-  tenant?: string;
-  /** The owner identity it was filed under as that owner's own class. */
-  ownerOf?: string;
-}
-
 export class RuntimeClassIndex implements RuntimeClassLookup {
-  private readonly all = new Map<string, Filed>();
   private readonly infos = new Map<string, RuntimeClassInfo>();
   private readonly platform = new Map<string, RuntimeClassInfo>();
   private readonly byTenant = new Map<string, Map<string, RuntimeClassInfo>>();
@@ -57,26 +48,14 @@ export class RuntimeClassIndex implements RuntimeClassLookup {
 
   /** Records class `name` as an event left it: `info` undefined once it is deleted (or unreadable). */
   set(name: string, info: RuntimeClassInfo | undefined): void {
-    this.remove(name);
-    if (info === undefined) return;
-    const filed: Filed = { info };
-    this.infos.set(name, info);
-    if (!info.generated) {
-      this.platform.set(name, info);
-    } else if (info.owner !== undefined) {
-      const tenant = tenantOf(info.owner, this.platformNamespace);
-      if (tenant !== undefined) {
-        filed.tenant = tenant;
-        const bucket = this.byTenant.get(tenant) ?? new Map<string, RuntimeClassInfo>();
-        bucket.set(name, info);
-        this.byTenant.set(tenant, bucket);
-      }
-      if (name === runtimeClassName(info.owner.name)) {
-        filed.ownerOf = instanceIdentity(info.owner);
-        this.own.set(filed.ownerOf, info);
-      }
+    const previous = this.infos.get(name);
+    if (previous !== undefined) this.file(name, previous, false);
+    if (info === undefined) {
+      this.infos.delete(name);
+      return;
     }
-    this.all.set(name, filed);
+    this.infos.set(name, info);
+    this.file(name, info, true);
   }
 
   forTenant(tenant: string): readonly RuntimeClassInfo[] {
@@ -93,21 +72,29 @@ export class RuntimeClassIndex implements RuntimeClassLookup {
   }
 
   get size(): number {
-    return this.all.size;
+    return this.infos.size;
   }
 
-  private remove(name: string): void {
-    const filed = this.all.get(name);
-    if (filed === undefined) return;
-    this.all.delete(name);
-    this.infos.delete(name);
-    this.platform.delete(name);
-    if (filed.tenant !== undefined) {
-      const bucket = this.byTenant.get(filed.tenant);
-      bucket?.delete(name);
-      if (bucket?.size === 0) this.byTenant.delete(filed.tenant);
+  /** Files `info` under its place (platform, its tenant, its owner's own class), or takes it out of there. */
+  private file(name: string, info: RuntimeClassInfo, add: boolean): void {
+    if (!info.generated) {
+      if (add) this.platform.set(name, info);
+      else this.platform.delete(name);
+      return;
     }
-    if (filed.ownerOf !== undefined) this.own.delete(filed.ownerOf);
+    if (info.owner === undefined) return;
+    const tenant = tenantOf(info.owner, this.platformNamespace);
+    if (tenant !== undefined) {
+      const bucket = this.byTenant.get(tenant) ?? new Map<string, RuntimeClassInfo>();
+      if (add) bucket.set(name, info);
+      else bucket.delete(name);
+      if (bucket.size === 0) this.byTenant.delete(tenant);
+      else this.byTenant.set(tenant, bucket);
+    }
+    if (name === runtimeClassName(info.owner.name)) {
+      if (add) this.own.set(instanceIdentity(info.owner), info);
+      else this.own.delete(instanceIdentity(info.owner));
+    }
   }
 }
 
