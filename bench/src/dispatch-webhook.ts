@@ -32,6 +32,7 @@ import {
 import { NamespaceCache } from '@kubeplus-isolation/webhook/dist/cache/namespace-cache.js';
 import { IsolationResolver } from '@kubeplus-isolation/webhook/dist/cache/resolver.js';
 import { createAdmissionRoute, createWebhookApp, MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
+import { BodyBudget } from '@kubeplus-isolation/webhook/dist/http/body-budget.js';
 import { expressMessageClasses, type MessageClasses } from '@kubeplus-isolation/webhook/dist/http/express-messages.js';
 import { createLogger } from '@kubeplus-isolation/webhook/dist/log.js';
 import { createMetrics } from '@kubeplus-isolation/webhook/dist/metrics.js';
@@ -76,6 +77,15 @@ const opts = {
   metrics,
   logger,
   maxBodyBytes: 3 * 1024 * 1024,
+  // The webhook's default body budget (config.ts), as the served webhook runs it.
+  budget: new BodyBudget({
+    smallReviewBytes: 256 * 1024,
+    smallBudgetBytes: 16 * 1024 * 1024,
+    largeBudgetBytes: 3 * 1024 * 1024,
+    maxQueued: 16,
+    maxWaitMs: 5_000,
+  }),
+  bodyReadTimeoutMs: 5_000,
 };
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;

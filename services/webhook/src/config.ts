@@ -32,6 +32,14 @@ export interface Config {
   /** The API server's `--max-request-body-bytes`, from which maxBodyBytes is derived unless set. */
   apiServerMaxRequestBodyBytes: number;
   maxBodyBytes: number;
+  /** The body budget (http/body-budget.ts). */
+  smallReviewBytes: number;
+  smallReviewsBufferBytes: number;
+  largeReviewsBufferBytes: number;
+  largeReviewQueue: number;
+  largeReviewWaitMs: number;
+  bodyReadTimeoutMs: number;
+  maxConnections: number;
   maxInformerStalenessMs: number;
   shutdownDelayMs: number;
   shutdownTimeoutMs: number;
@@ -135,6 +143,70 @@ export const FLAGS: readonly Flag[] = [
     help: "Largest AdmissionReview accepted; larger requests get 413, counted as a fail-open. The default answers every Pod the API server accepts: Go's JSON encoder writes each byte of the request as at most 6 (`<` as \\u003c), plus room for the review's other fields.",
   },
   {
+    key: 'smallReviewBytes',
+    name: 'small-review-bytes',
+    env: 'SMALL_REVIEW_BYTES',
+    placeholder: '<bytes>',
+    parse: integer(1024, 16 * MiB, 'a whole number of bytes'),
+    default: String(256 * 1024),
+    help: 'Reviews of at most this many bytes are small (a real Pod makes a few KiB): they are read at once, never behind larger ones.',
+  },
+  {
+    key: 'smallReviewsBufferBytes',
+    name: 'small-reviews-buffer-bytes',
+    env: 'SMALL_REVIEWS_BUFFER_BYTES',
+    placeholder: '<bytes>',
+    parse: integer(64 * 1024, 1024 * MiB, 'a whole number of bytes'),
+    default: String(16 * MiB),
+    help: 'Bytes of small reviews held at once (read, parsed, being answered); a small review beyond it is answered 503 (a fail-open).',
+  },
+  {
+    key: 'largeReviewsBufferBytes',
+    name: 'large-reviews-buffer-bytes',
+    env: 'LARGE_REVIEWS_BUFFER_BYTES',
+    placeholder: '<bytes>',
+    parse: integer(1024, 1024 * MiB, 'a whole number of bytes'),
+    default: undefined,
+    defaultHelp: '--max-body-bytes (one review of the largest size at a time)',
+    help: 'Bytes of larger reviews held at once; the rest wait their turn in arrival order. At least --max-body-bytes.',
+  },
+  {
+    key: 'largeReviewQueue',
+    name: 'large-review-queue',
+    env: 'LARGE_REVIEW_QUEUE',
+    placeholder: '<count>',
+    parse: integer(0, 10_000, 'a whole number'),
+    default: '16',
+    help: 'Large reviews that may wait for their turn at once; one more is answered 503 (a fail-open).',
+  },
+  {
+    key: 'largeReviewWaitMs',
+    name: 'large-review-wait',
+    env: 'LARGE_REVIEW_WAIT',
+    placeholder: '<duration>',
+    parse: duration(0, 30_000),
+    default: '5s',
+    help: 'How long a large review may wait for its turn before it is answered 503 (a fail-open). Keep below the webhook timeoutSeconds.',
+  },
+  {
+    key: 'bodyReadTimeoutMs',
+    name: 'body-read-timeout',
+    env: 'BODY_READ_TIMEOUT',
+    placeholder: '<duration>',
+    parse: duration(100, 30_000),
+    default: '5s',
+    help: 'A review body not all received this long after its reading began is cut off (408, a fail-open): the API server sends its body at once.',
+  },
+  {
+    key: 'maxConnections',
+    name: 'max-connections',
+    env: 'MAX_CONNECTIONS',
+    placeholder: '<count>',
+    parse: integer(1, 1_000_000, 'a whole number'),
+    default: '1024',
+    help: 'Connections the HTTPS port holds at once; one more is closed at once.',
+  },
+  {
     key: 'maxInformerStalenessMs',
     name: 'max-informer-staleness',
     env: 'MAX_INFORMER_STALENESS',
@@ -196,11 +268,28 @@ export type ConfigResult =
 export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ConfigResult {
   const parsed = parseFlags(FLAGS, argv, { env });
   if (parsed.kind !== 'values') return parsed;
-  const values = parsed.values as unknown as Omit<Config, 'maxBodyBytes'> & { maxBodyBytes: number | undefined };
+  const values = parsed.values as unknown as Omit<Config, 'maxBodyBytes' | 'largeReviewsBufferBytes'> & {
+    maxBodyBytes: number | undefined;
+    largeReviewsBufferBytes: number | undefined;
+  };
+  const maxBodyBytes = values.maxBodyBytes ?? reviewBodyLimit(values.apiServerMaxRequestBodyBytes);
   const config: Config = {
     ...values,
-    maxBodyBytes: values.maxBodyBytes ?? reviewBodyLimit(values.apiServerMaxRequestBodyBytes),
+    maxBodyBytes,
+    largeReviewsBufferBytes: values.largeReviewsBufferBytes ?? maxBodyBytes,
   };
+  if (config.largeReviewsBufferBytes < config.maxBodyBytes) {
+    return {
+      kind: 'error',
+      message: `--large-reviews-buffer-bytes (${config.largeReviewsBufferBytes}) must be at least --max-body-bytes (${config.maxBodyBytes}), so the largest review fits`,
+    };
+  }
+  if (config.smallReviewBytes > config.smallReviewsBufferBytes) {
+    return {
+      kind: 'error',
+      message: `--small-review-bytes (${config.smallReviewBytes}) must not exceed --small-reviews-buffer-bytes (${config.smallReviewsBufferBytes}), so a small review fits`,
+    };
+  }
   if (config.port !== 0 && config.port === config.metricsPort) {
     return { kind: 'error', message: `--port and --metrics-port must differ (both ${config.port})` };
   }

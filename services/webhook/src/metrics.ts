@@ -15,6 +15,7 @@ import {
 } from './admission/metric-labels.js';
 import type { InformerStatus } from './cache/informer.js';
 import { ENTRY_STATES, type EntryState } from './cache/namespace-cache.js';
+import { LANES, type Lane } from './http/body-budget.js';
 
 const PREFIX = 'kubeplus_webhook_';
 
@@ -24,6 +25,8 @@ export const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 
 export interface MetricSources {
   cacheCounts?: () => Record<EntryState, number>;
   informerStatus?: () => InformerStatus;
+  /** The body budget's bytes held per lane, and large reviews waiting (http/body-budget.ts). */
+  reviewBuffer?: () => { inUse: Readonly<Record<Lane, number>>; queued: number };
 }
 
 /** The per-admission series of one result: recording an admission is an addition and an observation. */
@@ -38,6 +41,7 @@ export interface WebhookMetrics {
   registry: Registry;
   liveLookups: Counter<'result'>;
   badRequests: Counter<'reason'>;
+  overloaded: Counter<'lane'>;
   informerErrors: Counter;
   tlsReloads: Counter<'result'>;
   tlsCertificateExpiry: Gauge;
@@ -119,6 +123,34 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
   });
   zero(badRequests, 'reason', BAD_REQUEST_REASONS);
 
+  const overloaded = new Counter({
+    name: `${PREFIX}overloaded_total`,
+    help: 'Requests to /mutate/pods answered 503 because the body budget was full, by lane (small or large reviews); each is a fail-open.',
+    labelNames: ['lane'] as const,
+    registers: [registry],
+  });
+  zero(overloaded, 'lane', LANES);
+
+  new Gauge({
+    name: `${PREFIX}review_buffer_bytes`,
+    help: 'Bytes of AdmissionReviews held now (being read, parsed or answered), by lane: small or large reviews.',
+    labelNames: ['lane'] as const,
+    registers: [registry],
+    collect() {
+      const inUse = sources.reviewBuffer?.().inUse;
+      for (const lane of LANES) this.set({ lane }, inUse?.[lane] ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: `${PREFIX}review_queue_length`,
+    help: 'Large AdmissionReviews waiting for their turn in the body budget.',
+    registers: [registry],
+    collect() {
+      this.set(sources.reviewBuffer?.().queued ?? 0);
+    },
+  });
+
   new Gauge({
     name: `${PREFIX}namespace_cache_entries`,
     help: 'Isolated namespaces in the cache, by state: valid, annotation_missing, annotation_invalid.',
@@ -177,6 +209,7 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
     byFailOpenReason,
     liveLookups,
     badRequests,
+    overloaded,
     informerErrors,
     tlsReloads,
     tlsCertificateExpiry,

@@ -15,6 +15,7 @@ import { KubeNamespaceReader } from './cache/namespace-reader.js';
 import { IsolationResolver } from './cache/resolver.js';
 import type { Config } from './config.js';
 import { createMetricsApp, createWebhookApp } from './http/app.js';
+import { BodyBudget } from './http/body-budget.js';
 import { expressMessageClasses } from './http/express-messages.js';
 import { closeGracefully } from './http/shutdown.js';
 import type { KubeClient } from './kube/client.js';
@@ -67,6 +68,15 @@ export async function startWebhook(
     onLiveLookup: (result) => recordLiveLookup(metrics, result),
   });
 
+  const budget = new BodyBudget({
+    smallReviewBytes: config.smallReviewBytes,
+    smallBudgetBytes: config.smallReviewsBufferBytes,
+    largeBudgetBytes: config.largeReviewsBufferBytes,
+    maxQueued: config.largeReviewQueue,
+    maxWaitMs: config.largeReviewWaitMs,
+  });
+  sources.reviewBuffer = () => ({ inUse: budget.inUse(), queued: budget.queued() });
+
   let shuttingDown = false;
   const app = createWebhookApp({
     resolve: (ns) => resolver.resolve(ns),
@@ -74,9 +84,12 @@ export async function startWebhook(
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
+    budget,
+    bodyReadTimeoutMs: config.bodyReadTimeoutMs,
     isShuttingDown: () => shuttingDown,
   });
   const httpsServer: https.Server = createHttpsServer(app, pair, expressMessageClasses(app));
+  httpsServer.maxConnections = config.maxConnections;
   const reloader = new CertificateReloader(
     httpsServer,
     { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },

@@ -27,6 +27,15 @@ describe('parseConfig', () => {
       apiServerMaxRequestBodyBytes: 3 * 1024 * 1024,
       // 6 × the API server's 3 MiB + 1 MiB of envelope (http/body-limit.ts).
       maxBodyBytes: 19 * 1024 * 1024,
+      // The body budget (http/body-budget.ts): small reviews ≤ 256 KiB, 16 MiB of them at once;
+      // larger ones one of the largest size at a time, 16 waiting at most 5 s; bodies read within 5 s.
+      smallReviewBytes: 256 * 1024,
+      smallReviewsBufferBytes: 16 * 1024 * 1024,
+      largeReviewsBufferBytes: 19 * 1024 * 1024,
+      largeReviewQueue: 16,
+      largeReviewWaitMs: 5_000,
+      bodyReadTimeoutMs: 5_000,
+      maxConnections: 1024,
       maxInformerStalenessMs: 60_000,
       shutdownDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
@@ -58,6 +67,24 @@ describe('parseConfig', () => {
       maxBodyBytes: 1_048_576,
       logLevel: 'debug',
       bindAddress: '127.0.0.1',
+    });
+  });
+
+  it('sizes the large reviews buffer to hold the largest review, and refuses one that cannot', () => {
+    expect(ok(['--max-body-bytes=1048576']).largeReviewsBufferBytes).toBe(1_048_576);
+    expect(ok(['--max-body-bytes=1048576', '--large-reviews-buffer-bytes=4194304']).largeReviewsBufferBytes).toBe(
+      4_194_304,
+    );
+    expect(error(['--max-body-bytes=1048576', '--large-reviews-buffer-bytes=65536'])).toBe(
+      '--large-reviews-buffer-bytes (65536) must be at least --max-body-bytes (1048576), so the largest review fits',
+    );
+    expect(error(['--small-review-bytes=1048576', '--small-reviews-buffer-bytes=65536'])).toMatch(
+      /--small-review-bytes \(1048576\) must not exceed --small-reviews-buffer-bytes \(65536\)/,
+    );
+    expect(ok(['--large-review-wait=250ms', '--body-read-timeout=2s', '--large-review-queue=0'])).toMatchObject({
+      largeReviewWaitMs: 250,
+      bodyReadTimeoutMs: 2_000,
+      largeReviewQueue: 0,
     });
   });
 

@@ -19,6 +19,9 @@ export const FAIL_OPEN_REASONS = [
   // A request to /mutate/pods answered with a 4xx (e.g. 413 over --max-body-bytes): the API
   // server then admits the Pod unpatched (failurePolicy Ignore). Which 4xx: bad_requests_total.
   'bad_request',
+  // Answered 503 by the body budget (http/body-budget.ts): too many bytes of reviews were being
+  // read already. The API server admits the Pod unpatched; by lane: overloaded_total.
+  'overloaded',
 ] as const;
 export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
 
@@ -30,10 +33,11 @@ export type LiveLookupResult = (typeof LIVE_LOOKUP_RESULTS)[number];
 export const BAD_REQUEST_REASONS = [
   'missing_body',
   'invalid_json',
-  'invalid_body',
   'unsupported_media_type',
   'unsupported_encoding',
+  'length_required',
   'body_too_large',
+  'body_timeout',
   'aborted',
   'not_an_object',
   'invalid_api_version',

@@ -3,11 +3,13 @@
  *
  * Webhook app (HTTPS port):
  *   POST /mutate/pods   AdmissionReview (admission.k8s.io/v1) in, AdmissionReview out. Always
- *                       200 + allowed:true for a well-formed review; 400/413/415 with a JSON
- *                       {error, message} body for a malformed request (never a 5xx for one).
+ *                       200 + allowed:true for a well-formed review; 400/408/411/413/415 with a
+ *                       JSON {error, message} body for a malformed request (never a 5xx for one),
+ *                       503 `overloaded` when the body budget is full (body-budget.ts).
  *                       The API server admits the Pod of an unanswered review unpatched
  *                       (failurePolicy Ignore), so every 4xx here is counted as a fail-open:
- *                       admissions_total{result="failopen"}, failopen_total{reason="bad_request"}.
+ *                       admissions_total{result="failopen"}, failopen_total{reason="bad_request"},
+ *                       and every 503 too: failopen_total{reason="overloaded"}.
  *   GET  /healthz       200 while the process serves requests (the answer itself shows the
  *                       event loop is responsive; the kubelet's probe timeout bounds it).
  *   GET  /readyz        200 once the namespace informer has synced and while its watch is not
@@ -15,9 +17,11 @@
  * Metrics app (plain-HTTP port): GET /metrics.
  *
  * Express serves every request, the API server's included. POST /mutate/pods is its first
- * route (nothing runs before it), its body read by read-body.ts (the stream's Buffers, parsed
- * once; body-parser's answers, without its per-request cost), whose refusals become the
- * 400/413/415 answers above.
+ * route (nothing runs before it). It admits each request to the body budget by its declared
+ * length before reading a byte of it (body-budget.ts: the bytes held at once are bounded whatever
+ * callers send), then reads it with read-body.ts (the stream's Buffers, parsed once;
+ * body-parser's answers, without its per-request cost), whose refusals become the 4xx answers
+ * above.
  */
 import type { ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -29,7 +33,15 @@ import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../adm
 import type { Readiness } from '../cache/informer.js';
 import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
-import { type BodyRefusal, charsetProblem, contentEncoding, MISSING_BODY, readJsonBody } from './read-body.js';
+import type { BodyBudget, Lane } from './body-budget.js';
+import {
+  type BodyRefusal,
+  charsetProblem,
+  declaredLength,
+  encodingProblem,
+  MISSING_BODY,
+  readJsonBody,
+} from './read-body.js';
 
 /** What express's res.json sends as Content-Type. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -42,6 +54,10 @@ export interface WebhookAppOptions {
   metrics: WebhookMetrics;
   logger: Logger;
   maxBodyBytes: number;
+  /** Bounds the bytes of reviews held at once (body-budget.ts). */
+  budget: BodyBudget;
+  /** A body not all there this long after it may be read is cut off (408). */
+  bodyReadTimeoutMs: number;
   /** True once shutdown began: /readyz fails and responses close their connection. */
   isShuttingDown?: () => boolean;
 }
@@ -120,10 +136,24 @@ export type AdmissionRoute = (req: Request, res: Response, next: NextFunction) =
  * its 4xx here; an error after that goes to `next` (express's error handler answers 500).
  */
 export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
-  const { metrics, logger, maxBodyBytes } = opts;
+  const { metrics, logger, maxBodyBytes, budget, bodyReadTimeoutMs } = opts;
   const shuttingDown = opts.isShuttingDown ?? (() => false);
-  const refuse = (res: ServerResponse, startedAt: number, refusal: BodyRefusal): void =>
+  const refuse = (res: ServerResponse, startedAt: number, refusal: BodyRefusal): void => {
+    // A body left unread is never read: the connection goes with the answer.
+    if (refusal.closeConnection === true) res.setHeader('Connection', 'close');
     sendBadRequest(res, metrics, startedAt, refusal.status, refusal.reason, refusal.message);
+  };
+
+  /** A 503 from the body budget: the API server admits the Pod unpatched, so a fail-open too. */
+  const overloaded = (res: ServerResponse, startedAt: number, lane: Lane, message: string): void => {
+    metrics.overloaded.inc({ lane });
+    recordAdmission(metrics, 'failopen', (performance.now() - startedAt) / 1e3);
+    recordFailOpen(metrics, 'overloaded');
+    res.setHeader('Connection', 'close');
+    res.setHeader('Retry-After', '1');
+    sendJson(res, 503, { error: 'overloaded', message });
+    logger.warn('review refused: the body budget is full (fail open)', { lane, message });
+  };
 
   /** Counts, answers and logs one admission's outcome. */
   const answer = (outcome: AdmissionOutcome, request: AdmissionRequest, res: ServerResponse, startedAt: number) => {
@@ -178,21 +208,60 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
         return;
       }
     }
-    const encoding = contentEncoding(headers['content-encoding']);
-    if (typeof encoding !== 'string') {
+    const encoding = encodingProblem(headers['content-encoding']);
+    if (encoding !== undefined) {
       refuse(res, startedAt, encoding);
       return;
     }
-    readJsonBody(req, encoding, maxBodyBytes, (body) => {
-      if (!body.ok) {
-        refuse(res, startedAt, body);
+    const length = declaredLength(headers, maxBodyBytes);
+    if (typeof length !== 'number') {
+      refuse(res, startedAt, length);
+      return;
+    }
+    const read = (): void => {
+      readJsonBody(req, length, bodyReadTimeoutMs, (body) => {
+        if (!body.ok) {
+          refuse(res, startedAt, body);
+          return;
+        }
+        try {
+          review(body.value, res, startedAt, next);
+        } catch (e) {
+          next(e);
+        }
+      });
+    };
+    const admission = budget.admit(length);
+    if (admission.kind === 'refused') {
+      overloaded(res, startedAt, admission.lane, admission.message);
+      return;
+    }
+    if (admission.kind === 'admitted') {
+      // The bytes are held until the answer is sent or the connection is gone.
+      res.once('close', admission.release);
+      read();
+      return;
+    }
+    // Queued behind earlier large reviews: the body stays unread (TCP pushes back) until its turn.
+    let gone = false;
+    const leave = (): void => {
+      gone = true;
+      admission.cancel();
+    };
+    res.once('close', leave);
+    void admission.granted.then((release) => {
+      res.off('close', leave);
+      if (release === undefined) {
+        if (!gone)
+          overloaded(res, startedAt, 'large', 'webhook overloaded: no turn for this large review in time; try again');
         return;
       }
-      try {
-        review(body.value, res, startedAt, next);
-      } catch (e) {
-        next(e);
+      if (gone) {
+        release();
+        return;
       }
+      res.once('close', release);
+      read();
     });
   };
 }

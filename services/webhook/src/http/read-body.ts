@@ -1,34 +1,31 @@
 /**
- * Reads a request's JSON body: the Buffers of the stream (decompressed first for a
- * Content-Encoding of gzip, deflate, br or zstd), at most `limit` bytes of them, decoded as UTF-8
- * and parsed once — instead of body-parser, whose per-request work (raw-body's streaming iconv
- * decoder into a string, http-errors objects, type checks the route has already made) cost ~5-10%
- * of the webhook's CPU time under load (its 16% in the profile was mostly JSON.parse, which any
- * reader pays), and whose string garbage left ~55 MiB more RSS after load with 75 KiB reviews
- * (services/webhook/README.md, issue 24).
+ * Reads a request's JSON body: the Buffers of the stream, exactly its declared Content-Length,
+ * decoded as UTF-8 and parsed once — instead of body-parser, whose per-request work (raw-body's
+ * streaming iconv decoder into a string, http-errors objects, type checks the route has already
+ * made) cost ~5-10% of the webhook's CPU time under load (its 16% in the profile was mostly
+ * JSON.parse, which any reader pays), and whose string garbage left ~55 MiB more RSS after load
+ * with 75 KiB reviews (services/webhook/README.md, issue 24).
  *
- * Its answers are body-parser's (`express.json({ strict: true })`), as the route turned them
- * into 4xx answers:
- * - more than `limit` bytes (after decompression; a Content-Length over it is refused before
- *   reading) → 413 `body_too_large`;
+ * What it accepts is what the API server sends (issue 34: anything more is work a caller that is
+ * not the API server can make the webhook do): an uncompressed body of a declared length. Its
+ * refusals, which the route turns into 4xx answers:
+ * - no Content-Length (a chunked body) → 411 `length_required`: the API server always sends one,
+ *   and the body budget (body-budget.ts) admits a request by it before reading;
+ * - more than `limit` bytes declared → 413 `body_too_large`, without reading the body;
+ * - any Content-Encoding but identity → 415 `unsupported_encoding`: the API server never
+ *   compresses a review, and a few KB of gzip decompress to megabytes;
  * - not strict JSON (an object or array, after JSON whitespace and an optional UTF-8 BOM) →
- *   400 `invalid_json`;
- * - an unknown Content-Encoding → 415 `unsupported_encoding`; a corrupt compressed body → 400
- *   `invalid_body`;
- * - a charset other than UTF-8 → 415 `unsupported_encoding` (body-parser also decoded UTF-16,
- *   UTF-32 and UTF-7; JSON between systems is UTF-8, RFC 8259 §8.1, and the API server sends
- *   no charset);
+ *   400 `invalid_json` (body-parser's `strict: true`);
+ * - a charset other than UTF-8 → 415 `unsupported_encoding` (JSON between systems is UTF-8,
+ *   RFC 8259 §8.1, and the API server sends no charset);
+ * - the body not all there within `timeoutMs` → 408 `body_timeout` (a stalled or slow sender);
  * - the client went away before the end → 400 `aborted`.
- * One difference: an empty body sent without a Content-Length (chunked) is 400 `missing_body`,
- * as an empty one with `Content-Length: 0` already was (body-parser read it as `{}`, which the
- * review check then refused).
  *
- * A refused body is still read to its end (and discarded) before `done` is called, as
- * body-parser did, so the keep-alive connection stays usable for the next review.
+ * A refusal after the body was read in full leaves the keep-alive connection usable for the next
+ * review. One refused before or while reading (411, 413, 415 for an encoding, 408) is answered
+ * with `Connection: close` (`closeConnection`): the rest of such a body is never read.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
-import zlib from 'node:zlib';
 import type { BadRequestReason } from '../admission/metric-labels.js';
 
 /** What the webhook answers for a request whose body it refuses. */
@@ -37,6 +34,8 @@ export interface BodyRefusal {
   status: number;
   reason: BadRequestReason;
   message: string;
+  /** Answer with `Connection: close`: the body was not read to its end. */
+  closeConnection?: boolean;
 }
 
 export type BodyOutcome = { ok: true; value: unknown } | BodyRefusal;
@@ -54,23 +53,23 @@ export const MISSING_BODY: BodyRefusal = {
   message: 'request body is required: a JSON AdmissionReview',
 };
 const ABORTED: BodyRefusal = { ok: false, status: 400, reason: 'aborted', message: 'request aborted by the client' };
-const CORRUPT: BodyRefusal = {
+export const LENGTH_REQUIRED: BodyRefusal = {
   ok: false,
-  status: 400,
-  reason: 'invalid_body',
-  message: 'request body could not be read (corrupt or truncated content encoding?)',
+  status: 411,
+  reason: 'length_required',
+  message: 'Content-Length is required (the API server always sends it)',
+  closeConnection: true,
 };
 
-export type ContentEncoding = 'identity' | 'gzip' | 'deflate' | 'br' | 'zstd';
-
-/** The Content-Encodings body-parser read: zstd where this Node.js has it (24 does). */
-export const SUPPORTED_ENCODINGS: readonly ContentEncoding[] = [
-  'identity',
-  'gzip',
-  'deflate',
-  'br',
-  ...('createZstdDecompress' in zlib ? (['zstd'] as const) : []),
-];
+export function bodyTimeout(timeoutMs: number): BodyRefusal {
+  return {
+    ok: false,
+    status: 408,
+    reason: 'body_timeout',
+    message: `request body not received within ${timeoutMs} ms`,
+    closeConnection: true,
+  };
+}
 
 export function tooLarge(limit: number): BodyRefusal {
   return {
@@ -78,20 +77,43 @@ export function tooLarge(limit: number): BodyRefusal {
     status: 413,
     reason: 'body_too_large',
     message: `request body exceeds the size limit of ${limit} bytes`,
+    closeConnection: true,
   };
 }
 
-/** The Content-Encoding header as one of the supported encodings, or a 415 refusal. Pure. */
-export function contentEncoding(header: string | undefined): ContentEncoding | BodyRefusal {
+/**
+ * A 415 refusal for a Content-Encoding other than identity, else undefined. Pure. Compressed bodies
+ * are refused, not decoded: the API server never compresses a review, and a few KB of gzip, deflate,
+ * br or zstd decompress to megabytes.
+ */
+export function encodingProblem(header: string | undefined): BodyRefusal | undefined {
   const encoding = (header ?? 'identity').trim().toLowerCase();
-  if (encoding === '' || encoding === 'identity') return 'identity';
-  if ((SUPPORTED_ENCODINGS as readonly string[]).includes(encoding)) return encoding as ContentEncoding;
+  if (encoding === '' || encoding === 'identity') return undefined;
   return {
     ok: false,
     status: 415,
     reason: 'unsupported_encoding',
-    message: `unsupported Content-Encoding ${JSON.stringify(encoding.slice(0, 40))} (use identity, ${SUPPORTED_ENCODINGS.slice(1).join(', ')})`,
+    message: `compressed request bodies are not accepted (Content-Encoding ${JSON.stringify(encoding.slice(0, 40))}): send the AdmissionReview uncompressed, as the API server does`,
+    closeConnection: true,
   };
+}
+
+/**
+ * The request's declared body length, or its refusal: 411 without a Content-Length (a chunked
+ * body), 413 over `limit`. Pure.
+ */
+export function declaredLength(
+  headers: { 'content-length'?: string | undefined; 'transfer-encoding'?: string | undefined },
+  limit: number,
+): number | BodyRefusal {
+  const header = headers['content-length'];
+  // Node's parser has already refused a malformed or duplicated Content-Length, and one sent beside
+  // Transfer-Encoding is ignored by it (RFC 9112 §6.3): the body is then read as chunked.
+  if (header === undefined || headers['transfer-encoding'] !== undefined) return LENGTH_REQUIRED;
+  const length = Number(header);
+  if (!Number.isSafeInteger(length) || length < 0) return LENGTH_REQUIRED;
+  if (length > limit) return tooLarge(limit);
+  return length;
 }
 
 const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
@@ -139,84 +161,49 @@ export function parseStrictJson(body: Buffer): BodyOutcome {
   }
 }
 
-function decompressor(
-  encoding: Exclude<ContentEncoding, 'identity'>,
-): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress {
-  switch (encoding) {
-    case 'gzip':
-      return zlib.createGunzip();
-    case 'deflate':
-      return zlib.createInflate();
-    case 'br':
-      return zlib.createBrotliDecompress();
-    case 'zstd':
-      return (zlib as unknown as { createZstdDecompress(): zlib.Gunzip }).createZstdDecompress();
-  }
-}
-
-/** Reads the rest of `req` and throws it away, then calls `then` (at once if it has ended). */
-function drain(req: IncomingMessage, then: () => void): void {
-  if (req.complete || req.destroyed) {
-    then();
-    return;
-  }
-  let called = false;
-  const once = (): void => {
-    if (called) return;
-    called = true;
-    then();
-  };
-  req.on('end', once);
-  req.on('close', once);
-  req.on('error', once);
-  req.resume();
-}
-
 /**
- * Reads `req`'s body (Content-Encoding `encoding`, at most `limit` bytes decoded) and calls
- * `done` once with the parsed JSON or the refusal, after the request has been read to its end.
+ * Reads `req`'s body (its declared `length` bytes, identity-encoded) and calls `done` once with
+ * the parsed JSON or the refusal: after the request has been read to its end, or at once when
+ * the body is not all there within `timeoutMs` (the stream is then left unread: the answer closes
+ * the connection).
  */
 export function readJsonBody(
   req: IncomingMessage,
-  encoding: ContentEncoding,
-  limit: number,
+  length: number,
+  timeoutMs: number,
   done: (outcome: BodyOutcome) => void,
 ): void {
-  const declared = req.headers['content-length'];
-  if (encoding === 'identity' && declared !== undefined && Number(declared) > limit) {
-    drain(req, () => done(tooLarge(limit)));
-    return;
-  }
-  const inflate = encoding === 'identity' ? undefined : decompressor(encoding);
-  const source: Readable = inflate === undefined ? req : req.pipe(inflate);
-  const chunks: Buffer[] = [];
+  // One Buffer of the declared length, filled in place: no list of chunks, no second copy.
+  const body = Buffer.allocUnsafe(length);
   let received = 0;
   let finished = false;
-  const finish = (outcome: BodyOutcome | undefined): void => {
+  const finish = (outcome: BodyOutcome): void => {
     if (finished) return;
     finished = true;
-    source.off('data', onData);
-    if (inflate !== undefined) {
-      req.unpipe(inflate);
-      inflate.on('error', () => undefined);
-      inflate.destroy();
-    }
-    if (outcome !== undefined) {
-      drain(req, () => done(outcome));
-      return;
-    }
-    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
-    if (source !== req) drain(req, () => done(parseStrictJson(body)));
-    else done(parseStrictJson(body));
+    clearTimeout(timer);
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onError);
+    done(outcome);
   };
   const onData = (chunk: Buffer): void => {
+    // Node's parser never delivers more than the declared Content-Length.
+    chunk.copy(body, received);
     received += chunk.length;
-    if (received > limit) finish(tooLarge(limit));
-    else chunks.push(chunk);
   };
-  source.on('data', onData);
-  source.once('end', () => finish(undefined));
-  // The request's stream errs when the client goes away; a decompressor's, when its input is corrupt.
-  source.once('error', () => finish(inflate === undefined ? ABORTED : CORRUPT));
-  if (inflate !== undefined) req.once('error', () => finish(ABORTED));
+  const onEnd = (): void => {
+    finish(received === length ? parseStrictJson(body) : ABORTED);
+  };
+  const onError = (): void => finish(ABORTED);
+  const timer = setTimeout(() => {
+    req.pause();
+    finish(bodyTimeout(timeoutMs));
+  }, timeoutMs);
+  req.on('data', onData);
+  req.once('end', onEnd);
+  // The request's stream errs (or closes early) when the client goes away.
+  req.once('error', onError);
+  req.once('close', () => {
+    if (!req.complete) finish(ABORTED);
+  });
 }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { NamespaceCache } from '../../src/cache/namespace-cache.js';
 import { IsolationResolver } from '../../src/cache/resolver.js';
 import { createWebhookApp } from '../../src/http/app.js';
+import { BodyBudget } from '../../src/http/body-budget.js';
 import { expressMessageClasses } from '../../src/http/express-messages.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
@@ -27,6 +28,14 @@ function webhookApp() {
     metrics: createMetrics({ defaultMetrics: false, sources: { cacheCounts: () => cache.counts() } }),
     logger: createLogger({ level: 'error', silent: true }),
     maxBodyBytes: 1024 * 1024,
+    budget: new BodyBudget({
+      smallReviewBytes: 256 * 1024,
+      smallBudgetBytes: 16 * 1024 * 1024,
+      largeBudgetBytes: 1024 * 1024,
+      maxQueued: 16,
+      maxWaitMs: 5_000,
+    }),
+    bodyReadTimeoutMs: 5_000,
   });
 }
 
