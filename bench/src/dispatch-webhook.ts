@@ -80,8 +80,8 @@ const opts = {
   // The webhook's default body budget (config.ts), as the served webhook runs it.
   budget: new BodyBudget({
     smallReviewBytes: 256 * 1024,
-    smallBudgetBytes: 16 * 1024 * 1024,
-    largeBudgetBytes: 3 * 1024 * 1024,
+    smallBudgetBytes: 32 * 1024 * 1024,
+    largeBudgetBytes: 64 * 1024 * 1024,
     maxQueued: 16,
     maxWaitMs: 5_000,
   }),

@@ -18,6 +18,7 @@ import {
   type Flag as SharedFlag,
   text,
 } from '@kubeplus-isolation/service';
+import { READ_COST_PER_BYTE } from './http/body-budget.js';
 import { DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES, reviewBodyLimit } from './http/body-limit.js';
 
 export interface Config {
@@ -34,8 +35,8 @@ export interface Config {
   maxBodyBytes: number;
   /** The body budget (http/body-budget.ts). */
   smallReviewBytes: number;
-  smallReviewsBufferBytes: number;
-  largeReviewsBufferBytes: number;
+  smallReviewsMemoryBytes: number;
+  largeReviewsMemoryBytes: number;
   largeReviewQueue: number;
   largeReviewWaitMs: number;
   bodyReadTimeoutMs: number;
@@ -152,23 +153,23 @@ export const FLAGS: readonly Flag[] = [
     help: 'Reviews of at most this many bytes are small (a real Pod makes a few KiB): they are read at once, never behind larger ones.',
   },
   {
-    key: 'smallReviewsBufferBytes',
-    name: 'small-reviews-buffer-bytes',
-    env: 'SMALL_REVIEWS_BUFFER_BYTES',
+    key: 'smallReviewsMemoryBytes',
+    name: 'small-reviews-memory-bytes',
+    env: 'SMALL_REVIEWS_MEMORY_BYTES',
     placeholder: '<bytes>',
     parse: integer(64 * 1024, 1024 * MiB, 'a whole number of bytes'),
-    default: String(16 * MiB),
-    help: 'Bytes of small reviews held at once (read, parsed, being answered); a small review beyond it is answered 503 (a fail-open).',
+    default: String(32 * MiB),
+    help: 'Memory small reviews may take at once (estimated from their bytes and shape: read, parsed, being answered); a small review beyond it is answered 503 (a fail-open).',
   },
   {
-    key: 'largeReviewsBufferBytes',
-    name: 'large-reviews-buffer-bytes',
-    env: 'LARGE_REVIEWS_BUFFER_BYTES',
+    key: 'largeReviewsMemoryBytes',
+    name: 'large-reviews-memory-bytes',
+    env: 'LARGE_REVIEWS_MEMORY_BYTES',
     placeholder: '<bytes>',
     parse: integer(1024, 1024 * MiB, 'a whole number of bytes'),
     default: undefined,
-    defaultHelp: '--max-body-bytes (one review of the largest size at a time)',
-    help: 'Bytes of larger reviews held at once; the rest wait their turn in arrival order. At least --max-body-bytes.',
+    defaultHelp: `the larger of 64 MiB and ${READ_COST_PER_BYTE} × --max-body-bytes`,
+    help: `Memory larger reviews may take at once (estimated as above), and the most one review may take (more: 413); the rest wait their turn in arrival order. At least ${READ_COST_PER_BYTE} × --max-body-bytes.`,
   },
   {
     key: 'largeReviewQueue',
@@ -268,26 +269,26 @@ export type ConfigResult =
 export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ConfigResult {
   const parsed = parseFlags(FLAGS, argv, { env });
   if (parsed.kind !== 'values') return parsed;
-  const values = parsed.values as unknown as Omit<Config, 'maxBodyBytes' | 'largeReviewsBufferBytes'> & {
+  const values = parsed.values as unknown as Omit<Config, 'maxBodyBytes' | 'largeReviewsMemoryBytes'> & {
     maxBodyBytes: number | undefined;
-    largeReviewsBufferBytes: number | undefined;
+    largeReviewsMemoryBytes: number | undefined;
   };
   const maxBodyBytes = values.maxBodyBytes ?? reviewBodyLimit(values.apiServerMaxRequestBodyBytes);
   const config: Config = {
     ...values,
     maxBodyBytes,
-    largeReviewsBufferBytes: values.largeReviewsBufferBytes ?? maxBodyBytes,
+    largeReviewsMemoryBytes: values.largeReviewsMemoryBytes ?? Math.max(64 * MiB, READ_COST_PER_BYTE * maxBodyBytes),
   };
-  if (config.largeReviewsBufferBytes < config.maxBodyBytes) {
+  if (config.largeReviewsMemoryBytes < READ_COST_PER_BYTE * config.maxBodyBytes) {
     return {
       kind: 'error',
-      message: `--large-reviews-buffer-bytes (${config.largeReviewsBufferBytes}) must be at least --max-body-bytes (${config.maxBodyBytes}), so the largest review fits`,
+      message: `--large-reviews-memory-bytes (${config.largeReviewsMemoryBytes}) must be at least ${READ_COST_PER_BYTE} × --max-body-bytes (${READ_COST_PER_BYTE * config.maxBodyBytes}), so the largest review can be read`,
     };
   }
-  if (config.smallReviewBytes > config.smallReviewsBufferBytes) {
+  if (READ_COST_PER_BYTE * config.smallReviewBytes > config.smallReviewsMemoryBytes) {
     return {
       kind: 'error',
-      message: `--small-review-bytes (${config.smallReviewBytes}) must not exceed --small-reviews-buffer-bytes (${config.smallReviewsBufferBytes}), so a small review fits`,
+      message: `--small-reviews-memory-bytes (${config.smallReviewsMemoryBytes}) must be at least ${READ_COST_PER_BYTE} × --small-review-bytes (${READ_COST_PER_BYTE * config.smallReviewBytes}), so a small review can be read`,
     };
   }
   if (config.port !== 0 && config.port === config.metricsPort) {

@@ -25,7 +25,7 @@ export const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 
 export interface MetricSources {
   cacheCounts?: () => Record<EntryState, number>;
   informerStatus?: () => InformerStatus;
-  /** The body budget's bytes held per lane, and large reviews waiting (http/body-budget.ts). */
+  /** The body budget's estimated memory held per lane, and large reviews waiting (http/body-budget.ts). */
   reviewBuffer?: () => { inUse: Readonly<Record<Lane, number>>; queued: number };
 }
 
@@ -125,15 +125,15 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
 
   const overloaded = new Counter({
     name: `${PREFIX}overloaded_total`,
-    help: 'Requests to /mutate/pods answered 503 because the body budget was full, by lane (small or large reviews); each is a fail-open.',
+    help: 'Requests to /mutate/pods answered 503 because the memory budget of reviews was full, by lane (small or large reviews); each is a fail-open.',
     labelNames: ['lane'] as const,
     registers: [registry],
   });
   zero(overloaded, 'lane', LANES);
 
   new Gauge({
-    name: `${PREFIX}review_buffer_bytes`,
-    help: 'Bytes of AdmissionReviews held now (being read, parsed or answered), by lane: small or large reviews.',
+    name: `${PREFIX}review_memory_bytes`,
+    help: 'Estimated memory AdmissionReviews take now (being read, parsed or answered), by lane: small or large reviews.',
     labelNames: ['lane'] as const,
     registers: [registry],
     collect() {

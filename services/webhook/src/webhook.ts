@@ -70,8 +70,8 @@ export async function startWebhook(
 
   const budget = new BodyBudget({
     smallReviewBytes: config.smallReviewBytes,
-    smallBudgetBytes: config.smallReviewsBufferBytes,
-    largeBudgetBytes: config.largeReviewsBufferBytes,
+    smallBudgetBytes: config.smallReviewsMemoryBytes,
+    largeBudgetBytes: config.largeReviewsMemoryBytes,
     maxQueued: config.largeReviewQueue,
     maxWaitMs: config.largeReviewWaitMs,
   });

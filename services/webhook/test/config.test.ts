@@ -27,11 +27,12 @@ describe('parseConfig', () => {
       apiServerMaxRequestBodyBytes: 3 * 1024 * 1024,
       // 6 × the API server's 3 MiB + 1 MiB of envelope (http/body-limit.ts).
       maxBodyBytes: 19 * 1024 * 1024,
-      // The body budget (http/body-budget.ts): small reviews ≤ 256 KiB, 16 MiB of them at once;
-      // larger ones one of the largest size at a time, 16 waiting at most 5 s; bodies read within 5 s.
+      // The memory budget of reviews (http/body-budget.ts): small ones ≤ 256 KiB take at most
+      // 32 MiB at once; larger ones 64 MiB (3 × 19 MiB, the largest, fits), 16 waiting at most 5 s;
+      // bodies read within 5 s.
       smallReviewBytes: 256 * 1024,
-      smallReviewsBufferBytes: 16 * 1024 * 1024,
-      largeReviewsBufferBytes: 19 * 1024 * 1024,
+      smallReviewsMemoryBytes: 32 * 1024 * 1024,
+      largeReviewsMemoryBytes: 64 * 1024 * 1024,
       largeReviewQueue: 16,
       largeReviewWaitMs: 5_000,
       bodyReadTimeoutMs: 5_000,
@@ -70,16 +71,18 @@ describe('parseConfig', () => {
     });
   });
 
-  it('sizes the large reviews buffer to hold the largest review, and refuses one that cannot', () => {
-    expect(ok(['--max-body-bytes=1048576']).largeReviewsBufferBytes).toBe(1_048_576);
-    expect(ok(['--max-body-bytes=1048576', '--large-reviews-buffer-bytes=4194304']).largeReviewsBufferBytes).toBe(
+  it('sizes the large reviews memory to read the largest review, and refuses one that cannot', () => {
+    expect(ok(['--max-body-bytes=1048576']).largeReviewsMemoryBytes).toBe(64 * 1024 * 1024);
+    // 3 × 32 MiB: the largest review is held at 3 × its bytes while it is read.
+    expect(ok(['--max-body-bytes=33554432']).largeReviewsMemoryBytes).toBe(96 * 1024 * 1024);
+    expect(ok(['--max-body-bytes=1048576', '--large-reviews-memory-bytes=4194304']).largeReviewsMemoryBytes).toBe(
       4_194_304,
     );
-    expect(error(['--max-body-bytes=1048576', '--large-reviews-buffer-bytes=65536'])).toBe(
-      '--large-reviews-buffer-bytes (65536) must be at least --max-body-bytes (1048576), so the largest review fits',
+    expect(error(['--max-body-bytes=1048576', '--large-reviews-memory-bytes=65536'])).toBe(
+      '--large-reviews-memory-bytes (65536) must be at least 3 × --max-body-bytes (3145728), so the largest review can be read',
     );
-    expect(error(['--small-review-bytes=1048576', '--small-reviews-buffer-bytes=65536'])).toMatch(
-      /--small-review-bytes \(1048576\) must not exceed --small-reviews-buffer-bytes \(65536\)/,
+    expect(error(['--small-review-bytes=1048576', '--small-reviews-memory-bytes=65536'])).toMatch(
+      /--small-reviews-memory-bytes \(65536\) must be at least 3 × --small-review-bytes \(3145728\)/,
     );
     expect(ok(['--large-review-wait=250ms', '--body-read-timeout=2s', '--large-review-queue=0'])).toMatchObject({
       largeReviewWaitMs: 250,

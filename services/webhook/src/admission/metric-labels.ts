@@ -37,6 +37,7 @@ export const BAD_REQUEST_REASONS = [
   'unsupported_encoding',
   'length_required',
   'body_too_large',
+  'too_complex',
   'body_timeout',
   'aborted',
   'not_an_object',

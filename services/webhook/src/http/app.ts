@@ -33,14 +33,17 @@ import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../adm
 import type { Readiness } from '../cache/informer.js';
 import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
-import type { BodyBudget, Lane } from './body-budget.js';
+import type { BodyBudget, Hold, Lane } from './body-budget.js';
+import { parseCost } from './parse-cost.js';
 import {
   type BodyRefusal,
   charsetProblem,
   declaredLength,
   encodingProblem,
   MISSING_BODY,
-  readJsonBody,
+  parseStrictJson,
+  readBody,
+  tooComplex,
 } from './read-body.js';
 
 /** What express's res.json sends as Content-Type. */
@@ -218,8 +221,26 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
       refuse(res, startedAt, length);
       return;
     }
-    const read = (): void => {
-      readJsonBody(req, length, bodyReadTimeoutMs, (body) => {
+    /** Reads the body, holds its estimated memory, parses it and admits the review. */
+    const read = (hold: Hold): void => {
+      // The memory is held until the answer is sent or the connection is gone.
+      res.once('close', hold.release);
+      readBody(req, length, bodyReadTimeoutMs, (read) => {
+        if (!read.ok) {
+          refuse(res, startedAt, read);
+          return;
+        }
+        const cost = parseCost(read.bytes);
+        const capacity = budget.capacity(hold.lane);
+        if (cost > capacity) {
+          refuse(res, startedAt, tooComplex(cost, capacity));
+          return;
+        }
+        if (!hold.resize(cost)) {
+          overloaded(res, startedAt, hold.lane, 'webhook overloaded: no memory left to parse this review; try again');
+          return;
+        }
+        const body = parseStrictJson(read.bytes);
         if (!body.ok) {
           refuse(res, startedAt, body);
           return;
@@ -237,9 +258,7 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
       return;
     }
     if (admission.kind === 'admitted') {
-      // The bytes are held until the answer is sent or the connection is gone.
-      res.once('close', admission.release);
-      read();
+      read(admission.hold);
       return;
     }
     // Queued behind earlier large reviews: the body stays unread (TCP pushes back) until its turn.
@@ -249,19 +268,18 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
       admission.cancel();
     };
     res.once('close', leave);
-    void admission.granted.then((release) => {
+    void admission.granted.then((hold) => {
       res.off('close', leave);
-      if (release === undefined) {
+      if (hold === undefined) {
         if (!gone)
           overloaded(res, startedAt, 'large', 'webhook overloaded: no turn for this large review in time; try again');
         return;
       }
       if (gone) {
-        release();
+        hold.release();
         return;
       }
-      res.once('close', release);
-      read();
+      read(hold);
     });
   };
 }

@@ -1,18 +1,22 @@
 /**
- * How many bytes of AdmissionReviews the webhook holds at once (issue 34): one budget for every
- * request, whatever callers send, so no caller can buffer the replica past its memory limit.
+ * How much memory AdmissionReviews may take at once (issue 34): one budget for every request,
+ * whatever callers send, so no caller can push a replica past its memory limit.
  *
- * A request is admitted to the budget by its declared Content-Length before a byte of its body
- * is read (until then the socket is paused: TCP pushes back on the sender), and holds its bytes
- * until its response has been sent or its connection closed: the parsed review lives that long.
- * Two lanes, so that the reviews every real Pod produces are never starved by large ones:
+ * The budget counts estimated bytes of memory (parse-cost.ts), not bytes on the wire: a review is
+ * held as its bytes, as the text JSON.parse reads, and as the parsed value, and a body of `{}`s
+ * parses to 21× its size. A request is admitted by its declared Content-Length before a byte of
+ * its body is read (until then the socket is paused: TCP pushes back on the sender), holding
+ * `READ_COST_PER_BYTE` × that; once read, its estimate is known and the hold grows to it (`grow`),
+ * or the review is refused. It holds the memory until its response has been sent or its
+ * connection closed: the parsed review lives that long. Two lanes, chosen by the declared size,
+ * so that the reviews every real Pod produces are never starved by large ones:
  *
- * - **small** (≤ `smallReviewBytes`, a few KiB for a real Pod): admitted at once while the small
- *   lane's bytes stay within `smallBudgetBytes`; beyond it, refused at once (503), never queued;
+ * - **small** (≤ `smallReviewBytes` on the wire, a few KiB for a real Pod): admitted at once while
+ *   the small lane stays within `smallBudgetBytes`; beyond it, refused at once (503), never queued;
  * - **large** (up to `--max-body-bytes`, 19 MiB by default: only a Pod built to be huge, e.g. a
- *   server-side dry-run of a 3 MiB Pod of `<`): served in arrival order while the large lane's bytes
- *   stay within `largeBudgetBytes` (by default one review of the largest size at a time); at most
- *   `maxQueued` wait, each at most `maxWaitMs`, and the rest are refused at once (503).
+ *   server-side dry-run of a 3 MiB Pod of `<`): served in arrival order while the large lane stays
+ *   within `largeBudgetBytes`; at most `maxQueued` wait, each at most `maxWaitMs`, and the rest are
+ *   refused at once (503).
  *
  * A refusal is an answer the API server treats as a webhook failure, so under failurePolicy
  * Ignore the Pod is admitted unpatched: counted as a fail-open (reason `overloaded`), and seen by
@@ -20,14 +24,20 @@
  */
 
 export type Lane = 'small' | 'large';
+
+/**
+ * Memory held per declared byte while a body is read: the bytes themselves, the text JSON.parse
+ * reads, and at least as much again for the parsed value (parse-cost.ts).
+ */
+export const READ_COST_PER_BYTE = 3;
 export const LANES: readonly Lane[] = ['small', 'large'];
 
 export interface BodyBudgetOptions {
-  /** Reviews of at most this many bytes are small. */
+  /** Reviews of at most this many bytes (declared) are small. */
   smallReviewBytes: number;
-  /** Bytes of small reviews held at once. */
+  /** Estimated memory of small reviews held at once. */
   smallBudgetBytes: number;
-  /** Bytes of large reviews held at once; at least the largest review accepted, so it fits alone. */
+  /** Estimated memory of large reviews held at once; also the most one review may take. */
   largeBudgetBytes: number;
   /** Large reviews waiting for their turn at once. */
   maxQueued: number;
@@ -35,17 +45,28 @@ export interface BodyBudgetOptions {
   maxWaitMs: number;
 }
 
-/** Gives the bytes back; calling it again does nothing. */
-export type Release = () => void;
+/** Memory held in a lane for one review. */
+export interface Hold {
+  readonly lane: Lane;
+  /** Estimated bytes held now. */
+  readonly bytes: number;
+  /**
+   * Holds `total` estimated bytes instead (the review's estimate, once its body is read): true
+   * when that fits its lane (or is less than it holds), false when it does not (nothing changes).
+   */
+  resize(total: number): boolean;
+  /** Gives the memory back; calling it again does nothing. */
+  release(): void;
+}
 
 export type Admission =
-  | { kind: 'admitted'; lane: Lane; release: Release }
-  | { kind: 'queued'; lane: 'large'; granted: Promise<Release | undefined>; cancel: () => void }
+  | { kind: 'admitted'; hold: Hold }
+  | { kind: 'queued'; lane: 'large'; granted: Promise<Hold | undefined>; cancel: () => void }
   | { kind: 'refused'; lane: Lane; message: string };
 
 interface Waiter {
   bytes: number;
-  resolve: (release: Release | undefined) => void;
+  resolve: (hold: Hold | undefined) => void;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -58,12 +79,17 @@ export class BodyBudget {
     this.#opts = opts;
   }
 
-  /** The lane a review of `bytes` takes. Pure. */
+  /** The lane a review of `bytes` (declared) takes. Pure. */
   laneOf(bytes: number): Lane {
     return bytes <= this.#opts.smallReviewBytes ? 'small' : 'large';
   }
 
-  /** Bytes held now, per lane. */
+  /** The most one review of `lane` may take: the lane's whole budget. */
+  capacity(lane: Lane): number {
+    return lane === 'small' ? this.#opts.smallBudgetBytes : this.#opts.largeBudgetBytes;
+  }
+
+  /** Estimated bytes held now, per lane. */
   inUse(): Readonly<Record<Lane, number>> {
     return { ...this.#inUse };
   }
@@ -74,23 +100,24 @@ export class BodyBudget {
   }
 
   /**
-   * Admits a review of `bytes` (its declared Content-Length, already checked against the size
-   * limit): at once, after a wait in the large lane's queue (`granted` resolves to undefined when
-   * the wait times out or is cancelled), or refused.
+   * Admits a review of `declared` bytes (its Content-Length, already checked against the size
+   * limit), holding `READ_COST_PER_BYTE` × that: at once, after a wait in the large lane's queue
+   * (`granted` resolves to undefined when the wait times out or is cancelled), or refused.
    */
-  admit(bytes: number): Admission {
-    if (this.laneOf(bytes) === 'small') {
+  admit(declared: number): Admission {
+    const bytes = declared * READ_COST_PER_BYTE;
+    if (this.laneOf(declared) === 'small') {
       if (this.#inUse.small + bytes > this.#opts.smallBudgetBytes) {
         return {
           kind: 'refused',
           lane: 'small',
-          message: `webhook overloaded: ${this.#opts.smallBudgetBytes} bytes of reviews are being read already; try again`,
+          message: `webhook overloaded: small reviews take ${this.#opts.smallBudgetBytes} bytes of memory already; try again`,
         };
       }
-      return { kind: 'admitted', lane: 'small', release: this.#hold('small', bytes) };
+      return { kind: 'admitted', hold: this.#hold('small', bytes) };
     }
     if (this.#queue.length === 0 && this.#fitsLarge(bytes)) {
-      return { kind: 'admitted', lane: 'large', release: this.#hold('large', bytes) };
+      return { kind: 'admitted', hold: this.#hold('large', bytes) };
     }
     if (this.#queue.length >= this.#opts.maxQueued) {
       return {
@@ -100,7 +127,7 @@ export class BodyBudget {
       };
     }
     let waiter: Waiter | undefined;
-    const granted = new Promise<Release | undefined>((resolve) => {
+    const granted = new Promise<Hold | undefined>((resolve) => {
       waiter = {
         bytes,
         resolve,
@@ -116,14 +143,31 @@ export class BodyBudget {
     return this.#inUse.large === 0 || this.#inUse.large + bytes <= this.#opts.largeBudgetBytes;
   }
 
-  #hold(lane: Lane, bytes: number): Release {
-    this.#inUse[lane] += bytes;
+  #hold(lane: Lane, initial: number): Hold {
+    this.#inUse[lane] += initial;
+    let held = initial;
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#inUse[lane] -= bytes;
-      if (lane === 'large') this.#grant();
+    const budget = this.#opts[lane === 'small' ? 'smallBudgetBytes' : 'largeBudgetBytes'];
+    return {
+      lane,
+      get bytes() {
+        return released ? 0 : held;
+      },
+      resize: (total) => {
+        if (released) return false;
+        if (total > held && this.#inUse[lane] - held + total > budget) return false;
+        this.#inUse[lane] += total - held;
+        const shrunk = total < held;
+        held = total;
+        if (shrunk && lane === 'large') this.#grant();
+        return true;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#inUse[lane] -= held;
+        if (lane === 'large') this.#grant();
+      },
     };
   }
 

@@ -12,6 +12,8 @@
  * - no Content-Length (a chunked body) → 411 `length_required`: the API server always sends one,
  *   and the body budget (body-budget.ts) admits a request by it before reading;
  * - more than `limit` bytes declared → 413 `body_too_large`, without reading the body;
+ * - a body whose parse would take more memory than one review may (parse-cost.ts) → 413
+ *   `too_complex` (the route checks it between reading and parsing);
  * - any Content-Encoding but identity → 415 `unsupported_encoding`: the API server never
  *   compresses a review, and a few KB of gzip decompress to megabytes;
  * - not strict JSON (an object or array, after JSON whitespace and an optional UTF-8 BOM) →
@@ -39,6 +41,8 @@ export interface BodyRefusal {
 }
 
 export type BodyOutcome = { ok: true; value: unknown } | BodyRefusal;
+/** The body's bytes, all of them, or why they could not be read. */
+export type BytesOutcome = { ok: true; bytes: Buffer } | BodyRefusal;
 
 const INVALID_JSON: BodyRefusal = {
   ok: false,
@@ -68,6 +72,16 @@ export function bodyTimeout(timeoutMs: number): BodyRefusal {
     reason: 'body_timeout',
     message: `request body not received within ${timeoutMs} ms`,
     closeConnection: true,
+  };
+}
+
+/** A review whose parse would take more memory than the webhook gives one review (parse-cost.ts). */
+export function tooComplex(cost: number, capacity: number): BodyRefusal {
+  return {
+    ok: false,
+    status: 413,
+    reason: 'too_complex',
+    message: `request body would take ~${cost} bytes of memory to parse, over the ${capacity} one review may take`,
   };
 }
 
@@ -163,21 +177,21 @@ export function parseStrictJson(body: Buffer): BodyOutcome {
 
 /**
  * Reads `req`'s body (its declared `length` bytes, identity-encoded) and calls `done` once with
- * the parsed JSON or the refusal: after the request has been read to its end, or at once when
- * the body is not all there within `timeoutMs` (the stream is then left unread: the answer closes
- * the connection).
+ * its bytes or the refusal: after the request has been read to its end, or at once when the body
+ * is not all there within `timeoutMs` (the stream is then left unread: the answer closes the
+ * connection). `parseStrictJson` parses them.
  */
-export function readJsonBody(
+export function readBody(
   req: IncomingMessage,
   length: number,
   timeoutMs: number,
-  done: (outcome: BodyOutcome) => void,
+  done: (outcome: BytesOutcome) => void,
 ): void {
   // One Buffer of the declared length, filled in place: no list of chunks, no second copy.
   const body = Buffer.allocUnsafe(length);
   let received = 0;
   let finished = false;
-  const finish = (outcome: BodyOutcome): void => {
+  const finish = (outcome: BytesOutcome): void => {
     if (finished) return;
     finished = true;
     clearTimeout(timer);
@@ -192,7 +206,7 @@ export function readJsonBody(
     received += chunk.length;
   };
   const onEnd = (): void => {
-    finish(received === length ? parseStrictJson(body) : ABORTED);
+    finish(received === length ? { ok: true, bytes: body } : ABORTED);
   };
   const onError = (): void => finish(ABORTED);
   const timer = setTimeout(() => {

@@ -387,8 +387,8 @@ describe('webhook HTTP app under 10,000 fuzzed AdmissionReviews', () => {
       maxBodyBytes: MAX_BODY_BYTES,
       budget: new BodyBudget({
         smallReviewBytes: 256 * 1024,
-        smallBudgetBytes: 16 * 1024 * 1024,
-        largeBudgetBytes: MAX_BODY_BYTES,
+        smallBudgetBytes: 32 * 1024 * 1024,
+        largeBudgetBytes: Math.max(64 * 1024 * 1024, 3 * MAX_BODY_BYTES),
         maxQueued: 16,
         maxWaitMs: 5_000,
       }),

@@ -48,8 +48,8 @@ function setup(o: SetupOptions = {}) {
   const { logger, lines } = captureLogger();
   const budget = new BodyBudget({
     smallReviewBytes: 256 * 1024,
-    smallBudgetBytes: 16 * 1024 * 1024,
-    largeBudgetBytes: o.maxBodyBytes ?? 4 * 1024 * 1024,
+    smallBudgetBytes: 32 * 1024 * 1024,
+    largeBudgetBytes: 64 * 1024 * 1024,
     maxQueued: 16,
     maxWaitMs: 5_000,
     ...o.budget,
@@ -520,7 +520,9 @@ describe('the body budget (issue 34: bounded work, whatever callers send)', () =
   });
 
   it('a large review beyond the queue is answered 503 overloaded at once, counted as a fail-open; small reviews are still patched', async () => {
-    const { server, port, budget, count } = await listen({ budget: { maxQueued: 1, maxWaitMs: 10_000 } });
+    const { server, port, budget, count } = await listen({
+      budget: { maxQueued: 1, maxWaitMs: 10_000, largeBudgetBytes: 9 * 1024 * 1024 },
+    });
     void stall(port, 3 * 1024 * 1024); // holds the large lane
     await until(() => budget.inUse().large > 0);
     void stall(port, 3 * 1024 * 1024); // waits its turn
@@ -542,7 +544,7 @@ describe('the body budget (issue 34: bounded work, whatever callers send)', () =
   });
 
   it('a queued large review whose turn does not come in time is answered 503', async () => {
-    const { port, budget, count } = await listen({ budget: { maxWaitMs: 100 } });
+    const { port, budget, count } = await listen({ budget: { maxWaitMs: 100, largeBudgetBytes: 9 * 1024 * 1024 } });
     void stall(port, 3 * 1024 * 1024);
     await until(() => budget.inUse().large > 0);
     const waited = await stall(port, 3 * 1024 * 1024);
@@ -553,12 +555,13 @@ describe('the body budget (issue 34: bounded work, whatever callers send)', () =
 
   it('small reviews beyond the small lane get 503 at once, and the lane frees when stalled senders are cut off (408)', async () => {
     const { server, port, budget, count } = await listen({
-      budget: { smallReviewBytes: 64 * 1024, smallBudgetBytes: 128 * 1024 },
+      // Two stalled 64 KiB reviews hold 3 × 64 KiB each: the whole lane.
+      budget: { smallReviewBytes: 64 * 1024, smallBudgetBytes: 384 * 1024 },
       bodyReadTimeoutMs: 300,
     });
     const first = stall(port, 64 * 1024);
     const second = stall(port, 64 * 1024);
-    await until(() => budget.inUse().small === 128 * 1024);
+    await until(() => budget.inUse().small === 384 * 1024);
     const refused = await request(server).post('/mutate/pods').set('Content-Type', 'application/json').send(review());
     expect(refused.status).toBe(503);
     expect(await count('kubeplus_webhook_overloaded_total', { lane: 'small' })).toBe(1);
@@ -566,6 +569,20 @@ describe('the body budget (issue 34: bounded work, whatever callers send)', () =
     expect((await first).status).toBe(408);
     expect((await second).status).toBe(408);
     expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'body_timeout' })).toBe(2);
+    await until(() => budget.inUse().small === 0);
+    const ok = await request(server).post('/mutate/pods').set('Content-Type', 'application/json').send(review());
+    expect(ok.status).toBe(200);
+  });
+
+  it('a body that would parse to more memory than the lane holds is 413 too_complex; a dense one that fits is served', async () => {
+    const { server, budget, count } = await listen({ budget: { smallBudgetBytes: 1024 * 1024 } });
+    // 100 KB of {}: ~4 MB once parsed (parse-cost.ts), over the 1 MiB lane.
+    const dense = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","pad":[${Array(33_000).fill('{}').join(',')}]}`;
+    const refused = await request(server).post('/mutate/pods').set('Content-Type', 'application/json').send(dense);
+    expect(refused.status).toBe(413);
+    expect(refused.body).toMatchObject({ error: 'too_complex', message: expect.stringContaining('1048576') });
+    expect(await count('kubeplus_webhook_bad_requests_total', { reason: 'too_complex' })).toBe(1);
+    expect(await count('kubeplus_webhook_failopen_total', { reason: 'bad_request' })).toBe(1);
     await until(() => budget.inUse().small === 0);
     const ok = await request(server).post('/mutate/pods').set('Content-Type', 'application/json').send(review());
     expect(ok.status).toBe(200);

@@ -30,8 +30,8 @@ function webhookApp() {
     maxBodyBytes: 1024 * 1024,
     budget: new BodyBudget({
       smallReviewBytes: 256 * 1024,
-      smallBudgetBytes: 16 * 1024 * 1024,
-      largeBudgetBytes: 1024 * 1024,
+      smallBudgetBytes: 32 * 1024 * 1024,
+      largeBudgetBytes: 64 * 1024 * 1024,
       maxQueued: 16,
       maxWaitMs: 5_000,
     }),

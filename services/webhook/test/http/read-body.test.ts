@@ -7,7 +7,7 @@ import {
   declaredLength,
   encodingProblem,
   parseStrictJson,
-  readJsonBody,
+  readBody,
 } from '../../src/http/read-body.js';
 
 const text = (s: string) => Buffer.from(s, 'utf8');
@@ -106,7 +106,7 @@ describe('charsetProblem', () => {
   });
 });
 
-describe('readJsonBody (a real HTTP server)', () => {
+describe('readBody (a real HTTP server), then parseStrictJson', () => {
   let server: http.Server | undefined;
   afterEach(async () => {
     server?.closeAllConnections();
@@ -120,7 +120,8 @@ describe('readJsonBody (a real HTTP server)', () => {
     server = http.createServer((req, res) => {
       const length = declaredLength(req.headers, 1024 * 1024);
       if (typeof length !== 'number') throw new Error('test sends a Content-Length within the limit');
-      readJsonBody(req, length, timeoutMs, (outcome) => {
+      readBody(req, length, timeoutMs, (read) => {
+        const outcome = read.ok ? parseStrictJson(read.bytes) : read;
         outcomes.push(outcome);
         if (!outcome.ok && outcome.closeConnection === true) res.setHeader('Connection', 'close');
         res.end(JSON.stringify(outcome));
