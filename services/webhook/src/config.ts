@@ -30,6 +30,7 @@ export interface Config {
   tlsReloadIntervalMs: number;
   kubeconfig: string | undefined;
   liveLookupTimeoutMs: number;
+  maxLiveLookups: number;
   /** The API server's `--max-request-body-bytes`, from which maxBodyBytes is derived unless set. */
   apiServerMaxRequestBodyBytes: number;
   maxBodyBytes: number;
@@ -123,6 +124,15 @@ export const FLAGS: readonly Flag[] = [
     parse: duration(1, 10_000),
     default: '1s',
     help: 'Bound on the live GET of a namespace missing from the cache, after which the Pod is admitted unchanged (fail open). Keep well below the webhook timeoutSeconds.',
+  },
+  {
+    key: 'maxLiveLookups',
+    name: 'max-live-lookups',
+    env: 'MAX_LIVE_LOOKUPS',
+    placeholder: '<count>',
+    parse: integer(1, 1_000, 'a whole number'),
+    default: '8',
+    help: 'Live GETs of distinct namespaces in flight at once; a cache miss beyond it fails open at once (lookup_throttled) instead of costing the API server another GET.',
   },
   {
     key: 'apiServerMaxRequestBodyBytes',

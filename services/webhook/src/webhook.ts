@@ -65,6 +65,7 @@ export async function startWebhook(
   sources.informerStatus = () => watcher.status();
   const resolver = new IsolationResolver(cache, new KubeNamespaceReader(kube), {
     liveLookupTimeoutMs: config.liveLookupTimeoutMs,
+    maxConcurrentLookups: config.maxLiveLookups,
     onLiveLookup: (result) => recordLiveLookup(metrics, result),
   });
 

@@ -24,6 +24,7 @@ describe('parseConfig', () => {
       tlsReloadIntervalMs: 10_000,
       kubeconfig: undefined,
       liveLookupTimeoutMs: 1_000,
+      maxLiveLookups: 8,
       apiServerMaxRequestBodyBytes: 3 * 1024 * 1024,
       // 6 × the API server's 3 MiB + 1 MiB of envelope (http/body-limit.ts).
       maxBodyBytes: 19 * 1024 * 1024,

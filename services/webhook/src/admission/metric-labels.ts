@@ -15,6 +15,8 @@ export const FAIL_OPEN_REASONS = [
   'namespace_not_labeled',
   'lookup_timeout',
   'lookup_failed',
+  // Too many live GETs of other namespaces in flight (--max-live-lookups).
+  'lookup_throttled',
   'internal_error',
   // A request to /mutate/pods answered with a 4xx (e.g. 413 over --max-body-bytes): the API
   // server then admits the Pod unpatched (failurePolicy Ignore). Which 4xx: bad_requests_total.
@@ -26,7 +28,7 @@ export const FAIL_OPEN_REASONS = [
 export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
 
 /** Outcome of a live GET of a namespace missing from the cache. */
-export const LIVE_LOOKUP_RESULTS = ['found', 'not_found', 'not_labeled', 'timeout', 'error'] as const;
+export const LIVE_LOOKUP_RESULTS = ['found', 'not_found', 'not_labeled', 'timeout', 'error', 'throttled'] as const;
 export type LiveLookupResult = (typeof LIVE_LOOKUP_RESULTS)[number];
 
 /** Why a request to /mutate/pods was answered with a 4xx instead of an AdmissionReview. */

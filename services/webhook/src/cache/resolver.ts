@@ -2,7 +2,8 @@
  * Namespace → what its Pods must get. A cache hit is a Map read. A miss (the informer has not
  * yet delivered a namespace the operator just labeled) costs one live GET of that namespace,
  * bounded by a short timeout, before failing open — as the kube-apiserver's in-tree
- * PodNodeSelector plugin does. Concurrent misses for one namespace share a single GET.
+ * PodNodeSelector plugin does. Concurrent misses for one namespace share a single GET, and at most
+ * `maxConcurrentLookups` namespaces are looked up at once.
  */
 
 import { describeError } from '@kubeplus-isolation/service';
@@ -25,6 +26,11 @@ export interface NamespaceReader {
 export interface ResolverOptions {
   /** Upper bound of one live GET; the request fails open after it. */
   liveLookupTimeoutMs: number;
+  /**
+   * Live GETs of distinct namespaces in flight at once; a miss beyond it fails open at once
+   * (`lookup_throttled`) instead of costing the API server one more GET. Default: unbounded.
+   */
+  maxConcurrentLookups?: number;
   onLiveLookup?: (result: LiveLookupResult) => void;
 }
 
@@ -82,6 +88,16 @@ export class IsolationResolver {
     const entry = this.#cache.get(namespace);
     if (entry !== undefined) return resolutionFromEntry(entry);
     let pending = this.#inflight.get(namespace);
+    if (pending === undefined && this.#inflight.size >= (this.#opts.maxConcurrentLookups ?? Number.POSITIVE_INFINITY)) {
+      // Misses of many names at once are not the informer's lag after a labeling (one name at a
+      // time): e.g. reviews no API server sent, each naming another namespace (issue 34).
+      this.#opts.onLiveLookup?.('throttled');
+      return {
+        ok: false,
+        reason: 'lookup_throttled',
+        detail: `${this.#inflight.size} live GETs of other namespaces are in flight already`,
+      };
+    }
     if (pending === undefined) {
       pending = this.#lookup(namespace).finally(() => this.#inflight.delete(namespace));
       this.#inflight.set(namespace, pending);

@@ -23,12 +23,13 @@ class FakeReader implements NamespaceReader {
   }
 }
 
-function setup(reader: NamespaceReader, timeoutMs = 1_000) {
+function setup(reader: NamespaceReader, timeoutMs = 1_000, maxConcurrentLookups?: number) {
   const cache = new NamespaceCache();
   const lookups: LiveLookupResult[] = [];
   const resolver = new IsolationResolver(cache, reader, {
     liveLookupTimeoutMs: timeoutMs,
     onLiveLookup: (r) => lookups.push(r),
+    ...(maxConcurrentLookups !== undefined && { maxConcurrentLookups }),
   });
   return { cache, resolver, lookups };
 }
@@ -74,6 +75,33 @@ describe('IsolationResolver', () => {
     release(namespace('team-a', { annotation: TEAM_A_ANNOTATION }));
     for (const r of await Promise.all(pending)) expect(r).toEqual({ ok: true, spec: TEAM_A });
     expect(reader.calls).toEqual(['team-a']);
+  });
+
+  // Issue 34: reviews no API server sent, each naming another namespace, each cost a live GET.
+  it('looks up at most maxConcurrentLookups namespaces at once; a miss of another fails open at once (lookup_throttled)', async () => {
+    const releases: Array<() => void> = [];
+    const reader = new FakeReader(
+      (name) =>
+        new Promise((resolve) => releases.push(() => resolve(namespace(name, { annotation: TEAM_A_ANNOTATION })))),
+    );
+    const { resolver, lookups } = setup(reader, 1_000, 2);
+    const first = resolver.resolve('ns-1');
+    const second = resolver.resolve('ns-2');
+    // A third name: no GET, an answer at once.
+    expect(resolver.resolve('ns-3')).toEqual({
+      ok: false,
+      reason: 'lookup_throttled',
+      detail: '2 live GETs of other namespaces are in flight already',
+    });
+    // A name already in flight still shares its GET.
+    const again = resolver.resolve('ns-1');
+    expect(reader.calls).toEqual(['ns-1', 'ns-2']);
+    expect(lookups).toEqual(['throttled']);
+    for (const release of releases) release();
+    for (const r of await Promise.all([first, second, again])) expect(r).toEqual({ ok: true, spec: TEAM_A });
+    // The GETs are done: a new name is looked up again.
+    await resolver.resolve('ns-4');
+    expect(reader.calls).toEqual(['ns-1', 'ns-2', 'ns-4']);
   });
 
   it('fails open with namespace_not_found when the GET finds nothing, and caches nothing', async () => {
