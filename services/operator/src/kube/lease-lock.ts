@@ -3,6 +3,11 @@
  * (client-go's `resourcelock.LeaseLock`). Updates are PUTs carrying the resourceVersion that
  * was read, so concurrent writers get 409 Conflict; labels, annotations and owner references
  * of the Lease are preserved.
+ *
+ * The holder's writes can also carry annotations of its own (`carryAnnotation`: the audit's Pod
+ * watch position, issue 34) at no extra request: each renewal (every retry period) and the release
+ * write the value current at that moment. The write that takes the Lease over never does, so what
+ * the previous holder left survives into the new term, which reads it from `takenFrom()`.
  */
 import { type CoordinationV1Api, type V1Lease, type V1LeaseSpec, V1MicroTime } from '@kubernetes/client-node';
 import { isNotFound } from '../runtime/errors.js';
@@ -43,9 +48,21 @@ export function specFromRecord(record: LeaderElectionRecord): V1LeaseSpec {
   return spec;
 }
 
+/** The Lease as this replica found it when it last took it: `existed: false` when it created it. */
+export type TakenLease =
+  | { existed: false }
+  | {
+      existed: true;
+      record: LeaderElectionRecord;
+      annotations: Record<string, string>;
+      createdAt: Date | undefined;
+    };
+
 export class KubeLeaseLock implements LeaseLock {
   readonly description: string;
   private lastRead: V1Lease | undefined;
+  private taken: TakenLease | undefined;
+  private readonly carried = new Map<string, () => string | undefined>();
 
   constructor(
     private readonly api: CoordinationV1Api,
@@ -53,6 +70,19 @@ export class KubeLeaseLock implements LeaseLock {
     readonly name: string,
   ) {
     this.description = `${namespace}/${name}`;
+  }
+
+  /**
+   * Makes the holder's renewals and its release write annotation `key` = `value()`, read at each
+   * write (undefined: left as it is). Never the write that takes the Lease over.
+   */
+  carryAnnotation(key: string, value: () => string | undefined): void {
+    this.carried.set(key, value);
+  }
+
+  /** The Lease as it was just before this replica's write that made it the holder; undefined before any. */
+  takenFrom(): TakenLease | undefined {
+    return this.taken;
   }
 
   async get(signal: AbortSignal): Promise<ObservedLease | undefined> {
@@ -83,11 +113,18 @@ export class KubeLeaseLock implements LeaseLock {
       requestOptions({ signal }),
     );
     this.lastRead = lease;
+    this.taken = { existed: false };
     return this.observe(lease);
   }
 
   async update(record: LeaderElectionRecord, resourceVersion: string, signal: AbortSignal): Promise<ObservedLease> {
-    const previous = this.lastRead?.metadata;
+    const read = this.lastRead;
+    const previous = read?.metadata;
+    const holder = typeof read?.spec?.holderIdentity === 'string' ? read.spec.holderIdentity : '';
+    // A renewal keeps the holder; a release (holder "") is only written by the holder.
+    const byHolder = holder !== '' && (record.holderIdentity === holder || record.holderIdentity === '');
+    const takingOver = record.holderIdentity !== '' && record.holderIdentity !== holder;
+    const annotations = byHolder ? this.withCarried(previous?.annotations) : previous?.annotations;
     const lease = await this.api.replaceNamespacedLease(
       {
         name: this.name,
@@ -100,7 +137,7 @@ export class KubeLeaseLock implements LeaseLock {
             namespace: this.namespace,
             resourceVersion,
             labels: previous?.labels,
-            annotations: previous?.annotations,
+            annotations,
             ownerReferences: previous?.ownerReferences,
           },
           spec: specFromRecord(record),
@@ -108,8 +145,30 @@ export class KubeLeaseLock implements LeaseLock {
       },
       requestOptions({ signal }),
     );
+    if (takingOver) {
+      this.taken = {
+        existed: true,
+        record: recordFromSpec(read?.spec),
+        annotations: { ...previous?.annotations },
+        createdAt: toDate(previous?.creationTimestamp),
+      };
+    }
     this.lastRead = lease;
     return this.observe(lease);
+  }
+
+  private withCarried(annotations: Record<string, string> | undefined): Record<string, string> | undefined {
+    let out = annotations;
+    for (const [key, value] of this.carried) {
+      let v: string | undefined;
+      try {
+        v = value();
+      } catch {
+        v = undefined; // never let a carried value fail a renewal
+      }
+      if (v !== undefined) out = { ...out, [key]: v };
+    }
+    return out;
   }
 
   private observe(lease: V1Lease): ObservedLease {

@@ -24,6 +24,10 @@ export async function kubeOperatorDeps(
 ): Promise<Omit<OperatorDeps, 'logger' | 'version'>> {
   const policyApis = await discoverPolicyApis(kc);
   if (config.sandboxPolicyLayout === 'shared') await checkSharedLayout(kc);
+  // The Pod watch keeps its position on the leader's Lease (carried by its renewals).
+  const leaseLock = config.leaderElect
+    ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
+    : undefined;
   return {
     config,
     identity,
@@ -32,7 +36,7 @@ export async function kubeOperatorDeps(
     clusterPort: (options) => new KubeClusterPort(kc, options),
     eventSink: coreV1EventSink(kc.makeApiClient(CoreV1Api)),
     pods: kubePodLister(kc.makeApiClient(CoreV1Api)),
-    podWatch: kubePodWatch(kc),
+    podWatch: kubePodWatch(kc, leaseLock),
     webhookCertificates: config.webhookCertificates
       ? {
           configurations: webhookConfigurationSource(kc, CERTIFICATES_SELECTOR),
@@ -47,8 +51,6 @@ export async function kubeOperatorDeps(
     ...(kc instanceof PooledKubeConfig
       ? { observeApiRequests: (o: ApiRequestObserver) => kc.observeApiRequests(o) }
       : {}),
-    leaseLock: config.leaderElect
-      ? new KubeLeaseLock(kc.makeApiClient(CoordinationV1Api), config.leaderElectionNamespace, config.leaderElectionId)
-      : undefined,
+    leaseLock,
   };
 }

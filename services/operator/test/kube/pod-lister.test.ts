@@ -1,11 +1,13 @@
 /**
- * The audit's paged Pod LISTs (kube/pod-lister.ts) bounded by bytes as well as by count, against a fake API server that serves
+ * The audit's paged Pod LISTs (kube/pod-lister.ts, and the Pod watch's catch-up LIST in
+ * kube/pod-watch.ts) bounded by bytes as well as by count, against a fake API server that serves
  * large Pods: the limit of each request and the bytes of each response are asserted, not timed.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { LARGEST_POD_BYTES, PodPageSizer } from '../../src/controllers/audit/page-budget.js';
 import { kubePodLister, listUnfinishedPods, UNFINISHED_PODS_FIELD_SELECTOR } from '../../src/kube/pod-lister.js';
+import { kubePodWatch } from '../../src/kube/pod-watch.js';
 import { type FakeApiServer, type SeenRequest, startFakeApiServer } from './fake-api-server.js';
 
 const KiB = 1024;
@@ -127,5 +129,36 @@ describe('paged Pod LISTs under a byte budget', () => {
     const unsized = await listUnfinishedPods(core, 'sbx', { limit: 500 }, 'agents.x-k8s.io/sandbox-name-hash');
     expect(unsized.items).toHaveLength(12);
     expect(limits(server.seen)).toEqual([500]);
+  });
+
+  it('sizes the Pod watch’s catch-up LIST of every Pod (all namespaces, finished included) the same way', async () => {
+    store.set(
+      'a',
+      Array.from({ length: 30 }, (_, i) => podOfSize('a', i, 400 * KiB)),
+    );
+    store.set(
+      'b',
+      Array.from({ length: 30 }, (_, i) => podOfSize('b', i, 400 * KiB)),
+    );
+    const watch = kubePodWatch(server.kc, undefined, new PodPageSizer());
+    let token: string | undefined;
+    let n = 0;
+    let resourceVersion: string | undefined;
+    do {
+      const page = await watch.listPods({ limit: 500, continueToken: token });
+      n += page.items.length;
+      resourceVersion ??= page.resourceVersion;
+      token = page.continueToken;
+    } while (token);
+    expect(n).toBe(60);
+    expect(resourceVersion).toBe('5000');
+    expect(server.seen.every((r) => r.path === '/api/v1/pods' && !r.query.has('fieldSelector'))).toBe(true);
+    expect(limits(server.seen)[0]).toBe(5);
+    expect(
+      limits(server.seen)
+        .slice(1)
+        .every((l) => l === 20),
+    ).toBe(true);
+    for (const r of server.seen) expect(r.responseBytes).toBeLessThanOrEqual(BUDGET);
   });
 });

@@ -9,6 +9,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Lister } from '../../runtime/informer.js';
 import type { AuditHooks } from './auditor.js';
 import { auditedNamespace, MISSING_KINDS, type MissingCounts, type MissingKind, zeroCounts } from './report.js';
+import { CATCH_UP_REASONS, type CatchUpReason } from './watch-checkpoint.js';
 
 /** Default of --unisolated-namespaces-metric-limit. */
 export const DEFAULT_NAMESPACE_LIMIT = 20;
@@ -17,6 +18,8 @@ export interface AuditMetrics {
   hooks: AuditHooks;
   /** A Pod was seen admitted without its mandate (the Pod watch), lacking `missing`. */
   unisolatedAdmission(missing: MissingKind): void;
+  /** The Pod watch had to catch up by a LIST of every Pod, for `reason`. */
+  podWatchCatchUp(reason: CatchUpReason): void;
   /** Where the unisolated-Pod gauge reads its values at scrape time (the auditor's totals). */
   trackTotals(totals: () => MissingCounts): void;
   /** Where the per-namespace gauge reads unisolated Pods per namespace at scrape time. */
@@ -87,7 +90,7 @@ export function registerAuditMetrics(
   });
   const listRequests = new Counter({
     name: 'kubeplus_operator_audit_pod_list_requests_total',
-    help: 'LIST requests for Pods made by the fail-open audit (one per isolated namespace per audit, more for namespaces with over 500 Pods).',
+    help: "LIST requests for Pods made by the fail-open audit (one per isolated namespace per audit, more for namespaces with over 500 Pods or pages of large Pods: a page carries at most 500 Pods and, sized by the last page measured, about 8 MiB), and by the Pod watch's catch-ups.",
     registers,
   });
   const podsChecked = new Counter({
@@ -97,19 +100,27 @@ export function registerAuditMetrics(
   });
   const unisolatedAdmissions = new Counter({
     name: 'kubeplus_operator_unisolated_pod_admissions_total',
-    help: 'Pods of isolated namespaces the Pod watch saw lacking the mandated node placement (admitted while the webhook or policy failed open), each counted once, by what they lacked: node_selector, tolerations or both. Counts Pods that finished before any audit listed them. Leader only.',
+    help: "Pods of isolated namespaces the Pod watch saw lacking the mandated node placement (admitted while the webhook or policy failed open), each counted once per leadership term, by what they lacked: node_selector, tolerations or both. Counts Pods that finished before any audit listed them, also while no leader watched (a new leader resumes the previous one's watch, or catches up). Leader only.",
     labelNames: ['missing'] as const,
+    registers,
+  });
+  const catchUps = new Counter({
+    name: 'kubeplus_operator_pod_watch_catch_ups_total',
+    help: 'Times the Pod watch could not resume from its position and caught up instead: a paged LIST of every Pod of the cluster, judging those created since (finished ones included). reason: expired (410 Gone, the resourceVersion too old: at the start of a leadership term or within one) or missing (the previous term left no position). Leader only.',
+    labelNames: ['reason'] as const,
     registers,
   });
   listRequests.inc(0);
   podsChecked.inc(0);
   for (const missing of MISSING_KINDS) unisolatedAdmissions.inc({ missing }, 0);
+  for (const reason of CATCH_UP_REASONS) catchUps.inc({ reason }, 0);
   return {
     hooks: {
       podListRequest: () => listRequests.inc(),
       podsChecked: (n) => podsChecked.inc(n),
     },
     unisolatedAdmission: (missing) => unisolatedAdmissions.inc({ missing }),
+    podWatchCatchUp: (reason) => catchUps.inc({ reason }),
     trackTotals(read) {
       totals = read;
     },

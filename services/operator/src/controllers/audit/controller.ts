@@ -33,7 +33,8 @@ export interface NodeIsolationAuditOptions {
   pods: PodLister;
   /**
    * The watch of new Pods (leader only): a Pod created lacking its namespace's mandate is counted
-   * and its namespace audited at once (pod-admissions.ts). Absent: the other triggers only.
+   * and its namespace audited at once (pod-admissions.ts); with `checkpoints` it continues across
+   * leadership terms. Absent: the other triggers only.
    */
   podWatch?: PodWatchApi | undefined;
   resolveOwner(owner: InstanceIdentity): EventTarget | undefined;
@@ -97,6 +98,8 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
               unisolatedPodAdmissions(options.podWatch, {
                 namespaces: options.namespaces,
                 counted: metrics.unisolatedAdmission,
+                caughtUp: metrics.podWatchCatchUp,
+                hooks: metrics.hooks,
                 logger: options.logger,
                 clock: options.clock,
               }),

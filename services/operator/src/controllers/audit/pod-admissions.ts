@@ -13,11 +13,19 @@
  * - compliant, in a namespace that is not isolated, or with an invalid mandate (the webhook admits
  *   those unpatched by design, and the audit reports the namespace), it costs a map lookup.
  *
- * No Pod cache and no full list: the watch starts at the resourceVersion of a LIST of at most one
- * Pod (the term's first audits cover what came before), decodes one event at a time and keeps
- * only the last resourceVersion (bookmarks keep it fresh), resuming from it after a disconnect.
- * When it cannot resume (410 Gone), events were lost: it starts again from "now" and audits every
- * isolated namespace (`gap`), which finds the lost Pods that have not finished.
+ * No Pod cache: the watch decodes one event at a time and keeps only its position (the last
+ * resourceVersion seen, and when), resuming from it after a disconnect.
+ *
+ * Across leadership terms (issue 34) the position is kept on the leader's Lease (`checkpoints`,
+ * watch-checkpoint.ts), so a Pod admitted unplaced while no leader watched, and finished before the
+ * new leader's first audit, is still counted: the new term resumes the previous term's watch (the
+ * API server replays the Pods created since). When it cannot resume (410 Gone: too old, at the
+ * start of a term or within one), or the previous term left no position, it catches up: a paged
+ * LIST of every Pod of the cluster, finished ones included, judging those created since the
+ * position (less a clock-skew margin), then a watch from the LIST's resourceVersion. Within a term
+ * a Pod is counted once (`CountedPods`, by UID). The very first term (no Lease before it, or no
+ * leader election) starts from "now", as before: a LIST of at most one Pod; the term's first
+ * audits cover what came before.
  */
 import { describeError, httpStatusOf, type Logger } from '@kubeplus-isolation/service';
 import { type MissingField, missingDetails, type PodLike } from '@kubeplus-isolation/spec';
@@ -25,12 +33,46 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../runtime/clock.js';
 import type { Lister } from '../../runtime/informer.js';
 import type { KeySource } from '../../runtime/key-sources.js';
+import type { AuditHooks } from './auditor.js';
+import { CountedPods } from './counted-pods.js';
 import { auditedNamespace, type MissingKind, missingKind } from './report.js';
+import {
+  type CatchUpReason,
+  CLOCK_SKEW_MARGIN_MS,
+  catchUpCutoff,
+  createdAtOf,
+  formatPosition,
+  type PreviousTerm,
+  planTermStart,
+  type WatchPosition,
+} from './watch-checkpoint.js';
+
+/** One page of a LIST of every Pod of the cluster. */
+export interface AllPodsPage {
+  items: readonly WatchedPod[];
+  /** Set when more Pods follow. */
+  continueToken?: string | undefined;
+  /** The list's resourceVersion (every page of one listing is of the first page's snapshot). */
+  resourceVersion?: string | undefined;
+}
+
+/** Where the watch's position is kept between leadership terms (kube/pod-watch.ts: the leader's Lease). */
+export interface WatchCheckpoints {
+  /** The Lease as this replica took it at the start of this term; undefined: no term before it. */
+  previousTerm(): PreviousTerm | undefined;
+  /** This term's position, read whenever the leader writes its Lease (its renewals and release). */
+  track(position: () => WatchPosition | undefined): void;
+}
 
 /** The watch's I/O (kube/pod-watch.ts); tests supply a fake. */
 export interface PodWatchApi {
   /** The resourceVersion of "now" (a LIST of at most one Pod). */
   currentResourceVersion(): Promise<string>;
+  /**
+   * One page of a LIST of every Pod of the cluster, finished ones included (a catch-up): at most
+   * `limit` Pods, fewer when they are large (page-budget.ts).
+   */
+  listPods(page: { limit: number; continueToken?: string | undefined }): Promise<AllPodsPage>;
   /**
    * Watches every Pod from `resourceVersion`: `onEvent` per event (ADDED, MODIFIED, DELETED,
    * BOOKMARK, ERROR), `onDone` once when the watch ends (an error, or undefined). Resolves, once
@@ -41,6 +83,8 @@ export interface PodWatchApi {
     onEvent: (type: string, obj: KubernetesObject) => void,
     onDone: (err: unknown) => void,
   ): Promise<() => void>;
+  /** Absent (no leader election): every term starts from "now". */
+  checkpoints?: WatchCheckpoints | undefined;
 }
 
 /** A Pod as the watch delivers it: namespaced, with the two fields node isolation owns. */
@@ -63,13 +107,24 @@ export interface PodAdmissionOptions {
   namespaces: Lister<KubernetesObject>;
   /** A Pod admitted without its mandate: counted by what it lacks. */
   counted(kind: MissingKind): void;
+  /** A catch-up became needed (each is one paged LIST of every Pod, retried until done), and why. */
+  caughtUp?(reason: CatchUpReason): void;
+  /** The catch-up's API cost (the audit's Pod LIST counters). */
+  hooks?: AuditHooks;
   logger: Logger;
   clock: Clock;
   /** First retry delay after a failure (doubles per failure in a row, up to 30 s). Default 800 ms. */
   initialBackoffMs?: number;
+  /** How far before its position a catch-up reaches. Default CLOCK_SKEW_MARGIN_MS. */
+  marginMs?: number;
 }
 
 const MAX_BACKOFF_MS = 30_000;
+/** Pods asked for per page of a catch-up LIST (fewer when they are large: kube/pod-lister.ts). */
+const CATCH_UP_PAGE = 500;
+
+/** A catch-up abandoned because the term ended. */
+class TermEnded extends Error {}
 
 /** A watch that ended without an error, or by client-node's idle timeout: resume at once. */
 function isQuietEnd(err: unknown): boolean {
@@ -78,49 +133,72 @@ function isQuietEnd(err: unknown): boolean {
 
 /**
  * The key source: while subscribed (this replica leads) it watches new Pods and enqueues the
- * namespace of each one admitted without its mandate; after a gap in the watch, every isolated
- * namespace.
+ * namespace of each one admitted without its mandate, from where the previous term's watch got to.
  */
 export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionOptions): KeySource {
   const { logger, clock } = options;
   const initialBackoffMs = options.initialBackoffMs ?? 800;
+  const marginMs = options.marginMs ?? CLOCK_SKEW_MARGIN_MS;
   return {
     subscribe(enqueue) {
       let stopped = false;
-      /** Where the watch resumes; undefined: start again from "now". */
+      /** Where this term's watch got to: what the Lease carries for the next term. */
+      let position: WatchPosition | undefined;
+      /** Where the watch resumes; undefined: catch up (`catchUp`) or start from "now". */
       let resourceVersion: string | undefined;
-      /** Whether a watch has run this term (so a fresh start means lost events). */
-      let watched = false;
+      /** Set: the next connect first lists every Pod created since `since`. */
+      let catchUp: { since: number; reason: CatchUpReason } | undefined;
+      const counted = new CountedPods();
       let failures = 0;
       let stopWatch: (() => void) | undefined;
       let cancelRetry: (() => void) | undefined;
 
-      const admitted = (pod: WatchedPod): void => {
+      api.checkpoints?.track(() => position);
+
+      const judge = (pod: WatchedPod, via: 'watch' | 'catch-up'): boolean => {
         const ns = pod.metadata?.namespace;
-        if (!ns) return;
+        if (!ns) return false;
         const found = unisolatedAdmission(options.namespaces.get(ns), pod);
-        if (found === undefined) return;
+        if (found === undefined) return false;
+        if (position !== undefined) counted.forgetBefore(catchUpCutoff(position, marginMs));
+        if (!counted.first(pod.metadata?.uid, createdAtOf(pod) ?? clock.now())) return false;
         options.counted(found.kind);
         logger.warn('Pod admitted without the node placement its namespace mandates', {
           namespace: ns,
           pod: pod.metadata?.name,
           uid: pod.metadata?.uid,
           missing: found.missing,
+          via,
         });
         enqueue(ns);
+        return true;
+      };
+
+      /** The watch cannot resume (410 Gone): catch up from where it got to. */
+      const gone = (): void => {
+        resourceVersion = undefined;
+        if (catchUp !== undefined) return;
+        catchUp = {
+          since: position === undefined ? clock.now() : catchUpCutoff(position, marginMs),
+          reason: 'expired',
+        };
+        options.caughtUp?.('expired');
       };
 
       const onEvent = (type: string, obj: KubernetesObject): void => {
         if (stopped) return;
         if (type === 'ERROR') {
           // A Status: 410 Gone means the resourceVersion is too old to resume from.
-          if (httpStatusOf(obj) === 410) resourceVersion = undefined;
+          if (httpStatusOf(obj) === 410) gone();
           return;
         }
         failures = 0;
         const rv = obj.metadata?.resourceVersion;
-        if (rv) resourceVersion = rv;
-        if (type === 'ADDED') admitted(obj as WatchedPod);
+        if (type === 'ADDED') judge(obj as WatchedPod, 'watch');
+        if (rv) {
+          resourceVersion = rv;
+          position = { resourceVersion: rv, seenAt: clock.now() };
+        }
       };
 
       const retry = (delayMs: number): void => {
@@ -132,7 +210,7 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
       };
 
       const failed = (err: unknown): void => {
-        if (httpStatusOf(err) === 410) resourceVersion = undefined;
+        if (httpStatusOf(err) === 410 && resourceVersion !== undefined) gone();
         failures += 1;
         const delay = Math.min(MAX_BACKOFF_MS, initialBackoffMs * 2 ** (failures - 1));
         logger.warn('Pod watch failed; retrying', { error: describeError(err), retryInMs: delay, failures });
@@ -146,25 +224,94 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
         else failed(err);
       };
 
+      /**
+       * Every Pod of the cluster created since `since`, finished ones included, judged; returns the
+       * LIST's resourceVersion, where the watch goes on.
+       */
+      const listSince = async (since: number, reason: CatchUpReason): Promise<string> => {
+        const startedAt = clock.now();
+        let continueToken: string | undefined;
+        let listRv: string | undefined;
+        let pages = 0;
+        let listed = 0;
+        let judged = 0;
+        let found = 0;
+        do {
+          const page = await api.listPods({ limit: CATCH_UP_PAGE, continueToken });
+          if (stopped) throw new TermEnded();
+          pages++;
+          options.hooks?.podListRequest();
+          options.hooks?.podsChecked(page.items.length);
+          listRv ??= page.resourceVersion;
+          listed += page.items.length;
+          for (const pod of page.items) {
+            const created = createdAtOf(pod);
+            if (created !== undefined && created < since) continue;
+            judged++;
+            if (judge(pod, 'catch-up')) found++;
+          }
+          continueToken = page.continueToken || undefined;
+        } while (continueToken !== undefined);
+        if (!listRv) throw new Error('a LIST of Pods came back without a resourceVersion');
+        logger.info('Pod watch caught up: every Pod created since its position judged, finished ones included', {
+          reason,
+          since: new Date(since).toISOString(),
+          listRequests: pages,
+          pods: listed,
+          createdSince: judged,
+          unisolated: found,
+          resourceVersion: listRv,
+          durationMs: clock.now() - startedAt,
+        });
+        position = { resourceVersion: listRv, seenAt: startedAt };
+        return listRv;
+      };
+
       const connect = async (): Promise<void> => {
         if (stopped) return;
         try {
           if (resourceVersion === undefined) {
-            resourceVersion = await api.currentResourceVersion();
-            // Events between the lost watch and now were not seen: audit every isolated namespace.
-            if (watched) for (const ns of options.namespaces.list()) if (ns.metadata?.name) enqueue(ns.metadata.name);
+            if (catchUp !== undefined) {
+              resourceVersion = await listSince(catchUp.since, catchUp.reason);
+              catchUp = undefined;
+            } else {
+              const at = clock.now();
+              const rv = await api.currentResourceVersion();
+              resourceVersion = rv;
+              position = { resourceVersion: rv, seenAt: at };
+            }
           }
           if (stopped) return;
           const stop = await api.watch(resourceVersion, onEvent, onDone);
-          watched = true;
           if (stopped) stop();
           else stopWatch = stop;
         } catch (err) {
+          if (err instanceof TermEnded || stopped) return;
           failed(err);
         }
       };
 
-      void connect();
+      /** Where this term starts: the previous term's position on the Lease (issue 34). */
+      const start = (): void => {
+        const plan = planTermStart(api.checkpoints?.previousTerm());
+        if (plan.from === 'checkpoint') {
+          position = plan.position;
+          resourceVersion = plan.position.resourceVersion;
+          logger.info('Pod watch resumes where the previous term left it', {
+            position: formatPosition(plan.position),
+          });
+        } else if (plan.from === 'catch-up') {
+          position = plan.position;
+          catchUp = { since: catchUpCutoff(plan.position, marginMs), reason: plan.reason };
+          options.caughtUp?.(plan.reason);
+          logger.info('Pod watch catches up: the previous term left no position to resume from', {
+            since: new Date(catchUp.since).toISOString(),
+          });
+        }
+        void connect();
+      };
+
+      start();
       return () => {
         stopped = true;
         cancelRetry?.();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { topNamespaces } from '../../../src/controllers/audit/audit-metrics.js';
+import { Registry } from 'prom-client';
+import { registerAuditMetrics, topNamespaces } from '../../../src/controllers/audit/audit-metrics.js';
 
 describe('topNamespaces', () => {
   it('keeps only namespaces with unisolated Pods, the most first (ties by name), at most `limit`', () => {
@@ -24,5 +25,20 @@ describe('topNamespaces', () => {
     const top = topNamespaces(many, 20);
     expect(top).toHaveLength(20);
     expect(top.every(([, n]) => n === 7)).toBe(true);
+  });
+});
+
+describe('the Pod watch catch-up counter', () => {
+  it('has one series per fixed reason, from zero', async () => {
+    const registry = new Registry();
+    const metrics = registerAuditMetrics(registry, { get: () => undefined, list: () => [] });
+    const series = async () =>
+      (await registry.metrics()).split('\n').filter((l) => l.startsWith('kubeplus_operator_pod_watch_catch_ups_total'));
+    expect(await series()).toEqual([
+      'kubeplus_operator_pod_watch_catch_ups_total{reason="expired"} 0',
+      'kubeplus_operator_pod_watch_catch_ups_total{reason="missing"} 0',
+    ]);
+    metrics.podWatchCatchUp('expired');
+    expect(await series()).toContain('kubeplus_operator_pod_watch_catch_ups_total{reason="expired"} 1');
   });
 });
