@@ -718,9 +718,11 @@ describe('the umbrella Helm chart on a real control plane', () => {
         .makeApiClient(AppsV1Api)
         .readNamespacedDeployment({ name: `${release}-operator`, namespace: releaseNs });
       const env = { POD_NAMESPACE: releaseNs, POD_NAME: `${release}-operator-e2e` };
+      // Its metrics port is read here over loopback, plain (the chart's secure metrics are
+      // deploy/test's): --metrics-secure=false replaces the chart's.
       const chartArgs = (deployment.spec?.template.spec?.containers[0]?.args ?? [])
         .map((a) => a.replace(/\$\((\w+)\)/g, (_m, v: string) => env[v as keyof typeof env] ?? `$(${v})`))
-        .filter((a) => !a.startsWith('--metrics-port='));
+        .filter((a) => !a.startsWith('--metrics-port=') && !a.startsWith('--metrics-secure='));
       expect(chartArgs).toContain(`--leader-election-namespace=${releaseNs}`);
       const [metricsPort = 0] = await freePorts(1);
       const kubeconfig = await writeServiceAccountKubeconfig(cluster, {
@@ -732,7 +734,13 @@ describe('the umbrella Helm chart on a real control plane', () => {
       operatorProcess = await startService(cluster, {
         name: `${release}-operator`,
         entry: join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
-        args: [...chartArgs, `--metrics-port=${metricsPort}`, '--bind-address=127.0.0.1', `--kubeconfig=${kubeconfig}`],
+        args: [
+          ...chartArgs,
+          `--metrics-port=${metricsPort}`,
+          '--metrics-secure=false',
+          '--bind-address=127.0.0.1',
+          `--kubeconfig=${kubeconfig}`,
+        ],
         env,
         readiness: { url: `http://127.0.0.1:${metricsPort}/readyz`, timeoutMs: 60_000 },
       });

@@ -171,13 +171,18 @@ export interface OperatorOptions {
   entry?: string;
 }
 
-/** Starts services/operator/dist/main.js with `args` (its flags are the operator's own). */
+/**
+ * Starts services/operator/dist/main.js with `args` (its flags are the operator's own). Its HTTP
+ * port is plain and /metrics open (METRICS_SECURE=false, which `args` or `env` may override; an
+ * older build ignores the variable): the suites read it over loopback, where no Prometheus token
+ * exists; the chart's secure metrics are the chart tests'.
+ */
 export function startOperator(cluster: Cluster, opts: OperatorOptions): Promise<RunningService> {
   return startService(cluster, {
     name: opts.name ?? 'operator',
     entry: opts.entry ?? join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
     args: opts.args,
-    env: opts.env,
+    env: { METRICS_SECURE: 'false', ...opts.env },
     readiness: opts.readiness,
   });
 }

@@ -53,6 +53,11 @@ export interface Config {
   retryPeriodMs: number;
   concurrency: number;
   metricsPort: number;
+  /** Serve /metrics only to callers a TokenReview and SubjectAccessReview allow, over HTTPS (with the probes). */
+  metricsSecure: boolean;
+  /** The metrics port's serving certificate and key (PEM); unset: a self-signed pair made at start. */
+  metricsTlsCertFile: string | undefined;
+  metricsTlsKeyFile: string | undefined;
   bindAddress: string | undefined;
   handlerLevels: HandlerLevels;
   levelHandlers: Readonly<Record<RuntimeLevel, string>>;
@@ -274,8 +279,37 @@ export const FLAGS: readonly Flag[] = [
     env: 'METRICS_PORT',
     placeholder: '<port>',
     default: '8080',
-    help: 'Plain-HTTP port serving GET /metrics (Prometheus), /healthz (liveness) and /readyz (caches synced and not stale; not leadership). 0 picks a free port (logged).',
+    help: 'Port serving GET /metrics (Prometheus), /healthz (liveness) and /readyz (caches synced and not stale; not leadership): HTTPS with --metrics-secure, else plain HTTP. 0 picks a free port (logged).',
     parse: port,
+  },
+  {
+    key: 'metricsSecure',
+    name: 'metrics-secure',
+    env: 'METRICS_SECURE',
+    placeholder: '<true|false>',
+    default: 'true',
+    help: "Serve the metrics port over HTTPS (TLS 1.2+) and /metrics only to a caller whose bearer token a TokenReview authenticates and whose user a SubjectAccessReview allows to get the non-resource URL /metrics (kubebuilder's secure metrics; the chart's <release>-metrics-reader ClusterRole grants it): 401 without or with an invalid token, 403 when not allowed. Decisions are cached (allowed 1m, denied 10s) by a keyed hash of the token, so a scrape costs no API call. /healthz and /readyz stay unauthenticated (the kubelet probes them, over HTTPS). Needs create on tokenreviews and subjectaccessreviews. false: plain HTTP, /metrics open to anyone who reaches the port.",
+    parse: boolean,
+  },
+  {
+    key: 'metricsTlsCertFile',
+    name: 'metrics-tls-cert-file',
+    env: 'METRICS_TLS_CERT_FILE',
+    placeholder: '<path>',
+    default: undefined,
+    defaultHelp: 'none (a self-signed certificate made at start)',
+    help: 'PEM serving certificate (chain) of the metrics port with --metrics-secure, e.g. from cert-manager; reloaded without restart when it changes. Needs --metrics-tls-key-file.',
+    parse: text,
+  },
+  {
+    key: 'metricsTlsKeyFile',
+    name: 'metrics-tls-key-file',
+    env: 'METRICS_TLS_KEY_FILE',
+    placeholder: '<path>',
+    default: undefined,
+    defaultHelp: 'none',
+    help: 'PEM private key of --metrics-tls-cert-file; reloaded with it.',
+    parse: text,
   },
   {
     key: 'bindAddress',
@@ -501,6 +535,12 @@ function checkCombination(v: Values): string | undefined {
       return `--webhook-ca-validity (${d(v.webhookCaValidityMs)}) must be at least 2 × --webhook-cert-validity (${d(v.webhookCertValidityMs)})`;
     }
   }
+  if ((v.metricsTlsCertFile === undefined) !== (v.metricsTlsKeyFile === undefined)) {
+    return '--metrics-tls-cert-file and --metrics-tls-key-file go together: give both or neither';
+  }
+  if (v.metricsTlsCertFile !== undefined && !v.metricsSecure) {
+    return '--metrics-tls-cert-file is only meaningful with --metrics-secure=true';
+  }
   if (v.uninstallStopDeployment !== undefined && v.uninstall === undefined) {
     return '--uninstall-stop-deployment is only meaningful with --uninstall';
   }
@@ -523,7 +563,7 @@ function defaultLeaderElectionNamespace(sources: ConfigSources): string {
 
 export function parseConfig(argv: readonly string[], sources: ConfigSources): ConfigResult {
   // Go-style `--leader-elect` alone means true.
-  const parsed = parseFlags(FLAGS, argv, { env: sources.env, bareBooleans: ['leader-elect'] });
+  const parsed = parseFlags(FLAGS, argv, { env: sources.env, bareBooleans: ['leader-elect', 'metrics-secure'] });
   if (parsed.kind !== 'values') return parsed;
   const out = parsed.values;
   const v = out as unknown as Values;

@@ -23,8 +23,8 @@
  *                     the namespace's compliance Report from the same findings (compliance/).
  */
 
-import type { Logger } from '@kubeplus-isolation/service';
-import { formatDuration, registerBuildInfo } from '@kubeplus-isolation/service';
+import type { AccessReviewer, Logger } from '@kubeplus-isolation/service';
+import { formatDuration, MetricsAccessGuard, registerBuildInfo } from '@kubeplus-isolation/service';
 import {
   type LastGoodMinimum,
   MANAGED_BY_LABEL,
@@ -118,6 +118,7 @@ import { KeyChannel, type KeySource } from './runtime/key-sources.js';
 import { indexByLabels } from './runtime/label-index.js';
 import { LeaderElector, type LeaseLock } from './runtime/leader-election.js';
 import { Manager, type ManagerExit } from './runtime/manager.js';
+import { metricsTls } from './runtime/metrics-tls.js';
 import { createOperatorMetrics, type OperatorMetrics } from './runtime/runtime-metrics.js';
 
 /** List+watch sources of every resource the operator caches (client-node's ListWatch, or fakes). */
@@ -165,6 +166,8 @@ export interface OperatorDeps {
     configurations: InformerSource<WebhookConfigurationLike>;
     port: WebhookCertificatesPort;
   };
+  /** Secure metrics' TokenReview and SubjectAccessReview (kube/access-review.ts); required when `config.metricsSecure`. */
+  accessReviewer?: AccessReviewer;
   /** Reports every API request to an observer (kube/api-requests.ts); absent: no API request metrics fed. */
   observeApiRequests?: (observer: ApiRequestObserver) => void;
   clock?: Clock;
@@ -201,6 +204,8 @@ export function createOperator(deps: OperatorDeps): Operator {
   const { config, logger, sources } = deps;
   if (config.leaderElect && deps.leaseLock === undefined)
     throw new Error('operator: leader election needs a lease lock');
+  if (config.metricsSecure && deps.accessReviewer === undefined)
+    throw new Error('operator: --metrics-secure needs an access reviewer (TokenReview and SubjectAccessReview)');
   const auditing = config.auditIntervalMs > 0;
   if (auditing && deps.pods === undefined) throw new Error('operator: the audit needs a Pod lister');
   const reporting = auditing && config.reports;
@@ -417,6 +422,10 @@ export function createOperator(deps: OperatorDeps): Operator {
     liveness: [monitor.healthCheck()],
     readiness: [readiness],
     logger,
+    metricsGuard:
+      config.metricsSecure && deps.accessReviewer !== undefined
+        ? new MetricsAccessGuard({ reviewer: deps.accessReviewer, logger })
+        : undefined,
   });
 
   // ---- controllers ----
@@ -541,15 +550,23 @@ export function createOperator(deps: OperatorDeps): Operator {
       );
       monitor.start();
       try {
-        server = await startHttpServer(app, { port: config.metricsPort, host: config.bindAddress });
+        const files =
+          config.metricsTlsCertFile !== undefined && config.metricsTlsKeyFile !== undefined
+            ? { certFile: config.metricsTlsCertFile, keyFile: config.metricsTlsKeyFile }
+            : undefined;
+        const tls = config.metricsSecure ? await metricsTls({ files, logger }) : undefined;
+        server = await startHttpServer(app, { port: config.metricsPort, host: config.bindAddress, tls });
       } catch (err) {
         monitor.stop();
         unbindAll();
-        throw new Error(`cannot listen on port ${config.metricsPort}`, { cause: err });
+        throw new Error(`cannot serve on port ${config.metricsPort}`, { cause: err });
       }
       logger.info('operator starting', {
         identity: deps.identity,
         httpPort: server.port,
+        metrics: config.metricsSecure
+          ? `https, token and access reviewed (${config.metricsTlsCertFile === undefined ? 'self-signed certificate' : config.metricsTlsCertFile})`
+          : 'http, unauthenticated',
         platformNamespace: config.platformNamespace,
         instanceKinds: formatInstanceKinds(config.instanceKinds) || '(labelled CRDs only)',
         leaderElection: config.leaderElect

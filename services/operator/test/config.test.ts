@@ -43,6 +43,9 @@ describe('parseConfig', () => {
       retryPeriodMs: 2_000,
       concurrency: 8,
       metricsPort: 8080,
+      metricsSecure: true,
+      metricsTlsCertFile: undefined,
+      metricsTlsKeyFile: undefined,
       bindAddress: undefined,
       handlerLevels: DEFAULT_HANDLER_LEVELS,
       levelHandlers: DEFAULT_LEVEL_HANDLERS,
@@ -60,6 +63,28 @@ describe('parseConfig', () => {
       webhookCertValidityMs: 2_160 * 3_600_000,
       webhookCertPropagationDelayMs: 120_000,
     });
+  });
+
+  it('secure metrics: on by default, off by flag or variable, a provided pair given whole', () => {
+    expect(ok([]).metricsSecure).toBe(true);
+    expect(ok(['--metrics-secure']).metricsSecure).toBe(true);
+    expect(ok(['--metrics-secure=false']).metricsSecure).toBe(false);
+    expect(ok([], sources({ METRICS_SECURE: 'false' })).metricsSecure).toBe(false);
+    expect(ok(['--metrics-tls-cert-file=/tls/tls.crt', '--metrics-tls-key-file=/tls/tls.key'])).toMatchObject({
+      metricsSecure: true,
+      metricsTlsCertFile: '/tls/tls.crt',
+      metricsTlsKeyFile: '/tls/tls.key',
+    });
+    expect(error(['--metrics-tls-cert-file=/tls/tls.crt'])).toBe(
+      '--metrics-tls-cert-file and --metrics-tls-key-file go together: give both or neither',
+    );
+    expect(error(['--metrics-tls-key-file=/tls/tls.key'])).toBe(
+      '--metrics-tls-cert-file and --metrics-tls-key-file go together: give both or neither',
+    );
+    expect(
+      error(['--metrics-secure=false', '--metrics-tls-cert-file=/tls/tls.crt', '--metrics-tls-key-file=/tls/tls.key']),
+    ).toBe('--metrics-tls-cert-file is only meaningful with --metrics-secure=true');
+    expect(error(['--metrics-secure=maybe'])).toMatch(/^--metrics-secure: must be true or false/);
   });
 
   it('refuses webhook certificate lifetimes that leave no room for a rotation', () => {
@@ -308,6 +333,9 @@ describe('usage', () => {
         'level-handlers',
         'log-level',
         'metrics-port',
+        'metrics-secure',
+        'metrics-tls-cert-file',
+        'metrics-tls-key-file',
         'node-isolation-engine',
         'platform-namespace',
         'renew-deadline',

@@ -8,9 +8,14 @@ import { type Config, parseConfig } from '../src/config.js';
 import type { Operator } from '../src/operator.js';
 import type { FakeClock } from './runtime/fakes.js';
 
-/** The operator's Config for `argv`, serving /metrics on a free loopback port. */
+/**
+ * The operator's Config for `argv`, serving /metrics on a free loopback port, over plain HTTP and
+ * unauthenticated (secure metrics: operator.test.ts, 'secure metrics').
+ */
 export function testConfig(...argv: string[]): Config {
-  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', ...argv], { env: {} });
+  const r = parseConfig(['--metrics-port=0', '--bind-address=127.0.0.1', '--metrics-secure=false', ...argv], {
+    env: {},
+  });
   if (r.kind !== 'config') throw new Error(JSON.stringify(r));
   return r.config;
 }

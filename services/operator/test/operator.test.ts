@@ -1,7 +1,9 @@
+import https from 'node:https';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import type { AccessReviewer } from '@kubeplus-isolation/service';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Config } from '../src/config.js';
-import { createOperator, type Operator } from '../src/operator.js';
+import { createOperator, type Operator, type OperatorDeps } from '../src/operator.js';
 import type { EventSink } from '../src/runtime/event-recorder.js';
 import type { ManagerExit } from '../src/runtime/manager.js';
 import { agentPolicy } from './desired/helpers.js';
@@ -36,7 +38,14 @@ afterEach(async () => {
   }
 });
 
-function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Config, lease?: MemoryLease): Replica {
+function replica(
+  world: FakeWorld,
+  clock: FakeClock,
+  identity: string,
+  cfg: Config,
+  lease?: MemoryLease,
+  extra: Partial<OperatorDeps> = {},
+): Replica {
   const calls: string[] = [];
   const events: CoreV1Event[] = [];
   const sink: EventSink = {
@@ -62,6 +71,7 @@ function replica(world: FakeWorld, clock: FakeClock, identity: string, cfg: Conf
     leaseLock: lock,
     clock,
     random: () => 0,
+    ...extra,
   });
   const stop = new AbortController();
   const done = operator.run(stop.signal);
@@ -395,5 +405,103 @@ describe('operator wiring', () => {
     expect(world.cluster.storedOfKind('RuntimeClass')).toEqual([]);
     expect(world.cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
     expect(second.logs().some((l) => l.controller === 'owned-objects' && l.msg === 'reconciled')).toBe(true);
+  });
+});
+
+/** GET over HTTPS without verifying the (self-signed) certificate, as the kubelet's probes do. */
+function httpsGet(port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(
+        `https://127.0.0.1:${port}${path}`,
+        {
+          rejectUnauthorized: false,
+          agent: false,
+          headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      )
+      .on('error', reject);
+  });
+}
+
+describe('secure metrics (--metrics-secure)', () => {
+  const PROMETHEUS = 'system:serviceaccount:monitoring:prometheus';
+  /** Two tokens the cluster knows; only Prometheus's user may get /metrics. */
+  function reviewer(calls: string[]): AccessReviewer {
+    const users: Record<string, string> = {
+      'prometheus-token': PROMETHEUS,
+      'tenant-token': 'system:serviceaccount:t:x',
+    };
+    return {
+      async authenticate(token) {
+        calls.push('TokenReview');
+        const username = users[token];
+        return username === undefined
+          ? { authenticated: false, reason: 'invalid bearer token' }
+          : { authenticated: true, user: { username, groups: ['system:authenticated'] } };
+      },
+      async authorize(user, attributes) {
+        calls.push(`SubjectAccessReview ${attributes.verb} ${attributes.path}`);
+        return user.username === PROMETHEUS ? { allowed: true } : { allowed: false, reason: 'no RBAC policy matched' };
+      },
+    };
+  }
+
+  it('the port is HTTPS; the probes are open, /metrics only for a token allowed to get it', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.sync();
+    const calls: string[] = [];
+    const r = replica(world, clock, 'a', testConfig('--leader-elect=false', '--metrics-secure=true'), undefined, {
+      accessReviewer: reviewer(calls),
+    });
+    await settle(clock);
+    // The self-signed certificate is made before the port opens: real time, not the fake clock's.
+    let port: number | undefined;
+    for (let i = 0; i < 200 && port === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      port = r.operator.server()?.port;
+    }
+    if (port === undefined) throw new Error('not serving');
+    await settle(clock);
+    expect((await httpsGet(port, '/healthz')).status).toBe(200);
+    expect((await httpsGet(port, '/readyz')).status).toBe(200);
+    const anonymous = await httpsGet(port, '/metrics');
+    expect(anonymous.status).toBe(401);
+    expect(JSON.parse(anonymous.body)).toMatchObject({ error: 'unauthorized' });
+    expect((await httpsGet(port, '/metrics', 'made-up')).status).toBe(401);
+    const tenant = await httpsGet(port, '/metrics', 'tenant-token');
+    expect(tenant.status).toBe(403);
+    expect(tenant.body).not.toContain('kubeplus_operator');
+    const scrape = await httpsGet(port, '/metrics', 'prometheus-token');
+    expect(scrape.status).toBe(200);
+    expect(scrape.body).toMatch(/^kubeplus_operator_leader 1$/m);
+    // The next scrape is answered from the cache: no further review.
+    expect((await httpsGet(port, '/metrics', 'prometheus-token')).status).toBe(200);
+    expect(calls).toEqual([
+      'TokenReview',
+      'TokenReview',
+      'SubjectAccessReview get /metrics',
+      'TokenReview',
+      'SubjectAccessReview get /metrics',
+    ]);
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    expect(r.logs().find((l) => l.msg === 'operator starting')?.metrics).toBe(
+      'https, token and access reviewed (self-signed certificate)',
+    );
+  });
+
+  it('refuses to start secure without an access reviewer', () => {
+    const cfg = testConfig('--leader-elect=false', '--metrics-secure=true');
+    expect(() => replica(new FakeWorld(), new FakeClock(), 'a', cfg)).toThrow(
+      'operator: --metrics-secure needs an access reviewer (TokenReview and SubjectAccessReview)',
+    );
   });
 });

@@ -146,7 +146,8 @@ export async function startChartOperator(
       `--kubeconfig=${opts.kubeconfigPath}`,
       ...(opts.args ?? []),
     ],
-    env: { POD_NAMESPACE: opts.namespace, POD_NAME: opts.name },
+    // Plain HTTP and open /metrics, read over loopback (the harness's startOperator says why).
+    env: { POD_NAMESPACE: opts.namespace, POD_NAME: opts.name, METRICS_SECURE: 'false' },
     readiness: { url: `http://127.0.0.1:${port}/readyz`, timeoutMs: 60_000 },
   });
   return { service, metricsUrl: `http://127.0.0.1:${port}/metrics`, readyzUrl: `http://127.0.0.1:${port}/readyz` };

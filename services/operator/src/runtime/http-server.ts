@@ -3,16 +3,24 @@
  * - `/healthz` — liveness: the process is serving and its event loop is not stuck;
  * - `/readyz`  — readiness: caches are synced and not stale. Deliberately NOT leadership: a
  *   standby replica is ready (it must be, to take over at once);
- * - `/metrics` — Prometheus exposition of the given registry.
+ * - `/metrics` — Prometheus exposition of the given registry; with a `metricsGuard` (--metrics-secure)
+ *   only to callers whose bearer token a TokenReview authenticates and a SubjectAccessReview allows
+ *   to get /metrics (kubebuilder's secure metrics, @kubeplus-isolation/service metrics-auth.ts): 401
+ *   or 403 otherwise. The probes stay open: the kubelet calls them without a token.
+ *
+ * With `tls` the port is HTTPS (TLS 1.2+, metrics-tls.ts), probes included.
  *
  * Checks are named and composable (controller-runtime's `AddHealthzCheck`/`AddReadyzCheck`);
  * a check that throws counts as failing. Bodies are JSON: `{"status":"ok"|"fail","checks":{…}}`.
  */
+import http, { type Server } from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
+import { createSilentLogger, describeError, type Logger, type MetricsAccessGuard } from '@kubeplus-isolation/service';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import { type Clock, systemClock } from './clock.js';
+import { type MetricsTls, MIN_TLS_VERSION } from './metrics-tls.js';
 
 export interface CheckResult {
   ok: boolean;
@@ -29,6 +37,8 @@ export interface HttpAppOptions {
   liveness?: readonly HealthCheck[];
   readiness?: readonly HealthCheck[];
   logger?: Logger;
+  /** Who may read /metrics (secure metrics); absent: anyone who reaches the port. */
+  metricsGuard?: MetricsAccessGuard;
 }
 
 /** Runs every check; a throwing check fails with its error. */
@@ -61,7 +71,10 @@ export function createHttpApp(options: HttpAppOptions): Express {
     };
   app.get('/healthz', probe(options.liveness ?? []));
   app.get('/readyz', probe(options.readiness ?? []));
-  app.get('/metrics', async (_req, res, next) => {
+  const guard = options.metricsGuard?.middleware();
+  const authorize = (req: Request, res: Response, next: NextFunction): void =>
+    guard === undefined ? next() : guard(req, res, next);
+  app.get('/metrics', authorize, async (_req, res, next) => {
     try {
       const body = await options.registry.metrics();
       res.set('Content-Type', options.registry.contentType).send(body);
@@ -147,23 +160,34 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Listens on `host:port` (port 0 = any free port). */
-export function startHttpServer(app: Express, { port, host }: { port: number; host?: string }): Promise<RunningServer> {
+export interface HttpServerOptions {
+  /** 0: any free port. */
+  port: number;
+  host?: string;
+  /** Serve HTTPS with this certificate (metrics-tls.ts); absent: plain HTTP. */
+  tls?: MetricsTls;
+}
+
+/** Listens on `host:port`, over HTTPS when given `tls`. */
+export function startHttpServer(app: Express, { port, host, tls }: HttpServerOptions): Promise<RunningServer> {
+  const server: Server =
+    tls === undefined
+      ? http.createServer(app)
+      : https.createServer({ cert: tls.pair.cert, key: tls.pair.key, minVersion: MIN_TLS_VERSION }, app);
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host ?? '0.0.0.0', (err?: Error) => {
-      if (err) {
-        reject(err);
-        return;
-      }
+    server.once('error', reject);
+    server.listen(port, host ?? '0.0.0.0', () => {
+      server.off('error', reject);
+      const unfollow = tls?.follow(server as https.Server) ?? (() => {});
       resolve({
         port: (server.address() as AddressInfo).port,
         close: () =>
           new Promise<void>((done) => {
+            unfollow();
             server.close(() => done());
             server.closeIdleConnections();
           }),
       });
     });
-    server.once('error', reject);
   });
 }

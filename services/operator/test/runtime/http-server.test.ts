@@ -1,6 +1,13 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from '@jest/globals';
+import { type AccessReviewer, MetricsAccessGuard } from '@kubeplus-isolation/service';
 import request from 'supertest';
 import { createHttpApp, EventLoopMonitor, runChecks, startHttpServer } from '../../src/runtime/http-server.js';
+import { loadKeyPair, metricsTls, selfSignedPair } from '../../src/runtime/metrics-tls.js';
 import { createOperatorMetrics } from '../../src/runtime/runtime-metrics.js';
 import { WorkQueue } from '../../src/runtime/work-queue.js';
 import { FakeClock } from './fakes.js';
@@ -182,5 +189,147 @@ describe('HTTP app', () => {
     expect(res.status).toBe(200);
     await server.close();
     await expect(fetch(`http://127.0.0.1:${server.port}/healthz`)).rejects.toThrow();
+  });
+});
+
+/** Prometheus's token is allowed to get /metrics, a tenant's is not; every TokenReview counted. */
+function reviewer(): AccessReviewer & { tokenReviews: number } {
+  const users: Record<string, string> = { 'prometheus-token': 'prometheus', 'tenant-token': 'tenant' };
+  const r = {
+    tokenReviews: 0,
+    async authenticate(token: string) {
+      r.tokenReviews += 1;
+      const username = users[token];
+      return username === undefined
+        ? { authenticated: false as const, reason: 'invalid' }
+        : { authenticated: true as const, user: { username, groups: [] } };
+    },
+    async authorize(user: { username: string }) {
+      return user.username === 'prometheus' ? { allowed: true as const } : { allowed: false as const, reason: 'no' };
+    },
+  };
+  return r;
+}
+
+/** GET over HTTPS trusting `ca` (or nothing verified), with the server's certificate. */
+function httpsGet(
+  url: string,
+  options: { ca?: string; servername?: string; token?: string; maxVersion?: 'TLSv1.1' } = {},
+): Promise<{ status: number; body: string; fingerprint: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      url,
+      {
+        ...(options.ca === undefined ? { rejectUnauthorized: false } : { ca: options.ca }),
+        ...(options.servername === undefined ? {} : { servername: options.servername }),
+        ...(options.maxVersion === undefined ? {} : { maxVersion: options.maxVersion, minVersion: 'TLSv1' }),
+        headers: options.token === undefined ? {} : { Authorization: `Bearer ${options.token}` },
+        agent: false,
+      },
+      (res) => {
+        const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+        let body = '';
+        res.on('data', (c: Buffer) => {
+          body += c.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, fingerprint }));
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+describe('secure metrics (--metrics-secure)', () => {
+  it('/metrics needs an allowed bearer token; the probes stay open', async () => {
+    const r = reviewer();
+    const app = createHttpApp({
+      registry: metrics().registry,
+      metricsGuard: new MetricsAccessGuard({ reviewer: r }),
+      readiness: [{ name: 'informers', check: () => ({ ok: true }) }],
+    });
+    const none = await request(app).get('/metrics');
+    expect(none.status).toBe(401);
+    expect(none.headers['www-authenticate']).toBe('Bearer realm="metrics"');
+    expect(none.body).toEqual({
+      error: 'unauthorized',
+      message: 'a bearer token is required (Authorization: Bearer <token>)',
+    });
+    const bad = await request(app).get('/metrics').set('Authorization', 'Bearer made-up');
+    expect(bad.status).toBe(401);
+    expect(bad.body.error).toBe('unauthorized');
+    const tenant = await request(app).get('/metrics').set('Authorization', 'Bearer tenant-token');
+    expect(tenant.status).toBe(403);
+    expect(tenant.body.error).toBe('forbidden');
+    expect(tenant.text).not.toContain('kubeplus_operator');
+    for (let i = 0; i < 2; i++) {
+      const ok = await request(app).get('/metrics').set('Authorization', 'Bearer prometheus-token');
+      expect(ok.status).toBe(200);
+      expect(ok.text).toContain('# TYPE kubeplus_operator_reconcile_total counter');
+    }
+    // The second scrape was answered from the cache.
+    expect(r.tokenReviews).toBe(3);
+    expect((await request(app).get('/healthz')).status).toBe(200);
+    expect((await request(app).get('/readyz')).status).toBe(200);
+  });
+
+  it('serves HTTPS (TLS 1.2+) with a self-signed certificate for localhost and 127.0.0.1', async () => {
+    const tls = await metricsTls();
+    expect(tls.source).toBe('self-signed');
+    const server = await startHttpServer(createHttpApp({ registry: metrics().registry }), {
+      port: 0,
+      host: '127.0.0.1',
+      tls,
+    });
+    try {
+      const url = `https://127.0.0.1:${server.port}/healthz`;
+      // Verified against its own chain (the throwaway CA is sent with it), by IP and by name.
+      expect((await httpsGet(url, { ca: tls.pair.cert })).status).toBe(200);
+      expect((await httpsGet(url, { ca: tls.pair.cert, servername: 'localhost' })).status).toBe(200);
+      await expect(httpsGet(url, { ca: tls.pair.cert, servername: 'elsewhere.example' })).rejects.toThrow();
+      await expect(httpsGet(url, { maxVersion: 'TLSv1.1' })).rejects.toThrow();
+      await expect(fetch(`http://127.0.0.1:${server.port}/healthz`)).rejects.toThrow();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a provided pair is served, checked, and reloaded without restart when its files change', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'operator-metrics-tls-'));
+    const files = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+    const first = await selfSignedPair();
+    const second = await selfSignedPair();
+    writeFileSync(files.certFile, first.cert);
+    writeFileSync(files.keyFile, first.key);
+    const tls = await metricsTls({ files, reloadIntervalMs: 20 });
+    expect(tls.source).toBe('files');
+    const server = await startHttpServer(createHttpApp({ registry: metrics().registry }), {
+      port: 0,
+      host: '127.0.0.1',
+      tls,
+    });
+    try {
+      const url = `https://127.0.0.1:${server.port}/healthz`;
+      const before = (await httpsGet(url)).fingerprint;
+      // A mismatched pair is refused and the previous one kept...
+      writeFileSync(files.keyFile, second.key);
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await httpsGet(url)).fingerprint).toBe(before);
+      // ...until the certificate that goes with the key arrives.
+      writeFileSync(files.certFile, second.cert);
+      let after = before;
+      for (let i = 0; i < 100 && after === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        after = (await httpsGet(url)).fingerprint;
+      }
+      expect(after).not.toBe(before);
+      expect((await httpsGet(url, { ca: second.cert })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+    writeFileSync(files.certFile, 'not a certificate');
+    await expect(loadKeyPair(files)).rejects.toThrow(/are not a valid pair/);
+    await expect(loadKeyPair({ ...files, certFile: join(dir, 'missing.crt') })).rejects.toThrow(
+      /cannot read the metrics certificate file/,
+    );
   });
 });
