@@ -147,6 +147,10 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
     sendBadRequest(res, metrics, startedAt, refusal.status, refusal.reason, refusal.message);
   };
 
+  // A flood of refusals is one log line a second, with how many it stands for: a caller that
+  // fills the budget must not fill the log too.
+  let lastOverloadLog = Number.NEGATIVE_INFINITY;
+  let unlogged = 0;
   /** A 503 from the body budget: the API server admits the Pod unpatched, so a fail-open too. */
   const overloaded = (res: ServerResponse, startedAt: number, lane: Lane, message: string): void => {
     metrics.overloaded.inc({ lane });
@@ -155,7 +159,16 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
     res.setHeader('Connection', 'close');
     res.setHeader('Retry-After', '1');
     sendJson(res, 503, { error: 'overloaded', message });
-    logger.warn('review refused: the body budget is full (fail open)', { lane, message });
+    unlogged++;
+    if (startedAt - lastOverloadLog < 1_000) return;
+    logRecord(logger, 'warn', {
+      message: 'review refused: the body budget is full (fail open)',
+      lane,
+      detail: message,
+      refused: unlogged,
+    });
+    lastOverloadLog = startedAt;
+    unlogged = 0;
   };
 
   /** Counts, answers and logs one admission's outcome. */

@@ -520,7 +520,7 @@ describe('the body budget (issue 34: bounded work, whatever callers send)', () =
   });
 
   it('a large review beyond the queue is answered 503 overloaded at once, counted as a fail-open; small reviews are still patched', async () => {
-    const { server, port, budget, count } = await listen({
+    const { server, port, budget, count, lines } = await listen({
       budget: { maxQueued: 1, maxWaitMs: 10_000, largeBudgetBytes: 9 * 1024 * 1024 },
     });
     void stall(port, 3 * 1024 * 1024); // holds the large lane
@@ -537,6 +537,12 @@ describe('the body budget (issue 34: bounded work, whatever callers send)', () =
     expect(await count('kubeplus_webhook_overloaded_total', { lane: 'large' })).toBe(1);
     expect(await count('kubeplus_webhook_failopen_total', { reason: 'overloaded' })).toBe(1);
     expect(await count('kubeplus_webhook_admissions_total', { result: 'failopen' })).toBe(1);
+    // Another refusal within the second is counted, not logged: one line a second, with how many it stands for.
+    expect((await stall(port, 2 * 1024 * 1024)).status).toBe(503);
+    expect(await count('kubeplus_webhook_overloaded_total', { lane: 'large' })).toBe(2);
+    const refusals = () => lines().filter((l) => l.msg === 'review refused: the body budget is full (fail open)');
+    await until(() => refusals().length > 0); // log lines are written in batches
+    expect(refusals()).toEqual([expect.objectContaining({ level: 'warn', lane: 'large', refused: 1 })]);
     // The reviews every real Pod makes go through the small lane meanwhile.
     const ok = await request(server).post('/mutate/pods').set('Content-Type', 'application/json').send(review());
     expect(ok.status).toBe(200);
