@@ -1,6 +1,7 @@
 /**
- * The webhook's only API-server calls, all reads of Namespaces: the informer's list and watch
- * (see informer.ts) and the live GET on a cache miss. Nothing here writes.
+ * The webhook's reads of Namespaces: the informer's list and watch (see informer.ts) and the live
+ * GET on a cache miss. Nothing here writes. (Its only other API calls are secure metrics'
+ * reviews, kube/access-review.ts.)
  */
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { NamespaceLike } from './namespace-cache.js';

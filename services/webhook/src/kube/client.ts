@@ -1,7 +1,9 @@
 /**
  * The webhook's HTTP client for the API server: JSON GETs and watch streams, over node:http(s)
  * with one keep-alive connection pool. Just what the informer and the live lookup need (see
- * cache/informer.ts and cache/namespace-reader.ts); it reads, never writes.
+ * cache/informer.ts and cache/namespace-reader.ts), and the JSON POSTs of secure metrics' reviews
+ * (kube/access-review.ts: TokenReview and SubjectAccessReview, which the API server evaluates and
+ * stores nowhere). It writes no object.
  *
  * It replaces @kubernetes/client-node at run time: loading client-node costs ~80 MiB of resident
  * memory (its KubeConfig module imports every generated API and model), more than the
@@ -116,12 +118,26 @@ export class KubeClient {
    * the server had just closed the pooled connection it reused is sent once more.
    */
   async getJson(path: string, query: Query, signal: AbortSignal): Promise<unknown> {
+    return this.#retryOnce(() => this.#call('GET', path, query, undefined, signal), signal);
+  }
+
+  /**
+   * POST `body` as JSON to `path` and parse the JSON answer, with getJson's errors. Only for
+   * requests the API server evaluates without storing anything (TokenReview, SubjectAccessReview):
+   * like a GET, one that met a just-closed pooled connection is sent once more.
+   */
+  async postJson(path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    const bytes = Buffer.from(JSON.stringify(body), 'utf8');
+    return this.#retryOnce(() => this.#call('POST', path, {}, bytes, signal), signal);
+  }
+
+  async #retryOnce(send: () => Promise<unknown>, signal: AbortSignal): Promise<unknown> {
     try {
-      return await this.#get(path, query, signal);
+      return await send();
     } catch (e) {
       if (!(e instanceof RetryableError) || signal.aborted) throw e instanceof RetryableError ? e.cause : e;
       try {
-        return await this.#get(path, query, signal);
+        return await send();
       } catch (e2) {
         throw e2 instanceof RetryableError ? e2.cause : e2;
       }
@@ -211,32 +227,42 @@ export class KubeClient {
     this.#agent.destroy();
   }
 
-  #request(path: string, query: Query): http.ClientRequest {
+  #request(path: string, query: Query, method: 'GET' | 'POST' = 'GET', body?: Buffer): http.ClientRequest {
     const server = this.#conn.server;
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
     const search = params.size > 0 ? `?${params}` : '';
     const headers: http.OutgoingHttpHeaders = { Accept: 'application/json', 'User-Agent': this.#userAgent };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = body.length;
+    }
     const token = this.#conn.token?.token();
     if (token !== undefined) headers.Authorization = `Bearer ${token}`;
     return this.#transport.request({
       protocol: server.protocol,
       hostname: server.hostname.replace(/^\[(.*)\]$/, '$1'),
       port: server.port === '' ? undefined : Number(server.port),
-      method: 'GET',
+      method,
       path: `${server.pathname.replace(/\/+$/, '')}${path}${search}`,
       headers,
       agent: this.#agent,
     });
   }
 
-  #get(path: string, query: Query, signal: AbortSignal): Promise<unknown> {
+  #call(
+    method: 'GET' | 'POST',
+    path: string,
+    query: Query,
+    body: Buffer | undefined,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
         reject(abortReason(signal));
         return;
       }
-      const req = this.#request(path, query);
+      const req = this.#request(path, query, method, body);
       let settled = false;
       const settle = (fn: () => void): void => {
         if (settled) return;
@@ -262,22 +288,22 @@ export class KubeClient {
           const code = res.statusCode ?? 0;
           if (code < 200 || code > 299) {
             this.#noteStatus(code);
-            settle(() => reject(new KubeApiError(`GET ${path}`, code, parseStatus(text))));
+            settle(() => reject(new KubeApiError(`${method} ${path}`, code, parseStatus(text))));
             return;
           }
           try {
             const value = JSON.parse(text) as unknown;
             settle(() => resolve(value));
           } catch {
-            settle(() => reject(new Error(`GET ${path}: the answer is not JSON`)));
+            settle(() => reject(new Error(`${method} ${path}: the answer is not JSON`)));
           }
         });
         res.on('error', (e) => settle(() => reject(e)));
         res.on('close', () =>
-          settle(() => reject(new Error(`GET ${path}: connection closed before the answer was complete`))),
+          settle(() => reject(new Error(`${method} ${path}: connection closed before the answer was complete`))),
         );
       });
-      req.end();
+      req.end(body);
     });
   }
 

@@ -282,6 +282,96 @@ describe('KubeClient over HTTPS', () => {
     });
   });
 
+  describe('postJson', () => {
+    it('POSTs the body as JSON with the token, on the kept-alive pool, and parses the answer', async () => {
+      const seen: Array<{
+        method?: string;
+        url?: string;
+        type?: string;
+        length?: string;
+        auth?: string;
+        body: string;
+      }> = [];
+      const s = await serve(pair, (req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => {
+          body += c.toString();
+        });
+        req.on('end', () => {
+          seen.push({
+            method: req.method,
+            url: req.url,
+            type: req.headers['content-type'],
+            length: req.headers['content-length'],
+            auth: req.headers.authorization,
+            body,
+          });
+          if (req.method !== 'POST') json(res, 200, { kind: 'Namespace' });
+          else json(res, 201, { ...(JSON.parse(body) as object), status: { authenticated: true } });
+        });
+      });
+      const client = connect(`${s.url}/prefix`, { ca: pair.cert, token: new StaticToken('t0k3n') });
+      const review = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: 'sc\u00e9rapé' } };
+      expect(await client.postJson('/apis/authentication.k8s.io/v1/tokenreviews', review, signal())).toEqual({
+        ...review,
+        status: { authenticated: true },
+      });
+      expect(await client.getJson('/api/v1/namespaces/a', {}, signal())).toEqual({ kind: 'Namespace' });
+      const text = JSON.stringify(review);
+      expect(seen[0]).toEqual({
+        method: 'POST',
+        url: '/prefix/apis/authentication.k8s.io/v1/tokenreviews',
+        type: 'application/json',
+        length: String(Buffer.byteLength(text)),
+        auth: 'Bearer t0k3n',
+        body: text,
+      });
+      expect(seen[1]?.method).toBe('GET');
+      expect(seen[1]?.type).toBeUndefined();
+      expect(s.connections()).toBe(1);
+    });
+
+    it('a non-2xx answer is a KubeApiError naming POST and the path', async () => {
+      const s = await serve(pair, (req, res) => {
+        req.resume();
+        req.on('end', () => json(res, 403, status(403, 'Forbidden', 'cannot create tokenreviews')));
+      });
+      const client = connect(s.url, { ca: pair.cert });
+      const err = await client.postJson('/apis/authentication.k8s.io/v1/tokenreviews', {}, signal()).catch((e) => e);
+      expect(err).toBeInstanceOf(KubeApiError);
+      expect(err).toMatchObject({
+        statusCode: 403,
+        reason: 'Forbidden',
+        message: 'POST /apis/authentication.k8s.io/v1/tokenreviews: 403 cannot create tokenreviews',
+      });
+    });
+
+    it('is sent once more, body and all, when the kept-alive connection it reused was closed by the server', async () => {
+      const used = new WeakSet<Socket>();
+      const bodies: string[] = [];
+      const s = await serve(pair, (req, res) => {
+        if (used.has(req.socket)) {
+          req.socket.destroy();
+          return;
+        }
+        used.add(req.socket);
+        let body = '';
+        req.on('data', (c: Buffer) => {
+          body += c.toString();
+        });
+        req.on('end', () => {
+          bodies.push(body);
+          json(res, 201, { n: bodies.length });
+        });
+      });
+      const client = connect(s.url, { ca: pair.cert });
+      expect(await client.postJson('/r', { a: 1 }, signal())).toEqual({ n: 1 });
+      expect(await client.postJson('/r', { a: 2 }, signal())).toEqual({ n: 2 });
+      expect(bodies).toEqual(['{"a":1}', '{"a":2}']);
+      expect(s.connections()).toBe(2);
+    });
+  });
+
   describe('watch', () => {
     it('adds watch=true, reports the connection, delivers events split across and packed into chunks, ends cleanly', async () => {
       let url = '';
