@@ -210,7 +210,10 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
       };
 
       const failed = (err: unknown): void => {
-        if (httpStatusOf(err) === 410 && resourceVersion !== undefined) gone();
+        // 410: too old to resume from. 400: a resourceVersion the API server cannot parse (a
+        // position on the Lease edited by hand): resuming would fail forever; catch up instead.
+        const status = httpStatusOf(err);
+        if ((status === 410 || status === 400) && resourceVersion !== undefined) gone();
         failures += 1;
         const delay = Math.min(MAX_BACKOFF_MS, initialBackoffMs * 2 ** (failures - 1));
         logger.warn('Pod watch failed; retrying', { error: describeError(err), retryInMs: delay, failures });

@@ -28,8 +28,9 @@ export const POD_WATCH_POSITION_ANNOTATION = 'isolation.kubeplus.io/pod-watch-po
 /**
  * How far before the position's time a catch-up reaches: the old leader's clock against the API
  * server's creationTimestamps (NTP keeps them well within a second; a minute allows for a badly
- * kept node) plus the delivery of the last events seen. Reaching back further only re-judges Pods
- * (a map lookup each); too short a reach would lose Pods.
+ * kept node), those timestamps' whole seconds, and the delivery of the last events seen. Reaching
+ * back further only re-judges Pods (a map lookup each) and may count again one the previous
+ * leader counted; too short a reach would lose Pods.
  */
 export const CLOCK_SKEW_MARGIN_MS = 60_000;
 
@@ -64,7 +65,8 @@ export function parsePosition(text: string | undefined): WatchPosition | undefin
   const at = typeof seenAt === 'string' ? Date.parse(seenAt) : Number.NaN;
   if (!Number.isFinite(at)) return undefined;
   if (resourceVersion === undefined) return { seenAt: at };
-  if (typeof resourceVersion !== 'string' || resourceVersion === '') return undefined;
+  // "0" would mean "any": a watch from it starts at the cache's state, not at a position.
+  if (typeof resourceVersion !== 'string' || resourceVersion === '' || resourceVersion === '0') return undefined;
   return { resourceVersion, seenAt: at };
 }
 

@@ -405,6 +405,24 @@ describe('unisolatedPodAdmissions across leadership terms (issue 34)', () => {
     unsubscribe();
   });
 
+  it('a position the API server cannot parse (400 on the watch) is caught up from, not retried forever', async () => {
+    const { api, source, counted, keys, clock, flush, catchUps } = await term(
+      previousTerm({ resourceVersion: 'edited-by-hand', seenAt: SEEN }),
+    );
+    api.pods = cluster();
+    api.rv = 750;
+    const unsubscribe = source.subscribe((k) => keys.push(k));
+    await flush();
+    expect(api.starts).toEqual(['edited-by-hand']);
+    api.end(Object.assign(new Error('Bad Request'), { statusCode: 400 }));
+    await clock.advance(800);
+    await flush();
+    expect(api.starts).toEqual(['edited-by-hand', '750']);
+    expect(catchUps).toEqual(['expired']);
+    expect(counted).toHaveLength(3);
+    unsubscribe();
+  });
+
   it('without a position from a previous term that ran, catches up since that term began, then watches', async () => {
     const { api, source, counted, keys, clock, flush, checkpoints, warned, catchUps } = await term(
       previousTerm(undefined),

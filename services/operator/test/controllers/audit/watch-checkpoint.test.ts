@@ -29,6 +29,7 @@ describe('the Pod watch position on the Lease', () => {
       '{"resourceVersion":"1"}',
       '{"resourceVersion":1,"seenAt":"2026-01-01T00:00:00Z"}',
       '{"resourceVersion":"","seenAt":"2026-01-01T00:00:00Z"}',
+      '{"resourceVersion":"0","seenAt":"2026-01-01T00:00:00Z"}',
       '{"resourceVersion":"1","seenAt":"yesterday"}',
     ]) {
       expect(parsePosition(bad)).toBeUndefined();
