@@ -79,7 +79,13 @@ describe('RBAC', () => {
             },
           });
         }
-        expect(rule.nonResourceURLs).toBeUndefined();
+        // One non-resource rule: secure metrics' reader role, get on /metrics (metrics-auth.test.ts).
+        if (rule.nonResourceURLs !== undefined) {
+          expect({ role: `${role.kind}/${role.metadata.name}`, rule }).toEqual({
+            role: `ClusterRole/${RELEASE}-kubeplus-isolation-metrics-reader`,
+            rule: { nonResourceURLs: ['/metrics'], verbs: ['get'] },
+          });
+        }
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['escalate']));
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['bind']));
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['impersonate']));
@@ -91,12 +97,21 @@ describe('RBAC', () => {
     const objects = await render();
     const role = one(objects, 'ClusterRole', `${RELEASE}-webhook`);
     expect(rulesOf(role)).toEqual([{ apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }]);
-    // Nothing else is bound to the webhook's ServiceAccount (the webhook-certificates RBAC is the operator's).
+    // Nothing else is bound to the webhook's ServiceAccount (the webhook-certificates RBAC is the
+    // operator's) but secure metrics' reviews, which read nothing (metrics-auth.test.ts).
     const boundToWebhook = objects
       .filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
       .filter((b) => (b.subjects as { name: string }[]).some((s) => s.name === `${RELEASE}-webhook`))
-      .map((b) => `${b.kind}/${b.metadata.name}`);
-    expect(boundToWebhook).toEqual([`ClusterRoleBinding/${RELEASE}-webhook`]);
+      .map((b) => `${b.kind}/${b.metadata.name}`)
+      .sort();
+    expect(boundToWebhook).toEqual([
+      `ClusterRoleBinding/${RELEASE}-webhook`,
+      `ClusterRoleBinding/${RELEASE}-webhook-metrics-auth`,
+    ]);
+    expect(grants(one(objects, 'ClusterRole', `${RELEASE}-webhook-metrics-auth`))).toEqual({
+      'authentication.k8s.io/tokenreviews': ['create'],
+      'authorization.k8s.io/subjectaccessreviews': ['create'],
+    });
   });
 
   test('the operator gets exactly the verbs its code uses', async () => {
@@ -314,9 +329,9 @@ describe('RBAC', () => {
     );
     const roleNames = new Set(roles(objects).map((r) => `${r.kind}/${r.metadata.name}`));
     const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
-    // 4 for the services, 2 for the webhook certificates (to the operator), the uninstall hook's
-    // (to the operator) and the helm test's.
-    expect(bindings.length).toBe(8);
+    // 4 for the services, 2 for secure metrics' reviews (one each), 2 for the webhook certificates
+    // (to the operator), the uninstall hook's (to the operator) and the helm test's.
+    expect(bindings.length).toBe(10);
     for (const binding of bindings) {
       const ref = binding.roleRef as { kind: string; name: string };
       expect(roleNames).toContain(`${ref.kind}/${ref.name}`);
@@ -328,11 +343,12 @@ describe('RBAC', () => {
       // The webhook's role goes to the webhook, the helm test's to the test, the operator's (the
       // uninstall hook's included: it runs as the operator; and the webhook certificates', which
       // the operator issues) to the operator.
-      const owner = ref.name.endsWith('-webhook')
-        ? 'webhook'
-        : ref.name.endsWith('helm-test')
-          ? 'helm-test'
-          : 'operator';
+      const owner =
+        ref.name.endsWith('-webhook') || ref.name.endsWith('-webhook-metrics-auth')
+          ? 'webhook'
+          : ref.name.endsWith('helm-test')
+            ? 'helm-test'
+            : 'operator';
       expect(subject.name.endsWith(owner)).toBe(true);
     }
   });
@@ -340,7 +356,15 @@ describe('RBAC', () => {
   test('a disabled component brings no ServiceAccount and no RBAC', async () => {
     // Without the operator the certificate must come from Helm (or cert-manager).
     const withoutOperator = await render({ ...HELM_TLS, operator: { enabled: false } });
-    expect(roles(withoutOperator).map((r) => r.metadata.name)).toEqual([`${RELEASE}-webhook`]);
+    expect(
+      roles(withoutOperator)
+        .map((r) => r.metadata.name)
+        .sort(),
+    ).toEqual([
+      `${RELEASE}-kubeplus-isolation-metrics-reader`,
+      `${RELEASE}-webhook`,
+      `${RELEASE}-webhook-metrics-auth`,
+    ]);
     const withoutWebhook = await render({ webhook: { enabled: false } });
     expect(roles(withoutWebhook).some((r) => r.metadata.name.includes('webhook'))).toBe(false);
     expect(withoutWebhook.some((o) => o.kind === 'MutatingWebhookConfiguration')).toBe(false);

@@ -103,3 +103,13 @@ tls.mode=operator (certManager.enabled false): then the operator must issue its 
 {{- $ctx := include "kubeplus-isolation.webhookContext" . | fromJson -}}
 {{- and .Values.webhook.enabled (ne (include "kubeplus-isolation.nodeIsolationEngine" .) "admissionPolicy") (eq (include "webhook.tlsMode" $ctx) "operator") | toString -}}
 {{- end -}}
+
+{{/*
+"true" when a service installed (and, for the webhook, active) serves secure metrics: then
+scrapers need the <fullname>-metrics-reader ClusterRole.
+*/}}
+{{- define "kubeplus-isolation.secureMetrics" -}}
+{{- $webhook := and .Values.webhook.enabled (ne (include "kubeplus-isolation.nodeIsolationEngine" .) "admissionPolicy") .Values.webhook.metrics.secure -}}
+{{- $operator := and .Values.operator.enabled .Values.operator.metrics.secure -}}
+{{- or $webhook $operator | toString -}}
+{{- end -}}

@@ -288,7 +288,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'METRICS_SECURE',
     placeholder: '<true|false>',
     default: 'true',
-    help: "Serve the metrics port over HTTPS (TLS 1.2+) and /metrics only to a caller whose bearer token a TokenReview authenticates and whose user a SubjectAccessReview allows to get the non-resource URL /metrics (kubebuilder's secure metrics; the chart's <release>-metrics-reader ClusterRole grants it): 401 without or with an invalid token, 403 when not allowed. Decisions are cached (allowed 1m, denied 10s) by a keyed hash of the token, so a scrape costs no API call. /healthz and /readyz stay unauthenticated (the kubelet probes them, over HTTPS). Needs create on tokenreviews and subjectaccessreviews. false: plain HTTP, /metrics open to anyone who reaches the port.",
+    help: "Serve the metrics port over HTTPS (TLS 1.2+) and /metrics only to a caller whose bearer token a TokenReview authenticates and whose user a SubjectAccessReview allows to get the non-resource URL /metrics (kubebuilder's secure metrics; the chart's <release>-kubeplus-isolation-metrics-reader ClusterRole grants it): 401 without or with an invalid token, 403 when not allowed. Decisions are cached (allowed 1m, denied 10s) by a keyed hash of the token, so a scrape costs no API call. /healthz and /readyz stay unauthenticated (the kubelet probes them, over HTTPS). Needs create on tokenreviews and subjectaccessreviews. false: plain HTTP, /metrics open to anyone who reaches the port.",
     parse: boolean,
   },
   {
