@@ -53,7 +53,6 @@ if (config.uninstall !== undefined) {
   const { createOperator } = await import('./operator.js');
   const { loadKubeConfig } = await import('./kube/kubeconfig.js');
   const { kubeOperatorDeps } = await import('./kube/operator-deps.js');
-  const { kubeAccessReviewer } = await import('./kube/access-review.js');
 
   const identity = config.leaderElectionIdentity ?? `${process.env.POD_NAME || hostname()}_${randomUUID()}`;
 
@@ -61,9 +60,7 @@ if (config.uninstall !== undefined) {
     async (signal) => {
       const kc = loadKubeConfig(config.kubeconfig);
       const deps = await kubeOperatorDeps(kc, config, identity);
-      // Secure metrics' TokenReviews and SubjectAccessReviews, with the operator's own credentials.
-      const accessReviewer = config.metricsSecure ? kubeAccessReviewer(kc) : undefined;
-      return createOperator({ ...deps, accessReviewer, logger, version }).run(signal);
+      return createOperator({ ...deps, logger, version }).run(signal);
     },
     { shutdownTimeoutMs: config.shutdownTimeoutMs, logger },
   );

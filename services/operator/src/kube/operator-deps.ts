@@ -3,6 +3,7 @@ import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from 
 import type { Config } from '../config.js';
 import { CERTIFICATES_SELECTOR } from '../controllers/webhook-certificates/request.js';
 import type { OperatorDeps } from '../operator.js';
+import { kubeAccessReviewer } from './access-review.js';
 import type { ApiRequestObserver } from './api-requests.js';
 import { KubeClusterPort } from './cluster-port.js';
 import { checkSharedLayout, discoverPolicyApis } from './discovery.js';
@@ -48,6 +49,8 @@ export async function kubeOperatorDeps(
       sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi), kc.makeApiClient(CoreV1Api)),
     },
     self: operatorPod(process.env),
+    // Secure metrics' TokenReviews and SubjectAccessReviews, with the operator's own credentials.
+    accessReviewer: config.metricsSecure ? kubeAccessReviewer(kc) : undefined,
     ...(kc instanceof PooledKubeConfig
       ? { observeApiRequests: (o: ApiRequestObserver) => kc.observeApiRequests(o) }
       : {}),
