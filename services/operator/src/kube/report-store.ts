@@ -10,6 +10,7 @@
 import { httpStatusOf } from '@kubeplus-isolation/service';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kubeplus-isolation/spec';
 import type { CoreV1Api, CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import { PodPageSizer } from '../controllers/audit/page-budget.js';
 import {
   type ExistingReport,
   REPORT_GROUP,
@@ -19,7 +20,7 @@ import {
 } from '../controllers/compliance/openreport.js';
 import type { ReportStore, SandboxLister } from '../controllers/compliance/reporter.js';
 import { NAME_HASH_LABEL, SANDBOX_RESOURCES } from '../desired/agent-sandbox.js';
-import { listUnfinishedPods } from './pod-lister.js';
+import { listUnfinishedPods, sizedPodPage } from './pod-lister.js';
 
 const REPORT = { group: REPORT_GROUP, version: REPORT_VERSION, plural: REPORT_PLURAL };
 
@@ -74,25 +75,35 @@ export function kubeReportStore(api: CustomObjectsApi): ReportStore {
 
 const SANDBOX = SANDBOX_RESOURCES.find((r) => r.kind === 'Sandbox');
 
-export function kubeSandboxLister(api: CustomObjectsApi, core: CoreV1Api): SandboxLister {
+/**
+ * The reports' LISTs of a namespace's Sandboxes and Sandbox Pods. Both are paged by bytes as well
+ * as by count (controllers/audit/page-budget.ts, issue 34): a tenant can make either large (a
+ * Sandbox embeds a Pod template), and 500 of the largest in one response would be ~750 MiB.
+ * Each kind learns its own size.
+ */
+export function kubeSandboxLister(
+  api: CustomObjectsApi,
+  core: CoreV1Api,
+  podPages: PodPageSizer = new PodPageSizer(),
+  sandboxPages: PodPageSizer = new PodPageSizer(),
+): SandboxLister {
   if (SANDBOX === undefined) throw new Error('no Sandbox resource known');
   const { group, resource, versions } = SANDBOX;
   return {
-    listSandboxPods: (namespace, page) => listUnfinishedPods(core, namespace, page, NAME_HASH_LABEL),
+    listSandboxPods: (namespace, page) => listUnfinishedPods(core, namespace, page, NAME_HASH_LABEL, podPages),
     async listSandboxes(namespace, { limit, continueToken }) {
       for (const version of versions) {
         try {
-          const list = (await api.listNamespacedCustomObject({
-            group,
-            version,
-            namespace,
-            plural: resource,
-            limit,
-            _continue: continueToken,
-          })) as { items?: KubernetesObject[]; metadata?: { continue?: string } };
+          const list = await sizedPodPage(sandboxPages, limit, async (sized, options) => {
+            const page = (await api.listNamespacedCustomObject(
+              { group, version, namespace, plural: resource, limit: sized, _continue: continueToken },
+              options,
+            )) as { items?: KubernetesObject[]; metadata?: { continue?: string } };
+            return { items: page.items ?? [], continueToken: page.metadata?.continue };
+          });
           return {
-            items: list.items ?? [],
-            continueToken: list.metadata?.continue,
+            items: list.items,
+            continueToken: list.continueToken,
             apiVersion: `${group}/${version}`,
           };
         } catch (err) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { PodPageSizer } from '../../src/controllers/audit/page-budget.js';
 import { kubeReportStore, kubeSandboxLister } from '../../src/kube/report-store.js';
 import { HttpError } from '../runtime/fakes.js';
 
@@ -13,7 +14,7 @@ function fakeApi(answer: (call: Call) => unknown): { api: CustomObjectsApi; call
     {
       get:
         (_target, method) =>
-        async (params: Record<string, unknown>): Promise<unknown> => {
+        async (params: Record<string, unknown>, _options?: unknown): Promise<unknown> => {
           const call = { method: String(method), params };
           calls.push(call);
           return answer(call);
@@ -84,6 +85,13 @@ describe('kubeReportStore', () => {
   });
 });
 
+/** A page sizer that has measured 2 KiB objects: pages stay at the caller's limit. */
+function small(): PodPageSizer {
+  const pages = new PodPageSizer();
+  pages.observe(10, 20 * 1024);
+  return pages;
+}
+
 /** Sandbox LISTs never touch the core API. */
 const unusedCore = fakeApi(() => {
   throw new Error('CoreV1Api called');
@@ -96,7 +104,10 @@ describe('kubeSandboxLister', () => {
       return { items: [{ metadata: { name: 's' } }], metadata: { continue: 'next' } };
     });
     expect(
-      await kubeSandboxLister(api, unusedCore).listSandboxes('team-a', { limit: 500, continueToken: 'tok' }),
+      await kubeSandboxLister(api, unusedCore, small(), small()).listSandboxes('team-a', {
+        limit: 500,
+        continueToken: 'tok',
+      }),
     ).toEqual({
       items: [{ metadata: { name: 's' } }],
       continueToken: 'next',
@@ -125,7 +136,7 @@ describe('kubeSandboxLister', () => {
 
   it("lists the namespace's unfinished Pods the Sandbox controller labelled, passing the page on", async () => {
     const core = fakeApi(() => ({ items: [{ metadata: { name: 'p' } }], metadata: { _continue: 'more' } }));
-    const lister = kubeSandboxLister(fakeApi(() => ({})).api, core.api as unknown as CoreV1Api);
+    const lister = kubeSandboxLister(fakeApi(() => ({})).api, core.api as unknown as CoreV1Api, small(), small());
     expect(await lister.listSandboxPods('team-a', { limit: 500, continueToken: 'tok' })).toEqual({
       items: [{ metadata: { name: 'p' } }],
       continueToken: 'more',
@@ -142,5 +153,26 @@ describe('kubeSandboxLister', () => {
         },
       },
     ]);
+  });
+
+  // Issue 34: a tenant can make Sandboxes and their Pods large; 500 of the largest in one page
+  // would be ~750 MiB. Each LIST asks for what its sizer says fits 8 MiB (how a page is measured:
+  // test/kube/pod-lister.test.ts).
+  it('pages Sandboxes and Sandbox Pods by bytes: each LIST asks for what its own sizer says fits', async () => {
+    const core = fakeApi(() => ({ items: [], metadata: {} }));
+    const sandboxes = fakeApi(() => ({ items: [], metadata: {} }));
+    const bigPods = new PodPageSizer();
+    bigPods.observe(2, 4 * 1024 * 1024); // 2 MiB a Pod: 4 fit in 8 MiB
+    const bigSandboxes = new PodPageSizer();
+    bigSandboxes.observe(4, 4 * 1024 * 1024); // 1 MiB a Sandbox: 8 fit
+    const lister = kubeSandboxLister(sandboxes.api, core.api as unknown as CoreV1Api, bigPods, bigSandboxes);
+    await lister.listSandboxPods('team-a', { limit: 500 });
+    await lister.listSandboxes('team-a', { limit: 500 });
+    expect(core.calls.map((c) => c.params.limit)).toEqual([4]);
+    expect(sandboxes.calls.map((c) => c.params.limit)).toEqual([8]);
+    // Unmeasured, a lister assumes the largest objects etcd stores: 5 a page.
+    const fresh = fakeApi(() => ({ items: [], metadata: {} }));
+    await kubeSandboxLister(fresh.api, unusedCore).listSandboxes('team-a', { limit: 500 });
+    expect(fresh.calls.map((c) => c.params.limit)).toEqual([5]);
   });
 });
