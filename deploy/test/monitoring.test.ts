@@ -167,6 +167,7 @@ describe('monitoring', () => {
         'KubeplusIsolationOperatorForbiddenInstanceKinds',
         'KubeplusIsolationOperatorNoLeader',
         'KubeplusIsolationOperatorReconcileErrors',
+        'KubeplusIsolationPodsAdmittedUnplaced',
         'KubeplusIsolationUnisolatedPods',
         'KubeplusIsolationWebhookCertificateExpiring',
         'KubeplusIsolationWebhookDown',
@@ -192,6 +193,10 @@ describe('monitoring', () => {
     );
     expect(byName.KubeplusIsolationUnisolatedPods?.expr).toContain(
       'sum(kubeplus_operator_unisolated_pods{namespace="kubeplus-system"}) > 0',
+    );
+    // Every Pod admitted unplaced as the API server's watch showed it, finished ones too (issue 34).
+    expect(byName.KubeplusIsolationPodsAdmittedUnplaced?.expr).toContain(
+      'sum(increase(kubeplus_operator_unisolated_pod_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
     );
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',
