@@ -121,7 +121,9 @@ export interface RunningWebhook extends RunningService {
 /**
  * Starts services/webhook/dist/main.js (flags: services/webhook/src/config.ts) on free loopback
  * ports, with a serving certificate for 127.0.0.1 from the cluster CA; returns once /readyz is 200
- * (its Namespace informer has synced).
+ * (its Namespace informer has synced). Its metrics port is plain and /metrics open
+ * (METRICS_SECURE=false, which `extraArgs` or `env` may override), as the operator's: the suites
+ * read it over loopback, where no Prometheus token exists; secure metrics are the chart's suites'.
  */
 export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}): Promise<RunningWebhook> {
   const [freePort, freeMetricsPort] = (await freePorts(2)) as [number, number];
@@ -147,7 +149,7 @@ export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}):
       '--shutdown-delay=0',
       ...(opts.extraArgs ?? []),
     ],
-    env: opts.env,
+    env: { METRICS_SECURE: 'false', ...opts.env },
     readiness: { url: `${base}/readyz`, tls: { caPem: cluster.caPem } },
   });
   return {

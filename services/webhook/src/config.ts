@@ -7,6 +7,7 @@
  * message and exits 2 on an error.
  */
 import {
+  boolean,
   duration,
   usage as flagUsage,
   integer,
@@ -24,6 +25,7 @@ import { DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES, reviewBodyLimit } from './ht
 export interface Config {
   port: number;
   metricsPort: number;
+  metricsSecure: boolean;
   bindAddress: string | undefined;
   tlsCertFile: string;
   tlsKeyFile: string;
@@ -69,7 +71,16 @@ export const FLAGS: readonly Flag[] = [
     placeholder: '<port>',
     parse: port,
     default: '8080',
-    help: 'Plain-HTTP port serving GET /metrics (Prometheus text format).',
+    help: 'Port serving GET /metrics (Prometheus text format): HTTPS with --metrics-secure, else plain HTTP.',
+  },
+  {
+    key: 'metricsSecure',
+    name: 'metrics-secure',
+    env: 'METRICS_SECURE',
+    placeholder: '<true|false>',
+    parse: boolean,
+    default: 'true',
+    help: 'Serve --metrics-port over HTTPS (TLS 1.2+, the --tls-cert-file pair, reloaded with it) and GET /metrics only to a bearer token a TokenReview authenticates and whose user a SubjectAccessReview allows to get the non-resource URL /metrics: 401 without or with an invalid token, 403 when not allowed (cached 1m allowed, 10s denied). Needs create on tokenreviews and subjectaccessreviews. false: plain HTTP, open to whoever reaches the port.',
   },
   {
     key: 'bindAddress',

@@ -7,17 +7,19 @@ import http from 'node:http';
 import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { registerBuildInfo } from '@kubeplus-isolation/service';
+import { MetricsAccessGuard, registerBuildInfo } from '@kubeplus-isolation/service';
 import type { Logger } from 'winston';
 import { NamespaceListWatch, NamespaceWatcher } from './cache/informer.js';
 import { NamespaceCache } from './cache/namespace-cache.js';
 import { KubeNamespaceReader } from './cache/namespace-reader.js';
 import { IsolationResolver } from './cache/resolver.js';
 import type { Config } from './config.js';
-import { createMetricsApp, createWebhookApp } from './http/app.js';
+import { createWebhookApp } from './http/app.js';
 import { BodyBudget } from './http/body-budget.js';
 import { expressMessageClasses } from './http/express-messages.js';
+import { createMetricsApp } from './http/metrics-app.js';
 import { closeGracefully } from './http/shutdown.js';
+import { KubeAccessReviewer } from './kube/access-review.js';
 import type { KubeClient } from './kube/client.js';
 import { createMetrics, type MetricSources, recordLiveLookup } from './metrics.js';
 import { CertificateReloader, createHttpsServer, loadKeyPair } from './tls.js';
@@ -102,7 +104,23 @@ export async function startWebhook(
       onCertificate: (info) => metrics.tlsCertificateExpiry.set(info.notAfter.getTime() / 1000),
     },
   );
-  const metricsServer = http.createServer(createMetricsApp(metrics.registry));
+  // Secure metrics (--metrics-secure): HTTPS with the serving pair, /metrics only for a token allowed to get it.
+  const metricsApp = createMetricsApp({
+    registry: metrics.registry,
+    ...(config.metricsSecure && { guard: new MetricsAccessGuard({ reviewer: new KubeAccessReviewer(kube), logger }) }),
+  });
+  const metricsServer: http.Server = config.metricsSecure
+    ? createHttpsServer(metricsApp, pair)
+    : http.createServer(metricsApp);
+  // Its own reloader, which reports nothing: the admission port's already counts each reload.
+  const metricsReloader = config.metricsSecure
+    ? new CertificateReloader(
+        metricsServer as https.Server,
+        { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile },
+        pair,
+        { pollIntervalMs: config.tlsReloadIntervalMs, logger },
+      )
+    : undefined;
 
   await listen(httpsServer, config.port, config.bindAddress);
   try {
@@ -112,12 +130,17 @@ export async function startWebhook(
     throw e;
   }
   reloader.start();
+  metricsReloader?.start();
   watcher.start();
   const ports = {
     port: (httpsServer.address() as AddressInfo).port,
     metricsPort: (metricsServer.address() as AddressInfo).port,
   };
-  logger.info('webhook serving', { ...ports, liveLookupTimeoutMs: config.liveLookupTimeoutMs });
+  logger.info('webhook serving', {
+    ...ports,
+    metricsSecure: config.metricsSecure,
+    liveLookupTimeoutMs: config.liveLookupTimeoutMs,
+  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
@@ -132,6 +155,7 @@ export async function startWebhook(
         closeGracefully(metricsServer, config.shutdownTimeoutMs),
       ]);
       reloader.stop();
+      metricsReloader?.stop();
       await watcher.stop();
       logger.info('shutdown complete', { connections: webhookClose });
     })();

@@ -18,6 +18,7 @@ describe('parseConfig', () => {
     expect(ok([])).toEqual({
       port: 8443,
       metricsPort: 8080,
+      metricsSecure: true,
       bindAddress: undefined,
       tlsCertFile: '/etc/webhook/tls/tls.crt',
       tlsKeyFile: '/etc/webhook/tls/tls.key',

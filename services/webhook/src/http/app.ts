@@ -14,7 +14,7 @@
  *                       event loop is responsive; the kubelet's probe timeout bounds it).
  *   GET  /readyz        200 once the namespace informer has synced and while its watch is not
  *                       stale beyond the bound; 503 otherwise and while shutting down.
- * Metrics app (plain-HTTP port): GET /metrics.
+ * The metrics port's app is http/metrics-app.ts.
  *
  * Express serves every request, the API server's included. POST /mutate/pods is its first
  * route (nothing runs before it). It admits each request to the body budget by its declared
@@ -25,7 +25,6 @@
  */
 import type { ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
 import { type AdmissionOutcome, admit, type ResolveNamespace } from '../admission/admit.js';
 import type { AdmissionResult, BadRequestReason } from '../admission/metric-labels.js';
@@ -354,21 +353,5 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
     answerError(err, req.method, req.path, res);
   });
 
-  return app;
-}
-
-/** Plain-HTTP app for Prometheus: GET /metrics from `registry`. */
-export function createMetricsApp(registry: Registry): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.get('/metrics', async (_req, res) => {
-    res.setHeader('Content-Type', registry.contentType);
-    res.send(await registry.metrics());
-  });
-  app.use((req, res) => {
-    res
-      .status(404)
-      .json({ error: 'not_found', message: `no route for ${req.method} ${req.path}; metrics are at /metrics` });
-  });
   return app;
 }

@@ -6,8 +6,9 @@ import request from 'supertest';
 import type { Readiness } from '../../src/cache/informer.js';
 import { NamespaceCache, type NamespaceLike } from '../../src/cache/namespace-cache.js';
 import { IsolationResolver } from '../../src/cache/resolver.js';
-import { createMetricsApp, createWebhookApp } from '../../src/http/app.js';
+import { createWebhookApp } from '../../src/http/app.js';
 import { BodyBudget, type BodyBudgetOptions } from '../../src/http/body-budget.js';
+import { createMetricsApp } from '../../src/http/metrics-app.js';
 import { createMetrics } from '../../src/metrics.js';
 import { captureLogger } from '../helpers/capture-logger.js';
 import { decodePatch, namespace, pod, review, TEAM_A, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
@@ -652,7 +653,7 @@ describe('probes', () => {
 describe('GET /metrics', () => {
   it('serves the registry in Prometheus text format, with every series pre-initialized and no namespace label', async () => {
     const { metrics } = setup({ namespaces: [namespace('team-a', { annotation: TEAM_A_ANNOTATION }), namespace('b')] });
-    const res = await request(createMetricsApp(metrics.registry)).get('/metrics');
+    const res = await request(createMetricsApp({ registry: metrics.registry })).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
     expect(res.text).toContain('kubeplus_webhook_admissions_total{result="failopen"} 0');
@@ -665,7 +666,7 @@ describe('GET /metrics', () => {
 
   it('includes process metrics by default', async () => {
     const metrics = createMetrics();
-    const res = await request(createMetricsApp(metrics.registry)).get('/metrics');
+    const res = await request(createMetricsApp({ registry: metrics.registry })).get('/metrics');
     expect(res.text).toContain('process_cpu_seconds_total');
     expect(res.text).toContain('nodejs_eventloop_lag_seconds');
   });

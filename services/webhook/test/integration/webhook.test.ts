@@ -38,6 +38,8 @@ describe('startWebhook wired to a (fake) API server over real TLS', () => {
       [
         '--port=0',
         '--metrics-port=0',
+        // Read over plain HTTP below; secure metrics: test/http/metrics-app.test.ts.
+        '--metrics-secure=false',
         '--bind-address=127.0.0.1',
         `--tls-cert-file=${pair.certFile}`,
         `--tls-key-file=${pair.keyFile}`,
