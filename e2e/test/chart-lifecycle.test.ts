@@ -39,6 +39,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
+  getSecureMetrics,
   installOpenReportsCrds,
   installSandboxCrds,
   parsePrometheusText,
@@ -76,6 +77,7 @@ import {
   poolMandate,
   prepareChartNode,
   RELEASE_NS,
+  releaseMetricsToken,
   startProjectNode,
   tenantPod,
 } from './support/real-node.js';
@@ -155,6 +157,11 @@ describe('the chart over its life on a real node', () => {
       RELEASE,
       join(previousChartDir, 'deploy', 'kubeplus-isolation'),
       ...VALUES,
+      // The previous chart runs this build's images, whose operator serves its one port over
+      // HTTPS by default (secure metrics, issue 34); that chart's probes speak plain HTTP, as the
+      // previous images did.
+      '--set',
+      'operator.extraArgs[1]=--metrics-secure=false',
       '--wait',
       '--timeout',
       '180s',
@@ -365,15 +372,12 @@ describe('the chart over its life on a real node', () => {
     expect(patchedAfter.every(carriesMandate)).toBe(true);
 
     // The audit (every 5 s here) reports them: the leader's gauge and a Warning on the instance.
+    const token = await releaseMetricsToken(cluster, RELEASE);
     const gauge = async (): Promise<number> => {
       let total = 0;
       for (const pod of await podsOf('operator')) {
-        const text = await kubectl(
-          cluster,
-          'get',
-          '--raw',
-          `/api/v1/namespaces/${RELEASE_NS}/pods/${pod.metadata?.name}:8080/proxy/metrics`,
-        ).catch(() => '');
+        // The chart's secure metrics, read as Prometheus reads them.
+        const { text } = await getSecureMetrics(pod.status?.podIP ?? '', 8080, token).catch(() => ({ text: '' }));
         total += sumMetric(parsePrometheusText(text), 'kubeplus_operator_unisolated_pods');
       }
       return total;

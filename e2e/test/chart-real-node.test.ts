@@ -23,7 +23,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { parsePrometheusText, type RealNodeCluster, repoRoot, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
+import { type RealNodeCluster, repoRoot, scrapeSecureMetrics, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, ENABLED_LABEL, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
 import {
@@ -37,6 +37,7 @@ import {
   prepareChartNode,
   probeImage,
   RELEASE_NS,
+  releaseMetricsToken,
   startProjectNode,
   tenantPod,
 } from './support/real-node.js';
@@ -205,20 +206,16 @@ describe('the chart on a real node', () => {
       expect(pod.spec?.tolerations).toEqual(expect.arrayContaining(MANDATE.tolerations));
       expect(pod.spec?.nodeName).toBe(cluster.nodeName);
     }
-    // Each webhook Pod's own counter, read through the API server's Pod proxy: the patches were
-    // made by the chart's Pods (reached at their Service's endpoints, over the chart's TLS).
+    // Each webhook Pod's own counter, read as Prometheus reads the chart's secure metrics: the
+    // patches were made by the chart's Pods (reached at their Service's endpoints, over its TLS).
     const webhookPods = (
       await core.listNamespacedPod({ namespace: RELEASE_NS, labelSelector: 'app.kubernetes.io/name=webhook' })
     ).items;
+    const token = await releaseMetricsToken(cluster, RELEASE);
     let patched = 0;
     for (const pod of webhookPods) {
-      const text = await kubectl(
-        cluster,
-        'get',
-        '--raw',
-        `/api/v1/namespaces/${RELEASE_NS}/pods/${pod.metadata?.name}:8080/proxy/metrics`,
-      );
-      patched += sumMetric(parsePrometheusText(text), 'kubeplus_webhook_admissions_total', { result: 'patched' });
+      const samples = await scrapeSecureMetrics(pod.status?.podIP ?? '', 8080, token);
+      patched += sumMetric(samples, 'kubeplus_webhook_admissions_total', { result: 'patched' });
     }
     expect(patched).toBeGreaterThanOrEqual(3);
     process.stderr.write(`[real-node] ${await kubectl(cluster, 'get', 'pods', '-n', INSTANCE, '-o', 'wide')}\n`);

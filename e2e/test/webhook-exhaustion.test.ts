@@ -26,17 +26,23 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { parsePrometheusText, type RealNodeCluster, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
+import {
+  getSecureMetrics,
+  type RealNodeCluster,
+  scrapeSecureMetrics,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import {
   carriesPoolMandate,
   installChart,
   isolateTenant,
-  kubectl,
   poolMandate,
   prepareChartNode,
   probePod,
   RELEASE_NS,
+  releaseMetricsToken,
   startProjectNode,
   tenantPod,
 } from './support/real-node.js';
@@ -270,14 +276,12 @@ describe('a tenant cannot exhaust the node-isolation webhook (issue 34, chart de
     // Its memory stayed under the limit.
     expect(peak).toBeLessThan(LIMIT_BYTES);
 
-    // The defences that held are the ones counted on the attacked replica.
-    const metrics = parsePrometheusText(
-      await kubectl(
-        cluster,
-        'get',
-        '--raw',
-        `/api/v1/namespaces/${RELEASE_NS}/pods/${target.metadata?.name}:8080/proxy/metrics`,
-      ),
+    // The defences that held are the ones counted on the attacked replica (its secure metrics,
+    // read as Prometheus reads them).
+    const metrics = await scrapeSecureMetrics(
+      target.status?.podIP ?? '',
+      8080,
+      await releaseMetricsToken(cluster, 'kpi'),
     );
     const badRequests = (reason: string) => sumMetric(metrics, 'kubeplus_webhook_bad_requests_total', { reason });
     expect(badRequests('unsupported_encoding')).toBeGreaterThan(0);
@@ -287,5 +291,33 @@ describe('a tenant cannot exhaust the node-isolation webhook (issue 34, chart de
     // And the attacker saw those answers, not a dead server.
     expect(outcomes['gzip:415']).toBeGreaterThan(0);
     expect(outcomes['dense:413']).toBeGreaterThan(0);
+  });
+
+  // Issue 34, point 5: the operator's metrics named the tenants with unplaced Pods, and both
+  // services' metrics answered any Pod. With the chart's defaults they answer only a token allowed
+  // to get /metrics, checked by a TokenReview and a SubjectAccessReview.
+  test("a tenant's ServiceAccount cannot read either service's metrics; the metrics reader's token can", async () => {
+    const tenantToken = await core.createNamespacedServiceAccountToken({
+      name: 'default',
+      namespace: TENANT,
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
+    const reader = await releaseMetricsToken(cluster, 'kpi');
+    const pods = (await core.listNamespacedPod({ namespace: RELEASE_NS })).items;
+    for (const component of ['webhook', 'operator']) {
+      const pod = pods.find((p) => p.metadata?.labels?.['app.kubernetes.io/component'] === component);
+      const ip = pod?.status?.podIP ?? '';
+      expect({ component, ip }).toEqual({ component, ip: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/) });
+      expect({ component, ...(await getSecureMetrics(ip, 8080, undefined)) }).toMatchObject({ component, status: 401 });
+      const tenant = await getSecureMetrics(ip, 8080, tenantToken.status?.token ?? '');
+      expect({ component, status: tenant.status, leaks: /kubeplus_/.test(tenant.text) }).toEqual({
+        component,
+        status: 403,
+        leaks: false,
+      });
+      const allowed = await getSecureMetrics(ip, 8080, reader);
+      expect({ component, status: allowed.status }).toEqual({ component, status: 200 });
+      expect(allowed.text).toContain(`kubeplus_${component}_build_info`);
+    }
   });
 });

@@ -7,10 +7,11 @@ import { type Assets, resolveAssets } from '../harness/assets.js';
 import { type ControlPlane, startControlPlane } from '../harness/control-plane.js';
 import { type FakeNodes, startFakeNodes } from '../harness/fake-nodes.js';
 import { imageArchives } from '../harness/images.js';
-import { type MetricSample, parsePrometheusText, scrapeMetrics } from '../harness/metrics.js';
+import { type MetricSample, scrapeMetrics } from '../harness/metrics.js';
 import { type RealNodeCluster, startRealNodeCluster } from '../harness/node/real-node.js';
 import { freePorts } from '../harness/ports.js';
 import { repoRoot } from '../harness/repo.js';
+import { metricsReaderToken, scrapeSecureMetrics } from '../harness/secure-metrics.js';
 import { type RunningService, type RunningWebhook, startOperator, startWebhook } from '../harness/services.js';
 import { registerWebhook } from '../harness/webhook-config.js';
 import { type KubectlResult, kubectl } from './kubectl.js';
@@ -166,22 +167,31 @@ export class DemoEnvironment {
     }
   }
 
-  /** The webhook's metrics: the process's, or every webhook Pod's (through the API server's Pod proxy), concatenated. */
+  /** A token that may read the chart's secure metrics (its metrics-reader ClusterRole), made once. */
+  #metricsToken: Promise<string> | undefined;
+
+  /**
+   * The webhook's metrics: the process's, or every webhook Pod's, concatenated. The chart's are
+   * secure (issue 34): read as Prometheus reads them, over HTTPS at each Pod's address with the
+   * token of a ServiceAccount bound to the chart's metrics-reader ClusterRole (the API server's Pod
+   * proxy cannot carry it).
+   */
   async webhookMetrics(): Promise<MetricSample[]> {
     if (this.mode === 'fake-nodes') {
       if (!this.webhook) throw new Error('the webhook is not running');
       return scrapeMetrics(this.webhook.metricsUrl);
     }
+    this.#metricsToken ??= metricsReaderToken(this.controlPlane.kc, {
+      namespace: RELEASE_NAMESPACE,
+      clusterRole: `${RELEASE}-metrics-reader`,
+      name: 'demo-metrics-reader',
+    });
+    const token = await this.#metricsToken;
+    const pods = await this.controlPlane.kc
+      .makeApiClient(CoreV1Api)
+      .listNamespacedPod({ namespace: RELEASE_NAMESPACE, labelSelector: WEBHOOK_POD_SELECTOR });
     const samples: MetricSample[] = [];
-    for (const pod of await this.webhookPods()) {
-      const res = await this.kubectl([
-        'get',
-        '--raw',
-        `/api/v1/namespaces/${RELEASE_NAMESPACE}/pods/${pod}:8080/proxy/metrics`,
-      ]);
-      if (res.code !== 0) throw new Error(`scraping ${pod}: ${res.stderr}`);
-      samples.push(...parsePrometheusText(res.stdout));
-    }
+    for (const pod of pods.items) samples.push(...(await scrapeSecureMetrics(pod.status?.podIP ?? '', 8080, token)));
     return samples;
   }
 

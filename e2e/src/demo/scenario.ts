@@ -629,7 +629,7 @@ export class Scenario {
       const after = await this.webhookCounts();
       r.command(
         this.realNode
-          ? `kubectl get --raw /api/v1/namespaces/${RELEASE_NAMESPACE}/pods/<each webhook Pod>:8080/proxy/metrics | grep -E '^kubeplus_webhook_admissions_total'   # summed over result and Pods`
+          ? `curl -sk -H "Authorization: Bearer $(kubectl create token demo-metrics-reader -n ${RELEASE_NAMESPACE})" https://<each webhook Pod's IP>:8080/metrics | grep -E '^kubeplus_webhook_admissions_total'   # summed over result and Pods; the chart's metrics are secure: a token allowed to get /metrics`
           : `curl -s ${this.env.webhook?.metricsUrl ?? ''} | grep -E '^kubeplus_webhook_admissions_total'   # summed over result`,
         `before: ${before.webhook}   after: ${after.webhook}`,
       );

@@ -82,6 +82,7 @@ export { describeExit, type ManagedProcess, type ProcessExit } from './process.j
 export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
 export { ownerAlive, processStartTime, type RunOwner, readOwner, runOwner } from './run-owner.js';
 export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
+export { getSecureMetrics, metricsReaderToken, scrapeSecureMetrics } from './secure-metrics.js';
 export { writeServiceAccountKubeconfig } from './service-accounts.js';
 export {
   type OperatorOptions,

@@ -6,6 +6,7 @@ import {
   imageArchives,
   installAgentSandbox,
   installOpenReportsCrds,
+  metricsReaderToken,
   projectImage,
   type RealNodeCluster,
   repoRoot,
@@ -257,4 +258,16 @@ export async function isolateTenant(cluster: RealNodeCluster, tenant: string, ma
     () => core.readNamespacedServiceAccount({ name: 'default', namespace: tenant }),
     { timeoutMs: 30_000 },
   );
+}
+
+/**
+ * A token that may read the release's secure metrics (the chart's default, issue 34): a
+ * ServiceAccount in RELEASE_NS bound to `<release>-kubeplus-isolation-metrics-reader`, as a
+ * platform binds its Prometheus.
+ */
+export function releaseMetricsToken(cluster: RealNodeCluster, release: string): Promise<string> {
+  return metricsReaderToken(cluster.cp.kc, {
+    namespace: RELEASE_NS,
+    clusterRole: `${release}-kubeplus-isolation-metrics-reader`,
+  });
 }
