@@ -32,7 +32,7 @@ import {
 import { NamespaceCache } from '@kubeplus-isolation/webhook/dist/cache/namespace-cache.js';
 import { IsolationResolver } from '@kubeplus-isolation/webhook/dist/cache/resolver.js';
 import { createAdmissionRoute, createWebhookApp, MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
-import { BodyBudget } from '@kubeplus-isolation/webhook/dist/http/body-budget.js';
+import { BodyBudget, defaultBodyBudget } from '@kubeplus-isolation/webhook/dist/http/body-budget.js';
 import { expressMessageClasses, type MessageClasses } from '@kubeplus-isolation/webhook/dist/http/express-messages.js';
 import { createLogger } from '@kubeplus-isolation/webhook/dist/log.js';
 import { createMetrics } from '@kubeplus-isolation/webhook/dist/metrics.js';
@@ -78,13 +78,7 @@ const opts = {
   logger,
   maxBodyBytes: 3 * 1024 * 1024,
   // The webhook's default body budget (config.ts), as the served webhook runs it.
-  budget: new BodyBudget({
-    smallReviewBytes: 256 * 1024,
-    smallBudgetBytes: 32 * 1024 * 1024,
-    largeBudgetBytes: 64 * 1024 * 1024,
-    maxQueued: 16,
-    maxWaitMs: 5_000,
-  }),
+  budget: new BodyBudget(defaultBodyBudget(3 * 1024 * 1024)),
   bodyReadTimeoutMs: 5_000,
 };
 

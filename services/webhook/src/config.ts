@@ -19,7 +19,7 @@ import {
   type Flag as SharedFlag,
   text,
 } from '@kubeplus-isolation/service';
-import { READ_COST_PER_BYTE } from './http/body-budget.js';
+import { defaultBodyBudget, READ_COST_PER_BYTE } from './http/body-budget.js';
 import { DEFAULT_API_SERVER_MAX_REQUEST_BODY_BYTES, reviewBodyLimit } from './http/body-limit.js';
 
 export interface Config {
@@ -170,7 +170,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'SMALL_REVIEW_BYTES',
     placeholder: '<bytes>',
     parse: integer(1024, 16 * MiB, 'a whole number of bytes'),
-    default: String(256 * 1024),
+    default: String(defaultBodyBudget(0).smallReviewBytes),
     help: 'Reviews of at most this many bytes are small (a real Pod makes a few KiB): they are read at once, never behind larger ones.',
   },
   {
@@ -179,7 +179,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'SMALL_REVIEWS_MEMORY_BYTES',
     placeholder: '<bytes>',
     parse: integer(64 * 1024, 1024 * MiB, 'a whole number of bytes'),
-    default: String(32 * MiB),
+    default: String(defaultBodyBudget(0).smallBudgetBytes),
     help: 'Memory small reviews may take at once (estimated from their bytes and shape: read, parsed, being answered); a small review beyond it is answered 503 (a fail-open).',
   },
   {
@@ -198,7 +198,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'LARGE_REVIEW_QUEUE',
     placeholder: '<count>',
     parse: integer(0, 10_000, 'a whole number'),
-    default: '16',
+    default: String(defaultBodyBudget(0).maxQueued),
     help: 'Large reviews that may wait for their turn at once; one more is answered 503 (a fail-open).',
   },
   {
@@ -298,7 +298,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const config: Config = {
     ...values,
     maxBodyBytes,
-    largeReviewsMemoryBytes: values.largeReviewsMemoryBytes ?? Math.max(64 * MiB, READ_COST_PER_BYTE * maxBodyBytes),
+    largeReviewsMemoryBytes: values.largeReviewsMemoryBytes ?? defaultBodyBudget(maxBodyBytes).largeBudgetBytes,
   };
   if (config.largeReviewsMemoryBytes < READ_COST_PER_BYTE * config.maxBodyBytes) {
     return {

@@ -45,6 +45,23 @@ export interface BodyBudgetOptions {
   maxWaitMs: number;
 }
 
+const MiB = 1024 * 1024;
+
+/**
+ * The webhook's default budget (config.ts's flag defaults) for reviews of at most `maxBodyBytes`:
+ * small reviews up to 256 KiB taking 32 MiB at once; larger ones 64 MiB (or 3 × the largest, so it
+ * can be read), 16 waiting at most 5 s.
+ */
+export function defaultBodyBudget(maxBodyBytes: number): BodyBudgetOptions {
+  return {
+    smallReviewBytes: 256 * 1024,
+    smallBudgetBytes: 32 * MiB,
+    largeBudgetBytes: Math.max(64 * MiB, READ_COST_PER_BYTE * maxBodyBytes),
+    maxQueued: 16,
+    maxWaitMs: 5_000,
+  };
+}
+
 /** Memory held in a lane for one review. */
 export interface Hold {
   readonly lane: Lane;

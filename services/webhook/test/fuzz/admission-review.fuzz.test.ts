@@ -29,7 +29,7 @@ import jsonpatch, { type Operation } from 'fast-json-patch';
 import { NamespaceCache, type NamespaceLike } from '../../src/cache/namespace-cache.js';
 import { IsolationResolver } from '../../src/cache/resolver.js';
 import { createWebhookApp } from '../../src/http/app.js';
-import { BodyBudget } from '../../src/http/body-budget.js';
+import { BodyBudget, defaultBodyBudget } from '../../src/http/body-budget.js';
 import { createMetrics, type WebhookMetrics } from '../../src/metrics.js';
 import { captureLogger } from '../helpers/capture-logger.js';
 import { metricValue } from '../helpers/metrics.js';
@@ -385,13 +385,7 @@ describe('webhook HTTP app under 10,000 fuzzed AdmissionReviews', () => {
       metrics,
       logger,
       maxBodyBytes: MAX_BODY_BYTES,
-      budget: new BodyBudget({
-        smallReviewBytes: 256 * 1024,
-        smallBudgetBytes: 32 * 1024 * 1024,
-        largeBudgetBytes: Math.max(64 * 1024 * 1024, 3 * MAX_BODY_BYTES),
-        maxQueued: 16,
-        maxWaitMs: 5_000,
-      }),
+      budget: new BodyBudget(defaultBodyBudget(MAX_BODY_BYTES)),
       bodyReadTimeoutMs: 5_000,
     });
     server = http.createServer(app);

@@ -7,7 +7,7 @@ import type { Readiness } from '../../src/cache/informer.js';
 import { NamespaceCache, type NamespaceLike } from '../../src/cache/namespace-cache.js';
 import { IsolationResolver } from '../../src/cache/resolver.js';
 import { createWebhookApp } from '../../src/http/app.js';
-import { BodyBudget, type BodyBudgetOptions } from '../../src/http/body-budget.js';
+import { BodyBudget, type BodyBudgetOptions, defaultBodyBudget } from '../../src/http/body-budget.js';
 import { createMetricsApp } from '../../src/http/metrics-app.js';
 import { createMetrics } from '../../src/metrics.js';
 import { captureLogger } from '../helpers/capture-logger.js';
@@ -47,14 +47,8 @@ function setup(o: SetupOptions = {}) {
     { liveLookupTimeoutMs: 50, onLiveLookup: (result) => metrics.liveLookups.inc({ result }) },
   );
   const { logger, lines } = captureLogger();
-  const budget = new BodyBudget({
-    smallReviewBytes: 256 * 1024,
-    smallBudgetBytes: 32 * 1024 * 1024,
-    largeBudgetBytes: 64 * 1024 * 1024,
-    maxQueued: 16,
-    maxWaitMs: 5_000,
-    ...o.budget,
-  });
+  const budget = new BodyBudget({ ...defaultBodyBudget(o.maxBodyBytes ?? 4 * 1024 * 1024), ...o.budget });
+
   const app = createWebhookApp({
     resolve: o.resolve ?? ((ns) => resolver.resolve(ns)),
     readiness: o.readiness ?? (() => ({ ready: true })),

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { NamespaceCache } from '../../src/cache/namespace-cache.js';
 import { IsolationResolver } from '../../src/cache/resolver.js';
 import { createWebhookApp } from '../../src/http/app.js';
-import { BodyBudget } from '../../src/http/body-budget.js';
+import { BodyBudget, defaultBodyBudget } from '../../src/http/body-budget.js';
 import { expressMessageClasses } from '../../src/http/express-messages.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
@@ -28,13 +28,7 @@ function webhookApp() {
     metrics: createMetrics({ defaultMetrics: false, sources: { cacheCounts: () => cache.counts() } }),
     logger: createLogger({ level: 'error', silent: true }),
     maxBodyBytes: 1024 * 1024,
-    budget: new BodyBudget({
-      smallReviewBytes: 256 * 1024,
-      smallBudgetBytes: 32 * 1024 * 1024,
-      largeBudgetBytes: 64 * 1024 * 1024,
-      maxQueued: 16,
-      maxWaitMs: 5_000,
-    }),
+    budget: new BodyBudget(defaultBodyBudget(1024 * 1024)),
     bodyReadTimeoutMs: 5_000,
   });
 }
