@@ -16,16 +16,7 @@
  */
 import { httpStatusOf, type Logger } from '@kubeplus-isolation/service';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kubeplus-isolation/spec';
-import {
-  ApiextensionsV1Api,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { REPORT_API_VERSION, REPORT_GROUP } from '../controllers/compliance/openreport.js';
 import { splitApiVersion } from '../desired/instance.js';
@@ -41,6 +32,7 @@ import {
 import { selectInstanceKind } from '../instance-kinds/registry.js';
 import { KubeClusterPort } from '../kube/cluster-port.js';
 import { discoverPolicyApis } from '../kube/discovery.js';
+import { UninstallApi } from '../kube/uninstall-api.js';
 import { isConflict } from '../runtime/errors.js';
 import {
   describeAction,
@@ -52,8 +44,6 @@ import {
 } from './plan.js';
 
 const ROUNDS = 5;
-const PAGE = 500;
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 export interface UninstallOptions {
   mode: UninstallMode;
@@ -69,79 +59,23 @@ export interface UninstallSummary {
   rounds: number;
 }
 
-async function paged<T>(
-  list: (token: string | undefined) => Promise<{ items: T[]; metadata?: { _continue?: string } }>,
-) {
-  const out: T[] = [];
-  let token: string | undefined;
-  do {
-    const page = await list(token);
-    out.push(...page.items);
-    token = page.metadata?._continue || undefined;
-  } while (token !== undefined);
-  return out;
-}
-
-async function stopOperator(kc: KubeConfig, namespace: string, name: string, timeoutMs: number, log: Logger) {
-  const apps = kc.makeApiClient(AppsV1Api);
-  let deployment: Awaited<ReturnType<AppsV1Api['readNamespacedDeployment']>>;
-  try {
-    deployment = await apps.readNamespacedDeployment({ name, namespace });
-  } catch (err) {
-    if (httpStatusOf(err) === 404) {
-      log.info('operator Deployment not found; nothing to stop', { namespace, deployment: name });
-      return;
-    }
-    throw err;
-  }
-  if (deployment.spec?.replicas !== 0) {
-    await apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas: 0 } } }, mergePatch);
-    log.info('scaled the operator Deployment to 0', { namespace, deployment: name });
-  }
-  const selector = Object.entries(deployment.spec?.selector?.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-  if (selector === '') throw new Error(`Deployment ${namespace}/${name} has no matchLabels selector`);
-  const core = kc.makeApiClient(CoreV1Api);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: selector });
-    if (pods.items.length === 0) break;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `the operator's Pods did not stop within ${timeoutMs / 1000} s: ${pods.items.map((p) => p.metadata?.name).join(', ')}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  log.info('the operator is stopped', { namespace, deployment: name });
-}
-
 const REPORT_KIND = 'Report';
 const REPORT_TYPE: ManagedType = { apiVersion: REPORT_API_VERSION, kind: REPORT_KIND };
 
 async function readInventory(
+  api: UninstallApi,
   kc: KubeConfig,
   config: Config,
   port: KubeClusterPort,
   log: Logger,
 ): Promise<UninstallInventory> {
-  const crds = await paged((token) =>
-    kc.makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition({ limit: PAGE, _continue: token }),
-  );
-  const custom = kc.makeApiClient(CustomObjectsApi);
+  const crds = await api.listCrds();
   const instances: InstanceFinalizers[] = [];
   for (const crd of crds) {
     const selected = selectInstanceKind(crd, config.instanceKinds);
     if (selected === undefined) continue;
     const { group, version, resource: plural } = selected.gvr;
-    const items = await paged(
-      async (token) =>
-        (await custom.listClusterCustomObject({ group, version, plural, limit: PAGE, _continue: token })) as {
-          items: KubernetesObject[];
-          metadata?: { _continue?: string };
-        },
-    );
+    const items = await api.listCustomObjects({ group, version, plural });
     for (const item of items) {
       const meta = item.metadata ?? {};
       instances.push({
@@ -193,9 +127,7 @@ async function readInventory(
     }
   }
 
-  const namespaces = (
-    await paged((token) => kc.makeApiClient(CoreV1Api).listNamespace({ limit: PAGE, _continue: token }))
-  ).map((ns) => namespaceMetaOf(ns.metadata?.name ?? '', ns));
+  const namespaces = (await api.listNamespaces()).map((ns) => namespaceMetaOf(ns.metadata?.name ?? '', ns));
   return { instances, objects, namespaces };
 }
 
@@ -217,9 +149,9 @@ export async function runUninstall(
   options: UninstallOptions,
   log: Logger,
 ): Promise<UninstallSummary> {
+  const api = new UninstallApi(kc);
   if (options.stopDeployment !== undefined) {
-    await stopOperator(
-      kc,
+    await api.stopDeployment(
       config.leaderElectionNamespace,
       options.stopDeployment,
       options.stopTimeoutMs ?? 120_000,
@@ -234,7 +166,7 @@ export async function runUninstall(
   };
   for (let round = 1; round <= ROUNDS; round++) {
     summary.rounds = round;
-    const actions = planUninstall(await readInventory(kc, config, port, log), options.mode);
+    const actions = planUninstall(await readInventory(api, kc, config, port, log), options.mode);
     if (actions.length === 0) return summary;
     let retry = false;
     for (const action of actions) {
