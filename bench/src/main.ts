@@ -898,7 +898,9 @@ async function main(): Promise<void> {
   const outDir = resolve(repoRoot(), cfg.outDir);
   mkdirSync(outDir, { recursive: true });
   const plots = await renderPlots(results, outDir);
-  writeFileSync(join(outDir, 'benchmarks.md'), renderReport(results, plots));
+  const notesFile = join(repoRoot(), 'bench', 'notes.md');
+  const notes = existsSync(notesFile) ? readFileSync(notesFile, 'utf8') : undefined;
+  writeFileSync(join(outDir, 'benchmarks.md'), renderReport(results, plots, notes));
   log(`report: ${join(outDir, 'benchmarks.md')} (plots: ${plots.map((p) => p.file).join(', ')})`);
   const failed = failedHere ?? Object.keys(results.errors);
   if (failed.length > 0) {

@@ -54,7 +54,12 @@ function snapshotLine(s: MachineSnapshot | undefined): string {
   return `load average ${s.loadAverage.map((l) => l.toFixed(2)).join(' / ')} (1/5/15 min); other processes: ${others || 'none watched'}; busiest in the sampled second: ${busy || 'none ≥ 5%'}`;
 }
 
-export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
+/**
+ * The report. `notes`: bench/notes.md, measurements and investigations of earlier runs kept by
+ * hand (with their commands and commits), copied verbatim under "Notes kept by hand" so they
+ * live beside the generated figures and survive every re-render.
+ */
+export function renderReport(r: BenchResults, plots: readonly Plot[], notes?: string): string {
   const out: string[] = [];
   const p = (line = ''): void => {
     out.push(line);
@@ -673,6 +678,17 @@ export function renderReport(r: BenchResults, plots: readonly Plot[]): string {
   p();
   for (const line of verdictTable(verdicts)) p(line);
   p();
+
+  if (notes !== undefined && notes.trim() !== '') {
+    p('## Notes kept by hand');
+    p();
+    p(
+      'Earlier measurements and the investigations behind fixes, each with its command and commit; not figures of the run above. Source: `bench/notes.md`, copied here by every render.',
+    );
+    p();
+    p(notes.trim());
+    p();
+  }
 
   if (plots.length > 0) {
     p('## Plots');
