@@ -57,6 +57,7 @@ export default {
         '<rootDir>/packages/*/test/**/*.test.ts',
         '<rootDir>/services/*/test/**/*.test.ts',
         '<rootDir>/bench/test/**/*.test.ts',
+        '<rootDir>/scripts/test/**/*.test.ts',
       ],
       // bench/src imports the operator's and the harness's built output; the tests use their sources
       // (make test-unit does not build).
