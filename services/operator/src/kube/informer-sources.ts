@@ -1,8 +1,9 @@
 /**
- * List+watch sources on a real cluster, for the runtime's informers: thin, `makeInformer` from
- * @kubernetes/client-node plus the matching list call.
+ * List+watch sources on a real cluster, for the runtime's informers: the shared list/watch loop
+ * (runtime/list-watch-cache.ts) over @kubernetes/client-node's list calls and its Watch.
  */
 
+import { WatchIdleError, type WatchStream } from '@kubeplus-isolation/service';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -11,17 +12,106 @@ import {
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
-  makeInformer,
   NodeV1Api,
   type V1CustomResourceDefinition,
   type V1MutatingWebhookConfiguration,
   type V1Namespace,
   type V1RuntimeClass,
+  Watch,
 } from '@kubernetes/client-node';
 import type { InformerSources } from '../operator.js';
 import { checkGvr, type GroupVersionResource } from '../runtime/gvr.js';
 import type { InformerSource } from '../runtime/informer.js';
+import { ListWatchCache, type ObjectListWatch } from '../runtime/list-watch-cache.js';
 import type { PolicyResource } from './discovery.js';
+
+/** client-node's Watch ends a watch that received nothing this long (its `requestTimeoutMs`). */
+const CLIENT_NODE_WATCH_IDLE_MS = 30_000;
+
+/** What of client-node's Watch the transport uses (a fake in tests). */
+export type WatchClient = Pick<Watch, 'watch'>;
+
+/**
+ * One watch over client-node's Watch, as the shared loop's transport: `connected` once the server
+ * answered, `closed` exactly once — with the signal's reason when the loop ends it. client-node's
+ * own inactivity timeout (a TimeoutError) is an idle watch, reopened from its resourceVersion.
+ */
+export function watchOnce(
+  watch: WatchClient,
+  path: string,
+  params: Record<string, string | boolean>,
+  stream: WatchStream,
+  signal: AbortSignal,
+): void {
+  let done = false;
+  let controller: AbortController | undefined;
+  const finish = (err: unknown): void => {
+    if (done) return;
+    done = true;
+    signal.removeEventListener('abort', onAbort);
+    stream.closed(err);
+  };
+  const onAbort = (): void => {
+    controller?.abort();
+    finish(signal.reason);
+  };
+  if (signal.aborted) {
+    finish(signal.reason);
+    return;
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  watch
+    .watch(
+      path,
+      params,
+      (type: string, obj: unknown) => {
+        if (!done) stream.event(type, obj);
+      },
+      (err: unknown) => {
+        if (err === null || err === undefined) finish(undefined);
+        else if (err instanceof Error && err.name === 'TimeoutError')
+          finish(new WatchIdleError(CLIENT_NODE_WATCH_IDLE_MS));
+        else finish(err);
+      },
+    )
+    .then(
+      (c) => {
+        controller = c;
+        if (done) c.abort();
+        else stream.connected();
+      },
+      (err: unknown) => finish(err),
+    );
+}
+
+/** The list call and Watch of the resource at `path` (its watch takes `labelSelector` like its list). */
+export function clientNodeListWatch<T extends KubernetesObject>(
+  watch: WatchClient,
+  path: string,
+  listFn: () => Promise<KubernetesListObject<T>>,
+  labelSelector?: string,
+): ObjectListWatch<T> {
+  return {
+    async list() {
+      const list = await listFn();
+      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    watch(resourceVersion, stream, signal) {
+      const params: Record<string, string> = { resourceVersion };
+      if (labelSelector !== undefined) params.labelSelector = labelSelector;
+      watchOnce(watch, path, params, stream, signal);
+    },
+  };
+}
+
+function makeInformer<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+  listFn: () => Promise<KubernetesListObject<T>>,
+  labelSelector?: string,
+): InformerSource<T> {
+  return new ListWatchCache(clientNodeListWatch(new Watch(kc), path, listFn, labelSelector));
+}
 
 /** Namespaces, optionally filtered by a label selector. */
 export function namespaceSource(kc: KubeConfig, labelSelector?: string): InformerSource<V1Namespace> {
