@@ -37,7 +37,7 @@ export class ListWatchCache<T extends KubernetesObject> implements InformerSourc
   readonly #io: ObjectListWatch<T>;
   readonly #loop: ListWatchLoop;
   /** namespace ('' for cluster-scoped) → name → object. */
-  #objects = new Map<string, Map<string, T>>();
+  readonly #objects = new Map<string, Map<string, T>>();
   readonly #callbacks: Record<ObjectVerb | 'error' | 'connect', Callback[]> = {
     add: [],
     update: [],
@@ -137,7 +137,10 @@ export class ListWatchCache<T extends KubernetesObject> implements InformerSourc
     for (const obj of items) {
       const { namespace, name } = keyOf(obj);
       let names = listed.get(namespace);
-      if (names === undefined) listed.set(namespace, (names = new Set()));
+      if (names === undefined) {
+        names = new Set();
+        listed.set(namespace, names);
+      }
       names.add(name);
     }
     for (const [namespace, objects] of this.#objects) {
@@ -163,7 +166,10 @@ export class ListWatchCache<T extends KubernetesObject> implements InformerSourc
   #addOrUpdate(obj: T): void {
     const { namespace, name } = keyOf(obj);
     let objects = this.#objects.get(namespace);
-    if (objects === undefined) this.#objects.set(namespace, (objects = new Map()));
+    if (objects === undefined) {
+      objects = new Map();
+      this.#objects.set(namespace, objects);
+    }
     const found = objects.get(name);
     if (found === undefined) {
       objects.set(name, obj);
