@@ -3,7 +3,6 @@
  * (runtime/list-watch-cache.ts) over @kubernetes/client-node's list calls and its Watch.
  */
 
-import { WatchIdleError, type WatchStream } from '@kubeplus-isolation/service';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -24,65 +23,7 @@ import { checkGvr, type GroupVersionResource } from '../runtime/gvr.js';
 import type { InformerSource } from '../runtime/informer.js';
 import { ListWatchCache, type ObjectListWatch } from '../runtime/list-watch-cache.js';
 import type { PolicyResource } from './discovery.js';
-
-/** client-node's Watch ends a watch that received nothing this long (its `requestTimeoutMs`). */
-const CLIENT_NODE_WATCH_IDLE_MS = 30_000;
-
-/** What of client-node's Watch the transport uses (a fake in tests). */
-export type WatchClient = Pick<Watch, 'watch'>;
-
-/**
- * One watch over client-node's Watch, as the shared loop's transport: `connected` once the server
- * answered, `closed` exactly once — with the signal's reason when the loop ends it. client-node's
- * own inactivity timeout (a TimeoutError) is an idle watch, reopened from its resourceVersion.
- */
-export function watchOnce(
-  watch: WatchClient,
-  path: string,
-  params: Record<string, string | boolean>,
-  stream: WatchStream,
-  signal: AbortSignal,
-): void {
-  let done = false;
-  let controller: AbortController | undefined;
-  const finish = (err: unknown): void => {
-    if (done) return;
-    done = true;
-    signal.removeEventListener('abort', onAbort);
-    stream.closed(err);
-  };
-  const onAbort = (): void => {
-    controller?.abort();
-    finish(signal.reason);
-  };
-  if (signal.aborted) {
-    finish(signal.reason);
-    return;
-  }
-  signal.addEventListener('abort', onAbort, { once: true });
-  watch
-    .watch(
-      path,
-      params,
-      (type: string, obj: unknown) => {
-        if (!done) stream.event(type, obj);
-      },
-      (err: unknown) => {
-        if (err === null || err === undefined) finish(undefined);
-        else if (err instanceof Error && err.name === 'TimeoutError')
-          finish(new WatchIdleError(CLIENT_NODE_WATCH_IDLE_MS));
-        else finish(err);
-      },
-    )
-    .then(
-      (c) => {
-        controller = c;
-        if (done) c.abort();
-        else stream.connected();
-      },
-      (err: unknown) => finish(err),
-    );
-}
+import { type WatchClient, watchOnce } from './watch.js';
 
 /** The list call and Watch of the resource at `path` (its watch takes `labelSelector` like its list). */
 export function clientNodeListWatch<T extends KubernetesObject>(

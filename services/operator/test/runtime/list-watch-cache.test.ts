@@ -2,7 +2,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { WatchIdleError, type WatchStream } from '@kubeplus-isolation/service';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { clientNodeListWatch, watchOnce } from '../../src/kube/informer-sources.js';
+import { clientNodeListWatch } from '../../src/kube/informer-sources.js';
+import { watchOnce } from '../../src/kube/watch.js';
 import { ListWatchCache, type ObjectListWatch } from '../../src/runtime/list-watch-cache.js';
 import { FakeClock, flush, HttpError, obj } from './fakes.js';
 
