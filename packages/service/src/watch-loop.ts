@@ -11,9 +11,10 @@
  *   from its resourceVersion (with bookmarks the API server sends something at least every minute);
  * - a watch that ended without delivering anything is reopened after a delay that doubles while it
  *   keeps happening (`quietCloseDelayMs`), so a server that ends every watch at once is not hammered;
- * - any other failure (a list or watch error, an ERROR event) stops the loop with that error:
- *   `WatchRestarts` restarts it with capped exponential backoff and jitter, and it resumes from its
- *   resourceVersion, and keeps the staleness (since when it has been failing or disconnected).
+ * - any other failure (a list or watch error, an ERROR event) stops the loop with that error;
+ *   `WatchRestarts` restarts it with capped exponential backoff (and jitter), it resumes from its
+ *   resourceVersion, and `WatchRestarts` keeps the staleness: since when it has been failing (or
+ *   disconnected, when its owner says so).
  *
  * Time goes through an injected `WatchClock` (the operator's `Clock` is one), so tests drive it.
  * Per event the loop does no allocation: it counts the event, notes the time and the
@@ -275,7 +276,12 @@ export class ListWatchLoop {
         resolve(err);
       };
       if (this.#idleTimeoutMs > 0) this.#cancelIdle = this.#clock.schedule(this.#idleTimeoutMs, this.#checkIdle);
-      this.#lw.watch(this.#resourceVersion, this.#stream, watch.signal);
+      try {
+        this.#lw.watch(this.#resourceVersion, this.#stream, watch.signal);
+      } catch (e) {
+        // A transport that throws before its request (e.g. credentials): the watch ended with it.
+        this.#onClosed(e);
+      }
     });
   }
 

@@ -325,6 +325,18 @@ describe('ListWatchLoop', () => {
     expect(String(s.failure())).toBe('Error: status 500: code 500');
   });
 
+  it('a transport that throws opening a watch stops the loop with that error, and leaves no timer behind', async () => {
+    const s = setup({ idleTimeoutMs: 400 });
+    const broken = new Error('token file unreadable');
+    s.lw.watch = () => {
+      throw broken;
+    };
+    await s.run();
+    expect(s.failure()).toBe(broken);
+    expect(s.closes).toEqual([broken]);
+    expect(s.clock.pending).toBe(0);
+  });
+
   it('a custom isGone relists on what it names (e.g. a resourceVersion the server cannot parse)', async () => {
     const s = setup({ isGone: (err) => (err as { statusCode?: number }).statusCode === 400 });
     s.loop.resourceVersion = 'edited-by-hand';
