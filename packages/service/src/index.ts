@@ -6,3 +6,4 @@ export * from './flags.js';
 export * from './log.js';
 export * from './metrics-auth.js';
 export * from './version.js';
+export * from './watch-loop.js';

@@ -1,6 +1,6 @@
 /**
- * List+watch sources on a real cluster, for the runtime's informers: thin, `makeInformer` from
- * @kubernetes/client-node plus the matching list call.
+ * List+watch sources on a real cluster, for the runtime's informers: the shared list/watch loop
+ * (runtime/list-watch-cache.ts) over @kubernetes/client-node's list calls and its Watch.
  */
 
 import {
@@ -11,17 +11,48 @@ import {
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
-  makeInformer,
   NodeV1Api,
   type V1CustomResourceDefinition,
   type V1MutatingWebhookConfiguration,
   type V1Namespace,
   type V1RuntimeClass,
+  Watch,
 } from '@kubernetes/client-node';
 import type { InformerSources } from '../operator.js';
 import { checkGvr, type GroupVersionResource } from '../runtime/gvr.js';
 import type { InformerSource } from '../runtime/informer.js';
+import { ListWatchCache, type ObjectListWatch } from '../runtime/list-watch-cache.js';
 import type { PolicyResource } from './discovery.js';
+import { type WatchClient, watchOnce } from './watch.js';
+
+/** The list call and Watch of the resource at `path` (its watch takes `labelSelector` like its list). */
+export function clientNodeListWatch<T extends KubernetesObject>(
+  watch: WatchClient,
+  path: string,
+  listFn: () => Promise<KubernetesListObject<T>>,
+  labelSelector?: string,
+): ObjectListWatch<T> {
+  return {
+    async list() {
+      const list = await listFn();
+      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    watch(resourceVersion, stream, signal) {
+      const params: Record<string, string> = { resourceVersion };
+      if (labelSelector !== undefined) params.labelSelector = labelSelector;
+      watchOnce(watch, path, params, stream, signal);
+    },
+  };
+}
+
+function makeInformer<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+  listFn: () => Promise<KubernetesListObject<T>>,
+  labelSelector?: string,
+): InformerSource<T> {
+  return new ListWatchCache(clientNodeListWatch(new Watch(kc), path, listFn, labelSelector));
+}
 
 /** Namespaces, optionally filtered by a label selector. */
 export function namespaceSource(kc: KubeConfig, labelSelector?: string): InformerSource<V1Namespace> {

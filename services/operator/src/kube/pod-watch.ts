@@ -11,7 +11,7 @@
  * replays at most the last retry period (plus the time to take over), and a leader that renews
  * needs no extra write.
  */
-import { CoreV1Api, type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import { PodPageSizer } from '../controllers/audit/page-budget.js';
 import type { PodWatchApi, WatchCheckpoints, WatchedPod } from '../controllers/audit/pod-admissions.js';
 import {
@@ -21,6 +21,7 @@ import {
 } from '../controllers/audit/watch-checkpoint.js';
 import type { KubeLeaseLock } from './lease-lock.js';
 import { sizedPodPage } from './pod-lister.js';
+import { watchOnce } from './watch.js';
 
 /** The watch position on `lease` (the leader's own). */
 export function leaseCheckpoints(lease: Pick<KubeLeaseLock, 'takenFrom' | 'carryAnnotation'>): WatchCheckpoints {
@@ -69,14 +70,8 @@ export function kubePodWatch(
         resourceVersion: list.metadata?.resourceVersion,
       };
     },
-    async watch(resourceVersion, onEvent, onDone) {
-      const controller = await watch.watch(
-        '/api/v1/pods',
-        { resourceVersion, allowWatchBookmarks: true },
-        (type: string, obj: KubernetesObject) => onEvent(type, obj),
-        (err: unknown) => onDone(err ?? undefined),
-      );
-      return () => controller.abort();
+    watch(resourceVersion, stream, signal) {
+      watchOnce(watch, '/api/v1/pods', { resourceVersion, allowWatchBookmarks: true }, stream, signal);
     },
     ...(lease === undefined ? {} : { checkpoints: leaseCheckpoints(lease) }),
   };

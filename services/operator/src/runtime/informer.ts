@@ -1,11 +1,12 @@
 /**
  * Informers: an in-memory cache of one resource kept current by list+watch, with event
- * handlers — thin wrappers over client-node's `ListWatch` (`makeInformer`).
+ * handlers. The cache and its loop: list-watch-cache.ts (the shared `ListWatchLoop`: resume,
+ * relist on 410 Gone, idle timeout), over client-node's list calls and Watch on a cluster
+ * (kube/informer-sources.ts); tests supply an in-memory source.
  *
- * client-node's ListWatch reconnects on a clean watch close and re-lists on 410 Gone, but on
- * any other error (list failure, watch refused, connection reset) it emits `error` and stops
- * for good. `ResourceInformer` restarts it with exponential backoff (like client-go's
- * reflector), reports `hasSynced()` once the first list has completed (client-go's
+ * A source reports any failure other than those (list failure, watch refused, connection reset)
+ * as `error` and stops. `ResourceInformer` restarts it with exponential backoff (`WatchRestarts`,
+ * like client-go's reflector), reports `hasSynced()` once the first list has completed (client-go's
  * `HasSynced`) and `isStale()` while the watch has been down longer than `staleAfterMs`, so
  * /readyz can tell a replica serving from an outdated cache. Handlers added late get the
  * cached objects replayed as adds, like client-go's `AddEventHandler`; a throwing handler is
@@ -13,14 +14,20 @@
  * RBAC) until the next successful list+watch; `listener` hears of failures and recoveries.
  *
  * `informersReady` aggregates their readiness for /readyz. Custom-resource kinds that come and go
- * at run time: dynamic-informers.ts; sources on a real cluster: kube/informer-sources.ts.
+ * at run time: dynamic-informers.ts.
  */
 
-import { createSilentLogger, describeError, httpStatusOf, type Logger } from '@kubeplus-isolation/service';
+import {
+  createSilentLogger,
+  describeError,
+  httpStatusOf,
+  type Logger,
+  WatchRestarts,
+} from '@kubeplus-isolation/service';
 import type { Informer, KubernetesObject, ObjectCache } from '@kubernetes/client-node';
 import { type Clock, systemClock } from './clock.js';
 
-/** What `makeInformer` returns; tests supply an in-memory one. */
+/** An informer's cache and its list+watch (list-watch-cache.ts; tests supply an in-memory one). */
 export type InformerSource<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 
 export interface EventHandlers<T> {
@@ -107,41 +114,39 @@ export interface InformerFailure {
   since: number;
 }
 
-/** A list+watch cache of one resource, restarted with backoff whenever client-node gives up. */
+/** A list+watch cache of one resource, restarted with backoff whenever its source stops on a failure. */
 export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, SyncedInformer {
   readonly name: string;
   private readonly handlers = new Set<EventHandlers<T>>();
-  private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly initialBackoffMs: number;
-  private readonly maxBackoffMs: number;
   private readonly staleAfterMs: number;
   private readonly failureLogLevel: (err: unknown) => 'warn' | 'debug';
   private readonly listener: InformerListener | undefined;
-  private lastError: unknown;
+  /** Restarts after a failure, the failures in a row, and since when. */
+  private readonly restarts: WatchRestarts;
   private readonly syncWaiters = new Set<(synced: boolean) => void>();
   private started = false;
   private stopped = false;
   private synced = false;
   private errorCount = 0;
-  private consecutiveFailures = 0;
-  private failingSince: number | undefined;
-  private cancelRestart: (() => void) | undefined;
 
   constructor(
     private readonly source: InformerSource<T>,
     options: InformerOptions<T>,
   ) {
     this.name = options.name;
-    this.clock = options.clock ?? systemClock;
     this.logger = (options.logger ?? createSilentLogger()).child({ informer: options.name });
-    this.initialBackoffMs = options.initialBackoffMs ?? 800;
-    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.restarts = new WatchRestarts(() => void this.connect(), {
+      initialMs: options.initialBackoffMs ?? 800,
+      maxMs: options.maxBackoffMs ?? 30_000,
+      jitter: false,
+      clock: options.clock ?? systemClock,
+    });
     this.staleAfterMs = options.staleAfterMs ?? 60_000;
     this.failureLogLevel = options.failureLogLevel ?? (() => 'warn');
     this.listener = options.listener;
-    // client-node's ListWatch stores the very object it hands to its callbacks, and this
-    // informer's callbacks are registered first: transforming it here trims the cache itself.
+    // The source (ListWatchCache, like client-node's ListWatch) stores the very object it hands to
+    // its callbacks, and this informer's callbacks are registered first: transforming it here trims the cache itself.
     const transform = options.transform ?? stripManagedFields;
     const admit = (obj: T): T => {
       try {
@@ -167,8 +172,7 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.cancelRestart?.();
-    this.cancelRestart = undefined;
+    this.restarts.stop();
     for (const resolve of this.syncWaiters) resolve(false);
     this.syncWaiters.clear();
     try {
@@ -183,18 +187,16 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
   }
 
   isStale(): boolean {
-    return this.failingSince !== undefined && this.clock.now() - this.failingSince >= this.staleAfterMs;
+    const downForMs = this.restarts.downForMs();
+    return downForMs !== undefined && downForMs >= this.staleAfterMs;
   }
 
   /** The failures since the last successful list+watch; undefined while it works (or has not failed yet). */
   lastFailure(): InformerFailure | undefined {
-    if (this.failingSince === undefined) return undefined;
-    return {
-      status: httpStatusOf(this.lastError),
-      error: describeError(this.lastError),
-      failures: this.consecutiveFailures,
-      since: this.failingSince,
-    };
+    const since = this.restarts.downSince;
+    if (since === undefined) return undefined;
+    const err = this.restarts.lastError;
+    return { status: httpStatusOf(err), error: describeError(err), failures: this.restarts.failures, since };
   }
 
   waitForSync(signal?: AbortSignal): Promise<boolean> {
@@ -248,11 +250,8 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
       return;
     }
     if (this.stopped || this.errorCount !== errorsBefore) return;
-    this.consecutiveFailures = 0;
-    const recovered = this.failingSince !== undefined;
+    const recovered = this.restarts.up();
     if (recovered) this.logger.info('informer recovered');
-    this.failingSince = undefined;
-    this.lastError = undefined;
     if (recovered) this.notify(() => this.listener?.recovered?.(this.name));
     if (!this.synced) {
       this.synced = true;
@@ -263,21 +262,14 @@ export class ResourceInformer<T extends KubernetesObject> implements Lister<T>, 
   }
 
   private onError(err: unknown): void {
-    // client-node reports the abort of its own watch request when stopped: not a failure.
+    // A source may report the abort of its own watch request when stopped: not a failure.
     if (this.stopped) return;
     this.errorCount++;
-    this.consecutiveFailures++;
-    this.failingSince ??= this.clock.now();
-    this.lastError = err;
-    if (this.cancelRestart) return;
-    const delay = Math.min(this.initialBackoffMs * 2 ** (this.consecutiveFailures - 1), this.maxBackoffMs);
-    const fields = { error: describeError(err), retryInMs: delay, failures: this.consecutiveFailures };
+    const delay = this.restarts.failed(err);
+    if (delay === undefined) return;
+    const fields = { error: describeError(err), retryInMs: delay, failures: this.restarts.failures };
     if (this.failureLogLevel(err) === 'debug') this.logger.debug('informer list/watch failed; restarting', fields);
     else this.logger.warn('informer list/watch failed; restarting', fields);
-    this.cancelRestart = this.clock.schedule(delay, () => {
-      this.cancelRestart = undefined;
-      void this.connect();
-    });
     this.notify(() => this.listener?.failed?.(this.name, err));
   }
 

@@ -148,7 +148,7 @@ export class MemoryLeaseLock implements LeaseLock {
 
 type Verb = 'add' | 'update' | 'delete' | 'change' | 'error' | 'connect';
 
-/** An in-memory stand-in for client-node's ListWatch: the test decides how each start() goes. */
+/** An in-memory stand-in for an informer's source (ListWatchCache): the test decides how each start() goes. */
 export class FakeInformerSource<T extends KubernetesObject> implements InformerSource<T> {
   readonly objects = new Map<string, T>();
   private readonly callbacks = new Map<Verb, Array<(arg: never) => void>>();

@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { type KubernetesObject, ListWatch } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { clientNodeListWatch } from '../../src/kube/informer-sources.js';
 import { informersReady, keepMetadataOnly, ResourceInformer, stripManagedFields } from '../../src/runtime/informer.js';
+import { ListWatchCache } from '../../src/runtime/list-watch-cache.js';
 import { captureLogger, FakeClock, FakeInformerSource, flush, HttpError, obj } from './fakes.js';
 
 function informer(source = new FakeInformerSource<KubernetesObject>(), clock = new FakeClock()) {
@@ -219,8 +221,8 @@ describe('informersReady', () => {
   });
 });
 
-describe('ResourceInformer over a real client-node ListWatch', () => {
-  it('recovers from a failed list and a broken watch, which ListWatch alone does not', async () => {
+describe('ResourceInformer over the shared list/watch loop and client-node’s Watch', () => {
+  it('recovers from a failed list and a broken watch, which the loop alone does not', async () => {
     const clock = new FakeClock();
     let lists = 0;
     const listFn = async () => {
@@ -242,7 +244,9 @@ describe('ResourceInformer over a real client-node ListWatch', () => {
         return new AbortController();
       },
     };
-    const listWatch = new ListWatch<KubernetesObject>('/apis/cloudark.io/v1/agents', fakeWatch as never, listFn, false);
+    const listWatch = new ListWatchCache(clientNodeListWatch(fakeWatch, '/apis/cloudark.io/v1/agents', listFn), {
+      clock,
+    });
     const inf = new ResourceInformer(listWatch, { name: 'agents', clock });
     inf.start();
     await flush();
@@ -251,7 +255,7 @@ describe('ResourceInformer over a real client-node ListWatch', () => {
     expect(inf.hasSynced()).toBe(true);
     expect(inf.list().map((o) => o.metadata?.name)).toEqual(['item-2']);
     expect(watchParams).toEqual([{ resourceVersion: '20' }]);
-    // The watch dies with an error: ListWatch emits `error` and would stay dead.
+    // The watch dies with an error: the loop emits `error` and would stay stopped.
     dones[0]?.(new HttpError(500, 'connection reset'));
     await flush();
     await clock.advance(800);
@@ -278,7 +282,7 @@ describe('informer transform', () => {
       status: { phase: 'Ready' },
     }) as KubernetesObject;
 
-  it('drops managedFields from what enters a real ListWatch cache (list and watch), before any handler sees it', async () => {
+  it('drops managedFields from what enters the ListWatchCache (list and watch), before any handler sees it', async () => {
     let watchCb: ((phase: string, o: KubernetesObject) => void) | undefined;
     const fakeWatch = {
       watch: async (
@@ -291,8 +295,11 @@ describe('informer transform', () => {
       },
     };
     const listFn = async () => ({ metadata: { resourceVersion: '1' }, items: [withManagedFields('listed', '1')] });
-    const listWatch = new ListWatch<KubernetesObject>('/apis/cloudark.io/v1/agents', fakeWatch as never, listFn, false);
-    const inf = new ResourceInformer(listWatch, { name: 'agents', clock: new FakeClock() });
+    const clock = new FakeClock();
+    const listWatch = new ListWatchCache(clientNodeListWatch(fakeWatch, '/apis/cloudark.io/v1/agents', listFn), {
+      clock,
+    });
+    const inf = new ResourceInformer(listWatch, { name: 'agents', clock });
     const seen: Array<unknown> = [];
     inf.addEventHandler({
       add: (o) => seen.push(o.metadata?.managedFields),

@@ -7,14 +7,13 @@
  * - stale: since when no watch is connected (watch ended, list/watch error). A gap of a
  *   moment happens at every routine reconnect; a long one means this replica misses updates.
  *
- * NamespaceListWatch lists (in pages), then watches from the list's resourceVersion with
- * bookmarks, and keeps the resourceVersion of the last event or bookmark. It reconnects by
- * itself, from that resourceVersion, when the API server ends a watch (its `timeoutSeconds`, a
- * restart) or when nothing arrived for WATCH_IDLE_TIMEOUT_MS, and relists when the
- * resourceVersion is too old (410 Gone, as a status or an ERROR event). Any other failure (a
- * list or watch error, a network error) is reported as an `error`; NamespaceWatcher then
- * restarts it with capped exponential backoff and jitter, and it resumes from the last
- * resourceVersion (or relists).
+ * The loop itself is the one both services share (`ListWatchLoop` in @kubeplus-isolation/service:
+ * resume from the last event's or bookmark's resourceVersion, relist on 410 Gone, reopen an idle
+ * watch, wait before reopening a watch that keeps ending at once). NamespaceListWatch is its
+ * transport over KubeClient: a paged list, then watches with bookmarks and a random
+ * `timeoutSeconds`. A failure (a list or watch error, a network error) stops it with an `error`;
+ * NamespaceWatcher then restarts it (`WatchRestarts`: capped exponential backoff with jitter), and
+ * it resumes from the last resourceVersion (or relists).
  *
  * The objects it hands on are slim (`slimNamespace`: name, resourceVersion, our label and our
  * annotation; no managedFields, status, or anyone else's labels and annotations), and it keeps
@@ -22,8 +21,16 @@
  * objects, and find what a relist no longer returns); the list is read in pages, so a (re)list
  * never holds more than one page of full objects.
  */
-import { setTimeout as delay } from 'node:timers/promises';
-import { describeError } from '@kubeplus-isolation/service';
+import {
+  describeError,
+  type ListerWatcher,
+  ListWatchLoop,
+  systemWatchClock,
+  type WatchClock,
+  WatchRestarts,
+  type WatchStatus,
+  type WatchStream,
+} from '@kubeplus-isolation/service';
 import {
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_ENABLED_VALUE,
@@ -33,7 +40,7 @@ import {
 /** Bound on an error's description in fail-open details and log fields. */
 const MAX_DETAIL = 300;
 
-import { KubeApiError, type KubeClient, type KubeStatus, WatchIdleError } from '../kube/client.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { LogSink } from '../log.js';
 import type { NamespaceLike } from './namespace-cache.js';
 import { NAMESPACES_PATH } from './namespace-reader.js';
@@ -46,11 +53,6 @@ const LIST_TIMEOUT_MS = 60_000;
 export const LIST_PAGE_SIZE = 500;
 /** The server ends each watch after a random 5-10 minutes (client-go's reflector: the same range). */
 export const MIN_WATCH_TIMEOUT_SECONDS = 300;
-/**
- * A watch that received nothing this long is presumed dead and reopened from its
- * resourceVersion. With bookmarks the API server sends something at least every minute.
- */
-export const WATCH_IDLE_TIMEOUT_MS = 150_000;
 /** Reconnect delay after a watch that ended cleanly without delivering anything (doubling, capped). */
 const QUIET_CLOSE_DELAY_MS = 1_000;
 const QUIET_CLOSE_MAX_DELAY_MS = 30_000;
@@ -104,6 +106,7 @@ export interface NamespaceSink {
 export interface ListWatchOptions {
   listPageSize?: number;
   listTimeoutMs?: number;
+  /** A watch that received nothing this long is reopened from its resourceVersion (default: the shared loop's, 150 s). */
   watchIdleTimeoutMs?: number;
   /** `timeoutSeconds` of the next watch request. */
   watchTimeoutSeconds?: () => number;
@@ -118,62 +121,41 @@ interface NamespaceListPage {
 
 type Verb = 'add' | 'update' | 'delete';
 
-/** How one watch request ended. */
-interface WatchEnd {
-  err: Error | undefined;
-  /** The Status of an ERROR event, if one came. */
-  errorStatus: KubeStatus | undefined;
-  /** Events delivered (ADDED, MODIFIED, DELETED, BOOKMARK; not ERROR). */
-  events: number;
-}
-
-/**
- * Delay before reopening a watch the server ended cleanly (or before the relist after a 410):
- * none after a watch that delivered something (bookmarks included); after one that did not,
- * `initialMs`, doubling while it keeps happening, capped at `maxMs` (a server that ends every
- * watch at once is not hammered).
- */
-export function quietCloseDelayMs(previousMs: number, events: number, initialMs: number, maxMs: number): number {
-  if (events > 0) return 0;
-  return Math.min(previousMs > 0 ? previousMs * 2 : initialMs, maxMs);
-}
-
 function randomWatchTimeoutSeconds(): number {
   return Math.floor(MIN_WATCH_TIMEOUT_SECONDS * (1 + Math.random()));
-}
-
-function isGone(end: WatchEnd): boolean {
-  return end.errorStatus?.code === 410 || (end.err instanceof KubeApiError && end.err.statusCode === 410);
 }
 
 /**
  * List + watch of the labeled namespaces (see the top of this file), over KubeClient. Events:
  * `add`/`update`/`delete` with slim objects, `error` when it stopped on a failure.
  */
-export class NamespaceListWatch implements InformerLike<SlimNamespace> {
+export class NamespaceListWatch implements InformerLike<SlimNamespace>, ListerWatcher {
   readonly #client: KubeClient;
-  readonly #hooks: WatchHooks;
-  readonly #opts: Required<ListWatchOptions>;
+  readonly #listPageSize: number;
+  readonly #listTimeoutMs: number;
+  readonly #watchTimeoutSeconds: () => number;
+  readonly #loop: ListWatchLoop;
   readonly #callbacks: Record<Verb, Array<(ns: SlimNamespace) => void>> = { add: [], update: [], delete: [] };
   readonly #errorCallbacks: Array<(err?: unknown) => void> = [];
   /** name → resourceVersion of every namespace delivered and not deleted since. */
   readonly #known = new Map<string, string>();
-  #resourceVersion = '';
   #running: Promise<void> | undefined;
-  #stop: AbortController | undefined;
 
   constructor(client: KubeClient, hooks: WatchHooks, opts: ListWatchOptions = {}) {
     this.#client = client;
-    this.#hooks = hooks;
-    this.#opts = {
-      listPageSize: LIST_PAGE_SIZE,
-      listTimeoutMs: LIST_TIMEOUT_MS,
-      watchIdleTimeoutMs: WATCH_IDLE_TIMEOUT_MS,
-      watchTimeoutSeconds: randomWatchTimeoutSeconds,
-      quietCloseDelayMs: QUIET_CLOSE_DELAY_MS,
-      quietCloseMaxDelayMs: QUIET_CLOSE_MAX_DELAY_MS,
-      ...opts,
-    };
+    this.#listPageSize = opts.listPageSize ?? LIST_PAGE_SIZE;
+    this.#listTimeoutMs = opts.listTimeoutMs ?? LIST_TIMEOUT_MS;
+    this.#watchTimeoutSeconds = opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds;
+    this.#loop = new ListWatchLoop(this, {
+      event: (type, object) => this.#onEvent(type, object),
+      connected: () => hooks.connected(),
+      closed: (err) => hooks.closed(err),
+      ...(opts.watchIdleTimeoutMs !== undefined && { idleTimeoutMs: opts.watchIdleTimeoutMs }),
+      quietCloseDelayMs: opts.quietCloseDelayMs ?? QUIET_CLOSE_DELAY_MS,
+      quietCloseMaxDelayMs: opts.quietCloseMaxDelayMs ?? QUIET_CLOSE_MAX_DELAY_MS,
+      statusError: (status: WatchStatus) =>
+        new KubeApiError(`watch ${NAMESPACES_PATH} ERROR event`, status.code ?? 0, status),
+    });
   }
 
   on(verb: Verb, cb: (ns: SlimNamespace) => void): void;
@@ -185,68 +167,28 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
 
   /** The resourceVersion it would resume from ('' = relist first). */
   get resourceVersion(): string {
-    return this.#resourceVersion;
+    return this.#loop.resourceVersion;
   }
 
   /** Resolves when it stops: after stop(), or once it has reported an error. No-op while running. */
   start(): Promise<void> {
-    if (this.#running === undefined) {
-      const stop = new AbortController();
-      this.#stop = stop;
-      this.#running = this.#run(stop.signal).finally(() => {
+    this.#running ??= this.#loop
+      .start()
+      .catch((e: unknown) => this.#emitError(e))
+      .finally(() => {
         this.#running = undefined;
       });
-    }
     return this.#running;
   }
 
   async stop(): Promise<void> {
-    this.#stop?.abort(new Error('informer stopped'));
-    // A failure of the run was start()'s to report.
-    await this.#running?.catch(() => undefined);
+    await this.#loop.stop();
+    await this.#running;
   }
 
-  async #run(stopped: AbortSignal): Promise<void> {
-    let delayMs = 0;
-    while (!stopped.aborted) {
-      if (delayMs > 0) {
-        // Rejects (AbortError) as soon as stop() aborts `stopped`: the run then ends.
-        await delay(delayMs, undefined, { signal: stopped }).catch(() => undefined);
-        if (stopped.aborted) return;
-      }
-      if (this.#resourceVersion === '') {
-        try {
-          await this.#list(stopped);
-        } catch (e) {
-          if (!stopped.aborted) this.#emitError(e);
-          return;
-        }
-      }
-      const end = await this.#watchOnce(stopped);
-      if (stopped.aborted) return;
-      if (isGone(end)) {
-        // Our resourceVersion is too old: relist, at once unless the watch before did not deliver anything either.
-        this.#resourceVersion = '';
-        delayMs = quietCloseDelayMs(delayMs, end.events, this.#opts.quietCloseDelayMs, this.#opts.quietCloseMaxDelayMs);
-      } else if (end.errorStatus !== undefined) {
-        this.#emitError(
-          new KubeApiError(`watch ${NAMESPACES_PATH} ERROR event`, end.errorStatus.code ?? 0, end.errorStatus),
-        );
-        return;
-      } else if (end.err instanceof WatchIdleError) {
-        delayMs = 0;
-      } else if (end.err !== undefined) {
-        this.#emitError(end.err);
-        return;
-      } else {
-        delayMs = quietCloseDelayMs(delayMs, end.events, this.#opts.quietCloseDelayMs, this.#opts.quietCloseMaxDelayMs);
-      }
-    }
-  }
-
-  /** All pages; applies each page's items as it arrives, then deletes what the list no longer has. */
-  async #list(stopped: AbortSignal): Promise<void> {
-    const timeout = AbortSignal.timeout(this.#opts.listTimeoutMs);
+  /** ListerWatcher: all pages; applies each page's items as it arrives, then deletes what the list no longer has. */
+  async list(stopped: AbortSignal): Promise<string> {
+    const timeout = AbortSignal.timeout(this.#listTimeoutMs);
     const signal = AbortSignal.any([stopped, timeout]);
     const seen = new Set<string>();
     let resourceVersion = '';
@@ -255,7 +197,7 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
       do {
         const page = (await this.#client.getJson(
           NAMESPACES_PATH,
-          { labelSelector: ISOLATED_NAMESPACES_SELECTOR, limit: this.#opts.listPageSize, continue: next },
+          { labelSelector: ISOLATED_NAMESPACES_SELECTOR, limit: this.#listPageSize, continue: next },
           signal,
         )) as NamespaceListPage;
         for (const item of page.items ?? []) {
@@ -270,7 +212,7 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
       } while (next !== undefined);
     } catch (e) {
       if (timeout.aborted && !stopped.aborted) {
-        throw new Error(`listing namespaces took longer than ${Math.round(this.#opts.listTimeoutMs / 1000)} s`, {
+        throw new Error(`listing namespaces took longer than ${Math.round(this.#listTimeoutMs / 1000)} s`, {
           cause: e,
         });
       }
@@ -279,61 +221,36 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
     for (const [name, rv] of this.#known) {
       if (!seen.has(name)) this.#delete({ metadata: { name, resourceVersion: rv } });
     }
-    this.#resourceVersion = resourceVersion;
+    return resourceVersion;
   }
 
-  #watchOnce(stopped: AbortSignal): Promise<WatchEnd> {
-    return new Promise((resolve) => {
-      let events = 0;
-      let errorStatus: KubeStatus | undefined;
-      this.#client.watch(
-        NAMESPACES_PATH,
-        {
-          labelSelector: ISOLATED_NAMESPACES_SELECTOR,
-          resourceVersion: this.#resourceVersion,
-          allowWatchBookmarks: true,
-          timeoutSeconds: this.#opts.watchTimeoutSeconds(),
-        },
-        {
-          connected: () => this.#hooks.connected(),
-          event: (type, object) => {
-            if (type === 'ERROR') {
-              // The server ends the stream after it; what happens next depends on the code.
-              errorStatus = (typeof object === 'object' && object !== null ? object : {}) as KubeStatus;
-              return;
-            }
-            events += 1;
-            this.#onEvent(type, object);
-          },
-          closed: (err) => {
-            this.#hooks.closed(err);
-            resolve({ err, errorStatus, events });
-          },
-        },
-        { signal: stopped, idleTimeoutMs: this.#opts.watchIdleTimeoutMs },
-      );
-    });
+  /** ListerWatcher: one watch with bookmarks; the loop times it out when idle. */
+  watch(resourceVersion: string, stream: WatchStream, signal: AbortSignal): void {
+    this.#client.watch(
+      NAMESPACES_PATH,
+      {
+        labelSelector: ISOLATED_NAMESPACES_SELECTOR,
+        resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: this.#watchTimeoutSeconds(),
+      },
+      stream,
+      { signal },
+    );
   }
 
   #onEvent(type: string, object: unknown): void {
     if (typeof object !== 'object' || object === null) return;
-    const ns = slimNamespace(object as NamespaceLike);
     switch (type) {
       case 'ADDED':
       case 'MODIFIED':
-        this.#addOrUpdate(ns);
+        this.#addOrUpdate(slimNamespace(object as NamespaceLike));
         break;
       case 'DELETED':
-        this.#delete(ns);
+        this.#delete(slimNamespace(object as NamespaceLike));
         break;
-      case 'BOOKMARK':
-        // Only its resourceVersion: where to resume from.
-        break;
-      default:
-        return;
+      // BOOKMARK: only its resourceVersion (where to resume from), which the loop takes.
     }
-    const rv = ns.metadata.resourceVersion;
-    if (rv !== undefined && rv !== '') this.#resourceVersion = rv;
   }
 
   #addOrUpdate(ns: SlimNamespace): void {
@@ -355,12 +272,6 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace> {
   #emitError(err: unknown): void {
     for (const cb of this.#errorCallbacks) cb(err);
   }
-}
-
-/** Capped exponential backoff with "equal jitter": a delay in [ceiling/2, ceiling]. `random` in [0, 1). */
-export function backoffDelayMs(attempt: number, initialMs: number, maxMs: number, random: number): number {
-  const ceiling = Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
-  return Math.round(ceiling / 2 + (ceiling / 2) * random);
 }
 
 export interface InformerStatus {
@@ -387,15 +298,14 @@ export interface WatcherOptions {
 
 export class NamespaceWatcher {
   readonly #informer: InformerLike<NamespaceLike>;
-  readonly #opts: Required<Omit<WatcherOptions, 'logger' | 'onError'>> & Pick<WatcherOptions, 'logger' | 'onError'>;
+  readonly #opts: WatcherOptions;
+  /** Restarts after a failure, and since when the watch has been down (disconnected or failing). */
+  readonly #restarts: WatchRestarts;
   #started = false;
   #stopped = false;
   #synced = false;
   #connected = false;
-  #disconnectedSince: number | undefined;
   #lastError: string | undefined;
-  #attempt = 0;
-  #restartTimer: NodeJS.Timeout | undefined;
 
   /** `makeInformer` receives the hooks its watch must call (NamespaceListWatch takes them). */
   constructor(
@@ -403,13 +313,16 @@ export class NamespaceWatcher {
     sink: NamespaceSink,
     opts: WatcherOptions,
   ) {
-    this.#opts = {
-      backoffInitialMs: 1_000,
-      backoffMaxMs: 30_000,
-      now: Date.now,
-      random: Math.random,
-      ...opts,
-    };
+    this.#opts = opts;
+    const now = opts.now ?? Date.now;
+    const clock: WatchClock = { now, schedule: systemWatchClock.schedule };
+    this.#restarts = new WatchRestarts(() => void this.#run(), {
+      initialMs: opts.backoffInitialMs ?? 1_000,
+      maxMs: opts.backoffMaxMs ?? 30_000,
+      jitter: true,
+      clock,
+      random: opts.random ?? Math.random,
+    });
     this.#informer = makeInformer({ connected: () => this.#onConnected(), closed: () => this.#onClosed() });
     this.#informer.on('add', (ns) => sink.upsert(ns));
     this.#informer.on('update', (ns) => sink.upsert(ns));
@@ -425,8 +338,7 @@ export class NamespaceWatcher {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#restartTimer !== undefined) clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
+    this.#restarts.stop();
     await this.#informer.stop();
   }
 
@@ -434,8 +346,7 @@ export class NamespaceWatcher {
     return {
       synced: this.#synced,
       connected: this.#connected,
-      staleForMs:
-        this.#synced && this.#disconnectedSince !== undefined ? this.#opts.now() - this.#disconnectedSince : undefined,
+      staleForMs: this.#synced ? this.#restarts.downForMs() : undefined,
       lastError: this.#lastError,
     };
   }
@@ -466,8 +377,7 @@ export class NamespaceWatcher {
 
   #onConnected(): void {
     this.#connected = true;
-    this.#disconnectedSince = undefined;
-    this.#attempt = 0;
+    this.#restarts.up();
     if (!this.#synced) {
       this.#synced = true;
       this.#opts.logger?.info('namespace informer synced');
@@ -476,31 +386,19 @@ export class NamespaceWatcher {
 
   #onClosed(): void {
     this.#connected = false;
-    this.#disconnectedSince ??= this.#opts.now();
+    this.#restarts.down();
   }
 
   #onError(err: unknown): void {
     this.#connected = false;
-    this.#disconnectedSince ??= this.#opts.now();
     this.#lastError = describeError(err, MAX_DETAIL);
     this.#opts.onError?.();
-    if (this.#stopped || this.#restartTimer !== undefined) return;
-    const delayMs = backoffDelayMs(
-      this.#attempt,
-      this.#opts.backoffInitialMs,
-      this.#opts.backoffMaxMs,
-      this.#opts.random(),
-    );
-    this.#attempt += 1;
+    const delayMs = this.#restarts.failed(err);
+    if (delayMs === undefined) return;
     this.#opts.logger?.warn('namespace list/watch failed; restarting it', {
       error: this.#lastError,
       retryInMs: delayMs,
-      attempt: this.#attempt,
+      attempt: this.#restarts.failures,
     });
-    this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = undefined;
-      void this.#run();
-    }, delayMs);
-    this.#restartTimer.unref();
   }
 }

@@ -39,14 +39,6 @@ export class KubeApiError extends Error {
   }
 }
 
-/** No byte arrived on a watch for its idle timeout: the connection may be dead. */
-export class WatchIdleError extends Error {
-  constructor(idleMs: number) {
-    super(`watch received nothing for ${Math.round(idleMs / 1000)} s`);
-    this.name = 'WatchIdleError';
-  }
-}
-
 export interface WatchHandlers {
   /** The server answered 200: events follow. */
   connected(): void;
@@ -54,8 +46,9 @@ export interface WatchHandlers {
   event(type: string, object: unknown): void;
   /**
    * Called exactly once: `undefined` when the server ended the stream cleanly; otherwise a
-   * KubeApiError (non-200 answer), a WatchIdleError, a network or parse error, or the signal's
-   * reason when it aborted.
+   * KubeApiError (non-200 answer), a network or parse error, or the signal's reason when it
+   * aborted (the shared watch loop aborts a watch that stays idle: ListWatchLoop in
+   * @kubeplus-isolation/service).
    */
   closed(err: Error | undefined): void;
 }
@@ -63,8 +56,6 @@ export interface WatchHandlers {
 export interface WatchOptions {
   /** Ends the watch (closed is called with the signal's reason). */
   signal?: AbortSignal;
-  /** Ends the watch with a WatchIdleError when no byte arrives for this long (0: never). */
-  idleTimeoutMs: number;
 }
 
 const NETWORK_RETRY_CODES = new Set(['ECONNRESET', 'EPIPE']);
@@ -145,7 +136,7 @@ export class KubeClient {
   }
 
   /** Opens a watch (`watch=true` is added to `query`); see WatchHandlers for what is called when. */
-  watch(path: string, query: Query, handlers: WatchHandlers, opts: WatchOptions): void {
+  watch(path: string, query: Query, handlers: WatchHandlers, opts: WatchOptions = {}): void {
     const what = `watch ${path}`;
     let done = false;
     let req: http.ClientRequest | undefined;
@@ -163,8 +154,6 @@ export class KubeClient {
     }
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     req = this.#request(path, { ...query, watch: true });
-    if (opts.idleTimeoutMs > 0)
-      req.setTimeout(opts.idleTimeoutMs, () => finish(new WatchIdleError(opts.idleTimeoutMs)));
     req.on('error', (e) => finish(e));
     req.on('response', (res) => {
       if (res.statusCode !== 200) {

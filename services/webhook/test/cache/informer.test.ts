@@ -1,34 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import {
-  backoffDelayMs,
-  ISOLATED_NAMESPACES_SELECTOR,
-  NamespaceWatcher,
-  quietCloseDelayMs,
-} from '../../src/cache/informer.js';
+import { ISOLATED_NAMESPACES_SELECTOR, NamespaceWatcher } from '../../src/cache/informer.js';
 import { NamespaceCache } from '../../src/cache/namespace-cache.js';
 import { FakeInformer, recordingLogger } from '../helpers/fake-informer.js';
 import { namespace, TEAM_A, TEAM_A_ANNOTATION } from '../helpers/fixtures.js';
-
-describe('backoffDelayMs', () => {
-  it('doubles per attempt up to the cap, jittered within [ceiling/2, ceiling]', () => {
-    expect(backoffDelayMs(0, 1000, 30_000, 0)).toBe(500);
-    expect(backoffDelayMs(0, 1000, 30_000, 0.999999)).toBe(1000);
-    expect(backoffDelayMs(3, 1000, 30_000, 0)).toBe(4000);
-    expect(backoffDelayMs(10, 1000, 30_000, 0.999999)).toBe(30_000);
-    expect(backoffDelayMs(10_000, 1000, 30_000, 0)).toBe(15_000);
-  });
-});
-
-describe('quietCloseDelayMs', () => {
-  it('reopens at once after a watch that delivered anything, else waits longer each time, capped', () => {
-    expect(quietCloseDelayMs(0, 3, 1000, 30_000)).toBe(0);
-    expect(quietCloseDelayMs(8000, 1, 1000, 30_000)).toBe(0);
-    expect(quietCloseDelayMs(0, 0, 1000, 30_000)).toBe(1000);
-    expect(quietCloseDelayMs(1000, 0, 1000, 30_000)).toBe(2000);
-    expect(quietCloseDelayMs(16_000, 0, 1000, 30_000)).toBe(30_000);
-    expect(quietCloseDelayMs(30_000, 0, 1000, 30_000)).toBe(30_000);
-  });
-});
 
 describe('ISOLATED_NAMESPACES_SELECTOR', () => {
   it('selects exactly the label the operator sets', () => {

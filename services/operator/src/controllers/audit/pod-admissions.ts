@@ -14,7 +14,9 @@
  *   those unpatched by design, and the audit reports the namespace), it costs a map lookup.
  *
  * No Pod cache: the watch decodes one event at a time and keeps only its position (the last
- * resourceVersion seen, and when), resuming from it after a disconnect.
+ * resourceVersion seen, and when), resuming from it after a disconnect. The loop is the shared one
+ * (`ListWatchLoop` in @kubeplus-isolation/service, restarted with backoff by `WatchRestarts`); what
+ * is this watch's own is what its "list" does: the resourceVersion of "now", or a catch-up.
  *
  * Across leadership terms (issue 34) the position is kept on the leader's Lease (`checkpoints`,
  * watch-checkpoint.ts), so a Pod admitted unplaced while no leader watched, and finished before the
@@ -27,7 +29,14 @@
  * leader election) starts from "now", as before: a LIST of at most one Pod; the term's first
  * audits cover what came before.
  */
-import { describeError, httpStatusOf, type Logger } from '@kubeplus-isolation/service';
+import {
+  describeError,
+  httpStatusOf,
+  ListWatchLoop,
+  type Logger,
+  WatchRestarts,
+  type WatchStream,
+} from '@kubeplus-isolation/service';
 import { type MissingField, missingDetails, type PodLike } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../../runtime/clock.js';
@@ -74,15 +83,11 @@ export interface PodWatchApi {
    */
   listPods(page: { limit: number; continueToken?: string | undefined }): Promise<AllPodsPage>;
   /**
-   * Watches every Pod from `resourceVersion`: `onEvent` per event (ADDED, MODIFIED, DELETED,
-   * BOOKMARK, ERROR), `onDone` once when the watch ends (an error, or undefined). Resolves, once
-   * connected, to a function that ends it.
+   * Watches every Pod from `resourceVersion` (the shared loop's transport: kube/informer-sources.ts
+   * `watchOnce`): `stream.connected` once the server answered, `stream.event` per event (ADDED,
+   * MODIFIED, DELETED, BOOKMARK, ERROR), `stream.closed` once when it ends, also when `signal` aborts.
    */
-  watch(
-    resourceVersion: string,
-    onEvent: (type: string, obj: KubernetesObject) => void,
-    onDone: (err: unknown) => void,
-  ): Promise<() => void>;
+  watch(resourceVersion: string, stream: WatchStream, signal: AbortSignal): void;
   /** Absent (no leader election): every term starts from "now". */
   checkpoints?: WatchCheckpoints | undefined;
 }
@@ -123,12 +128,13 @@ const MAX_BACKOFF_MS = 30_000;
 /** Pods asked for per page of a catch-up LIST (fewer when they are large: kube/pod-lister.ts). */
 const CATCH_UP_PAGE = 500;
 
-/** A catch-up abandoned because the term ended. */
-class TermEnded extends Error {}
-
-/** A watch that ended without an error, or by client-node's idle timeout: resume at once. */
-function isQuietEnd(err: unknown): boolean {
-  return err === undefined || err === null || (err instanceof Error && err.name === 'TimeoutError');
+/**
+ * Whether a watch failure means "catch up": 410, too old to resume from; 400, a resourceVersion the
+ * API server cannot parse (a position on the Lease edited by hand), where resuming would fail forever.
+ */
+function cannotResume(err: unknown): boolean {
+  const status = httpStatusOf(err);
+  return status === 410 || status === 400;
 }
 
 /**
@@ -141,17 +147,11 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
   const marginMs = options.marginMs ?? CLOCK_SKEW_MARGIN_MS;
   return {
     subscribe(enqueue) {
-      let stopped = false;
       /** Where this term's watch got to: what the Lease carries for the next term. */
       let position: WatchPosition | undefined;
-      /** Where the watch resumes; undefined: catch up (`catchUp`) or start from "now". */
-      let resourceVersion: string | undefined;
-      /** Set: the next connect first lists every Pod created since `since`. */
+      /** Set: the next list is a catch-up of every Pod created since `since`. */
       let catchUp: { since: number; reason: CatchUpReason } | undefined;
       const counted = new CountedPods();
-      let failures = 0;
-      let stopWatch: (() => void) | undefined;
-      let cancelRetry: (() => void) | undefined;
 
       api.checkpoints?.track(() => position);
 
@@ -174,64 +174,11 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
         return true;
       };
 
-      /** The watch cannot resume (410 Gone): catch up from where it got to. */
-      const gone = (): void => {
-        resourceVersion = undefined;
-        if (catchUp !== undefined) return;
-        catchUp = {
-          since: position === undefined ? clock.now() : catchUpCutoff(position, marginMs),
-          reason: 'expired',
-        };
-        options.caughtUp?.('expired');
-      };
-
-      const onEvent = (type: string, obj: KubernetesObject): void => {
-        if (stopped) return;
-        if (type === 'ERROR') {
-          // A Status: 410 Gone means the resourceVersion is too old to resume from.
-          if (httpStatusOf(obj) === 410) gone();
-          return;
-        }
-        failures = 0;
-        const rv = obj.metadata?.resourceVersion;
-        if (type === 'ADDED') judge(obj as WatchedPod, 'watch');
-        if (rv) {
-          resourceVersion = rv;
-          position = { resourceVersion: rv, seenAt: clock.now() };
-        }
-      };
-
-      const retry = (delayMs: number): void => {
-        if (stopped) return;
-        cancelRetry = clock.schedule(delayMs, () => {
-          cancelRetry = undefined;
-          void connect();
-        });
-      };
-
-      const failed = (err: unknown): void => {
-        // 410: too old to resume from. 400: a resourceVersion the API server cannot parse (a
-        // position on the Lease edited by hand): resuming would fail forever; catch up instead.
-        const status = httpStatusOf(err);
-        if ((status === 410 || status === 400) && resourceVersion !== undefined) gone();
-        failures += 1;
-        const delay = Math.min(MAX_BACKOFF_MS, initialBackoffMs * 2 ** (failures - 1));
-        logger.warn('Pod watch failed; retrying', { error: describeError(err), retryInMs: delay, failures });
-        retry(delay);
-      };
-
-      const onDone = (err: unknown): void => {
-        stopWatch = undefined;
-        if (stopped) return;
-        if (isQuietEnd(err)) retry(0);
-        else failed(err);
-      };
-
       /**
        * Every Pod of the cluster created since `since`, finished ones included, judged; returns the
        * LIST's resourceVersion, where the watch goes on.
        */
-      const listSince = async (since: number, reason: CatchUpReason): Promise<string> => {
+      const listSince = async (since: number, reason: CatchUpReason, signal: AbortSignal): Promise<string> => {
         const startedAt = clock.now();
         let continueToken: string | undefined;
         let listRv: string | undefined;
@@ -241,7 +188,8 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
         let found = 0;
         do {
           const page = await api.listPods({ limit: CATCH_UP_PAGE, continueToken });
-          if (stopped) throw new TermEnded();
+          // The term ended: abandon the catch-up.
+          if (signal.aborted) throw signal.reason;
           pages++;
           options.hooks?.podListRequest();
           options.hooks?.podsChecked(page.items.length);
@@ -270,56 +218,81 @@ export function unisolatedPodAdmissions(api: PodWatchApi, options: PodAdmissionO
         return listRv;
       };
 
-      const connect = async (): Promise<void> => {
-        if (stopped) return;
-        try {
-          if (resourceVersion === undefined) {
-            if (catchUp !== undefined) {
-              resourceVersion = await listSince(catchUp.since, catchUp.reason);
-              catchUp = undefined;
-            } else {
-              const at = clock.now();
-              const rv = await api.currentResourceVersion();
-              resourceVersion = rv;
-              position = { resourceVersion: rv, seenAt: at };
-            }
-          }
-          if (stopped) return;
-          const stop = await api.watch(resourceVersion, onEvent, onDone);
-          if (stopped) stop();
-          else stopWatch = stop;
-        } catch (err) {
-          if (err instanceof TermEnded || stopped) return;
-          failed(err);
+      /**
+       * The loop's list: where the watch (re)starts. With a position, the loop lists only when it
+       * cannot resume from it (410 Gone, or 400): catch up from it. Without one, "now".
+       */
+      const list = async (signal: AbortSignal): Promise<string> => {
+        if (catchUp === undefined && position !== undefined) {
+          catchUp = { since: catchUpCutoff(position, marginMs), reason: 'expired' };
+          options.caughtUp?.('expired');
         }
+        if (catchUp !== undefined) {
+          const rv = await listSince(catchUp.since, catchUp.reason, signal);
+          catchUp = undefined;
+          return rv;
+        }
+        const at = clock.now();
+        const rv = await api.currentResourceVersion();
+        position = { resourceVersion: rv, seenAt: at };
+        return rv;
       };
+
+      const loop = new ListWatchLoop(
+        { list, watch: (rv, stream, signal) => api.watch(rv, stream, signal) },
+        {
+          event(type, object) {
+            restarts.up();
+            const obj = object as KubernetesObject;
+            if (type === 'ADDED') judge(obj as WatchedPod, 'watch');
+            const rv = obj.metadata?.resourceVersion;
+            if (rv) position = { resourceVersion: rv, seenAt: clock.now() };
+          },
+          isGone: cannotResume,
+          // A watch the server ended is reopened at once (a catch-up after a 410 too).
+          quietCloseDelayMs: 0,
+          clock,
+        },
+      );
+
+      const run = (): void => {
+        loop.start().catch((err: unknown) => {
+          const delay = restarts.failed(err);
+          if (delay === undefined) return;
+          logger.warn('Pod watch failed; retrying', {
+            error: describeError(err),
+            retryInMs: delay,
+            failures: restarts.failures,
+          });
+        });
+      };
+      const restarts = new WatchRestarts(run, {
+        initialMs: initialBackoffMs,
+        maxMs: MAX_BACKOFF_MS,
+        jitter: false,
+        clock,
+      });
 
       /** Where this term starts: the previous term's position on the Lease (issue 34). */
-      const start = (): void => {
-        const plan = planTermStart(api.checkpoints?.previousTerm());
-        if (plan.from === 'checkpoint') {
-          position = plan.position;
-          resourceVersion = plan.position.resourceVersion;
-          logger.info('Pod watch resumes where the previous term left it', {
-            position: formatPosition(plan.position),
-          });
-        } else if (plan.from === 'catch-up') {
-          position = plan.position;
-          catchUp = { since: catchUpCutoff(plan.position, marginMs), reason: plan.reason };
-          options.caughtUp?.(plan.reason);
-          logger.info('Pod watch catches up: the previous term left no position to resume from', {
-            since: new Date(catchUp.since).toISOString(),
-          });
-        }
-        void connect();
-      };
-
-      start();
+      const plan = planTermStart(api.checkpoints?.previousTerm());
+      if (plan.from === 'checkpoint') {
+        position = plan.position;
+        loop.resourceVersion = plan.position.resourceVersion;
+        logger.info('Pod watch resumes where the previous term left it', {
+          position: formatPosition(plan.position),
+        });
+      } else if (plan.from === 'catch-up') {
+        position = plan.position;
+        catchUp = { since: catchUpCutoff(plan.position, marginMs), reason: plan.reason };
+        options.caughtUp?.(plan.reason);
+        logger.info('Pod watch catches up: the previous term left no position to resume from', {
+          since: new Date(catchUp.since).toISOString(),
+        });
+      }
+      run();
       return () => {
-        stopped = true;
-        cancelRetry?.();
-        stopWatch?.();
-        stopWatch = undefined;
+        restarts.stop();
+        void loop.stop();
       };
     },
   };

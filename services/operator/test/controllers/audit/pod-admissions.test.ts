@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import type { WatchStream } from '@kubeplus-isolation/service';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   type PodWatchApi,
@@ -111,9 +112,7 @@ class FakeWatch implements PodWatchApi {
   /** Set: the next LIST of Pods waits for it. */
   holdPods: Promise<void> | undefined;
   checkpoints?: FakeCheckpoints;
-  private current:
-    | { onEvent: (type: string, obj: KubernetesObject) => void; onDone: (err: unknown) => void }
-    | undefined;
+  private current: WatchStream | undefined;
   stopped = 0;
 
   async currentResourceVersion(): Promise<string> {
@@ -136,26 +135,28 @@ class FakeWatch implements PodWatchApi {
     };
   }
 
-  async watch(
-    resourceVersion: string,
-    onEvent: (type: string, obj: KubernetesObject) => void,
-    onDone: (err: unknown) => void,
-  ): Promise<() => void> {
+  watch(resourceVersion: string, stream: WatchStream, signal: AbortSignal): void {
     this.starts.push(resourceVersion);
-    this.current = { onEvent, onDone };
-    return () => {
-      this.stopped += 1;
-    };
+    this.current = stream;
+    signal.addEventListener(
+      'abort',
+      () => {
+        this.stopped += 1;
+        stream.closed(signal.reason);
+      },
+      { once: true },
+    );
+    stream.connected();
   }
 
   event(type: string, obj: KubernetesObject): void {
-    this.current?.onEvent(type, obj);
+    this.current?.event(type, obj);
   }
 
   end(err?: unknown): void {
     const c = this.current;
     this.current = undefined;
-    c?.onDone(err);
+    c?.closed(err);
   }
 }
 
