@@ -4,8 +4,13 @@
  * `failurePolicy: Ignore`). Pure, and it never changes the Pod.
  */
 import jsonpatch, { type JsonPatchError, type Operation } from 'fast-json-patch';
-import { hasMember, isObject, type JsonObject } from './json.js';
-import { NODE_SELECTOR_PATH, TOLERATIONS_PATH } from './patch.js';
+import type { JsonObject } from './json.js';
+import * as json from './json.js';
+import { FIELD_POINTERS } from './patch.js';
+
+// Module-local consts, read per operation, as in patch.ts (an imported binding is checked at every use).
+const { isObject, hasMember } = json;
+const { nodeSelector: NODE_SELECTOR_PATH, tolerations: TOLERATIONS_PATH } = FIELD_POINTERS;
 
 /**
  * Why `patch` would not apply to `pod`, or undefined when it applies cleanly, judged on the two

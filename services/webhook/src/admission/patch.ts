@@ -14,14 +14,22 @@
  */
 import { type NodeIsolationSpec, type Toleration, tolerationKey } from '@kubeplus-isolation/spec';
 import type { Operation } from 'fast-json-patch';
-import { hasMember, isObject, type JsonObject } from './json.js';
+import type { JsonObject } from './json.js';
+import * as json from './json.js';
+
+// The builder reads module-local consts only: an imported or exported binding is a module cell,
+// read (and checked) at every use, which cost the builder 3–5% (bench §1, 50 own tolerations).
+const { isObject, hasMember } = json;
 
 /** The two PodSpec fields node isolation owns, as JSON Pointers: the only paths a patch touches. */
-export const NODE_SELECTOR_PATH = '/spec/nodeSelector';
-export const TOLERATIONS_PATH = '/spec/tolerations';
+const NODE_SELECTOR_PATH = '/spec/nodeSelector';
+const TOLERATIONS_PATH = '/spec/tolerations';
 /** The pointers' prefixes of a member (a selector key, a list index), built once. */
 const NODE_SELECTOR_MEMBER = `${NODE_SELECTOR_PATH}/`;
 const TOLERATIONS_MEMBER = `${TOLERATIONS_PATH}/`;
+
+/** The pointers, for the patch's check (patch-check.ts). */
+export const FIELD_POINTERS = { nodeSelector: NODE_SELECTOR_PATH, tolerations: TOLERATIONS_PATH } as const;
 
 /** RFC 6901 escaping of one reference token ("~" → "~0", "/" → "~1"). */
 function escapeToken(token: string): string {

@@ -13,7 +13,7 @@ export const ADMISSION_REVIEW_KIND = 'AdmissionReview';
 /** Real UIDs are 36-character UUIDs; anything far longer is not from an API server. */
 export const MAX_UID_LENGTH = 128;
 /** The only patch type admission.k8s.io/v1 knows. */
-export const PATCH_TYPE = 'JSONPatch';
+const PATCH_TYPE = 'JSONPatch';
 
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
 export type AdmissionOperation = (typeof OPERATIONS)[number];
