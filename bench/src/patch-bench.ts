@@ -1,9 +1,11 @@
 /**
- * Benchmark 1: the pure patch builder (services/webhook/src/admission/patch.ts), in process.
+ * Benchmark 1: the pure patch builder (services/webhook/src/admission/patch.ts) and its check
+ * (patch-check.ts), in process.
  * Operations/s for Pods of growing size; every case measured in each of `rounds` runs
  * (cases interleaved within a run, so drift hits them alike); median and spread of the runs.
  */
-import { buildNodeIsolationPatch, patchProblem } from '@kubeplus-isolation/webhook/dist/admission/patch.js';
+import { buildNodeIsolationPatch } from '@kubeplus-isolation/webhook/dist/admission/patch.js';
+import { patchProblem } from '@kubeplus-isolation/webhook/dist/admission/patch-check.js';
 import { Bench } from 'tinybench';
 import { admissionReview, makePod, type PodShape, poolMandate } from './pods.js';
 import { type Summary, summarize } from './stats.js';

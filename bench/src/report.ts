@@ -135,7 +135,7 @@ export function renderReport(r: BenchResults, plots: readonly Plot[], notes?: st
     p(
       '`buildNodeIsolationPatch` (services/webhook/src/admission/patch.ts) for the seed mandate (one selector key, one ' +
         'toleration) on Pods as a ReplicaSet would send them (each container with args, ports, 5 env vars, resources, ' +
-        'probe, mount), with 0, 10 or 50 tolerations of their own. "+ check" adds `patchProblem`, i.e. exactly what ' +
+        'probe, mount), with 0, 10 or 50 tolerations of their own. "+ check" adds `patchProblem` (patch-check.ts), i.e. exactly what ' +
         '`admit()` runs per Pod. "parse" is `JSON.parse` of the whole AdmissionReview, for scale: the part of a request ' +
         'that does grow with the Pod. [tinybench](https://github.com/tinylibs/tinybench) 6, operations/s = iterations ÷ ' +
         `time of each run; median (min–max) of ${cfg.rounds} runs, cases interleaved in every run.`,

@@ -26,6 +26,12 @@ export function httpStatusOf(err: unknown): number | undefined {
 }
 
 /**
+ * Bound on an error's description where it lands in a bounded place: a fail-open detail, a log
+ * field, a status. `describeError(err, MAX_ERROR_DETAIL)`.
+ */
+export const MAX_ERROR_DETAIL = 300;
+
+/**
  * One line describing any thrown value, for logs, Events and fail-open details. Never throws.
  * Prefers the API server's Status message (client-node's ApiException puts the whole response in
  * `message`), prefixes the HTTP status when there is one, and appends causes with their errno code

@@ -22,7 +22,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { describeError } from './errors.js';
+import { describeError, MAX_ERROR_DETAIL } from './errors.js';
 import type { Logger } from './log.js';
 
 /** Who a token belongs to, as a TokenReview's status.user says. */
@@ -267,7 +267,9 @@ export class MetricsAccessGuard {
         }
       }
     } catch (err) {
-      this.#logger?.warn('metrics request refused: the access review failed', { error: describeError(err, 300) });
+      this.#logger?.warn('metrics request refused: the access review failed', {
+        error: describeError(err, MAX_ERROR_DETAIL),
+      });
       return { kind: 'unavailable', message: 'the access review could not be made; try again' };
     }
     this.#remember(key, access);

@@ -1,19 +1,27 @@
 /**
- * One admission decision: the hot path. Pod CREATE → namespace's mandate (cache read) →
- * patch → response. Never rejects a Pod and never throws: whatever goes wrong, the answer is
- * `allowed: true` without a patch, with the reason recorded (fail open, as the webhook's
- * `failurePolicy: Ignore` would do anyway — but visibly).
+ * Admission of one Pod: the decision, read like the kube-apiserver's in-tree PodNodeSelector
+ * plugin (plugin/pkg/admission/podnodeselector/admission.go: Admit → the namespace's selector →
+ * merge). The path of one request, in the order it runs:
+ *
+ *   route    http/app.ts            reads the body, decodes the AdmissionReview (review.ts),
+ *                                   calls `admit`, encodes the answer; counts and logs it
+ *   admit    admission/admit.ts     this file: Pod CREATE? → resolve → patch → check → answer
+ *   resolve  cache/resolver.ts      the namespace's mandate from the informer's cache
+ *                                   (namespace-cache.ts), a live GET on a miss (namespace-reader.ts)
+ *   patch    admission/patch.ts     the JSON Patch merging the mandate into the Pod (pure),
+ *            admission/patch-check.ts  checked to apply before it is sent
+ *
+ * Never rejects a Pod and never throws: whatever goes wrong, the answer is `allowed: true`
+ * without a patch, with the reason recorded (fail open, as the webhook's `failurePolicy: Ignore`
+ * would do anyway — but visibly).
  */
 
-import { describeError } from '@kubeplus-isolation/service';
+import { describeError, MAX_ERROR_DETAIL } from '@kubeplus-isolation/service';
 import type { Operation } from 'fast-json-patch';
 import type { Resolution } from '../cache/resolver.js';
-
-/** Bound on an error's description in fail-open details and log fields. */
-const MAX_DETAIL = 300;
-
 import type { AdmissionResult, FailOpenReason } from './metric-labels.js';
-import { buildNodeIsolationPatch, patchProblem } from './patch.js';
+import { buildNodeIsolationPatch } from './patch.js';
+import { patchProblem } from './patch-check.js';
 import { type AdmissionRequest, type AdmissionReviewResponse, buildReviewResponse, isPodCreate } from './review.js';
 
 export interface AdmissionOutcome {
@@ -31,15 +39,6 @@ export interface AdmissionOutcome {
  * rejecting is an internal error (the Pod is admitted unpatched).
  */
 export type ResolveNamespace = (namespace: string) => Resolution | Promise<Resolution>;
-
-/** Shown to whoever created the Pod (kubectl prints it); kept short, no internals. */
-export function failOpenWarning(reason: FailOpenReason): string {
-  return `kubeplus node isolation was not applied (${reason}): this Pod may be scheduled outside its dedicated nodes`;
-}
-
-function failOpen(uid: string, result: 'failopen' | 'error', reason: FailOpenReason, detail: string): AdmissionOutcome {
-  return { result, reason, detail, patch: [], review: buildReviewResponse(uid, [], [failOpenWarning(reason)]) };
-}
 
 /**
  * The decision for one request: synchronous when the namespace's mandate is at hand (a cache
@@ -63,12 +62,8 @@ export function admit(req: AdmissionRequest, resolve: ResolveNamespace): Admissi
   return decide(req, resolution);
 }
 
-function internalError(uid: string, e: unknown): AdmissionOutcome {
-  return failOpen(uid, 'error', 'internal_error', describeError(e, MAX_DETAIL));
-}
-
 /** The outcome for a Pod CREATE once its namespace's mandate is known. Pure; never throws. */
-export function decide(req: AdmissionRequest, resolution: Resolution): AdmissionOutcome {
+function decide(req: AdmissionRequest, resolution: Resolution): AdmissionOutcome {
   try {
     if (!resolution.ok) return failOpen(req.uid, 'failopen', resolution.reason, resolution.detail);
     const patch = buildNodeIsolationPatch(req.object, resolution.spec);
@@ -81,4 +76,17 @@ export function decide(req: AdmissionRequest, resolution: Resolution): Admission
   } catch (e) {
     return internalError(req.uid, e);
   }
+}
+
+/** Shown to whoever created the Pod (kubectl prints it); kept short, no internals. */
+export function failOpenWarning(reason: FailOpenReason): string {
+  return `kubeplus node isolation was not applied (${reason}): this Pod may be scheduled outside its dedicated nodes`;
+}
+
+function failOpen(uid: string, result: 'failopen' | 'error', reason: FailOpenReason, detail: string): AdmissionOutcome {
+  return { result, reason, detail, patch: [], review: buildReviewResponse(uid, [], [failOpenWarning(reason)]) };
+}
+
+function internalError(uid: string, e: unknown): AdmissionOutcome {
+  return failOpen(uid, 'error', 'internal_error', describeError(e, MAX_ERROR_DETAIL));
 }

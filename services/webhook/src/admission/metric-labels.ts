@@ -31,6 +31,20 @@ export type FailOpenReason = (typeof FAIL_OPEN_REASONS)[number];
 export const LIVE_LOOKUP_RESULTS = ['found', 'not_found', 'not_labeled', 'timeout', 'error', 'throttled'] as const;
 export type LiveLookupResult = (typeof LIVE_LOOKUP_RESULTS)[number];
 
+/** Why a decoded body is not an acceptable AdmissionReview (admission/review.ts): a 400. */
+export const INVALID_REVIEW_REASONS = [
+  'not_an_object',
+  'invalid_api_version',
+  'invalid_kind',
+  'missing_request',
+  'invalid_uid',
+  'invalid_operation',
+  'invalid_request_kind',
+  'missing_object',
+  'missing_namespace',
+] as const;
+export type InvalidReviewReason = (typeof INVALID_REVIEW_REASONS)[number];
+
 /** Why a request to /mutate/pods was answered with a 4xx instead of an AdmissionReview. */
 export const BAD_REQUEST_REASONS = [
   'missing_body',
@@ -42,14 +56,6 @@ export const BAD_REQUEST_REASONS = [
   'too_complex',
   'body_timeout',
   'aborted',
-  'not_an_object',
-  'invalid_api_version',
-  'invalid_kind',
-  'missing_request',
-  'invalid_uid',
-  'invalid_operation',
-  'invalid_request_kind',
-  'missing_object',
-  'missing_namespace',
+  ...INVALID_REVIEW_REASONS,
 ] as const;
 export type BadRequestReason = (typeof BAD_REQUEST_REASONS)[number];

@@ -3,12 +3,17 @@
  * sends, and the response it expects back. Only v1 is spoken: the webhook registration
  * lists `admissionReviewVersions: ["v1"]`, so the API server never sends anything else.
  */
+import { DNS1123_SUBDOMAIN_MAX } from '@kubeplus-isolation/spec';
 import type { Operation } from 'fast-json-patch';
+import { isObject } from './json.js';
+import type { InvalidReviewReason } from './metric-labels.js';
 
 export const ADMISSION_API_VERSION = 'admission.k8s.io/v1';
 export const ADMISSION_REVIEW_KIND = 'AdmissionReview';
 /** Real UIDs are 36-character UUIDs; anything far longer is not from an API server. */
 export const MAX_UID_LENGTH = 128;
+/** The only patch type admission.k8s.io/v1 knows. */
+const PATCH_TYPE = 'JSONPatch';
 
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
 export type AdmissionOperation = (typeof OPERATIONS)[number];
@@ -41,7 +46,7 @@ export interface AdmissionRequest {
 export interface AdmissionResponse {
   uid: string;
   allowed: true;
-  patchType?: 'JSONPatch';
+  patchType?: typeof PATCH_TYPE;
   /** base64 of the JSON-encoded RFC 6902 patch. */
   patch?: string;
   /** Shown to the client that created the Pod (kubectl prints them as "Warning: ..."). */
@@ -54,33 +59,15 @@ export interface AdmissionReviewResponse {
   response: AdmissionResponse;
 }
 
-/** Why a body is not an acceptable AdmissionReview. Bounded: used as a metric label value. */
-export type InvalidReviewCode =
-  | 'not_an_object'
-  | 'invalid_api_version'
-  | 'invalid_kind'
-  | 'missing_request'
-  | 'invalid_uid'
-  | 'invalid_operation'
-  | 'invalid_request_kind'
-  | 'missing_object'
-  | 'missing_namespace';
-
 export type ParsedReview =
   | { ok: true; request: AdmissionRequest }
-  | { ok: false; code: InvalidReviewCode; message: string };
-
-type JsonObject = Record<string, unknown>;
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+  | { ok: false; code: InvalidReviewReason; message: string };
 
 function optionalString(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-function invalid(code: InvalidReviewCode, message: string): ParsedReview {
+function invalid(code: InvalidReviewReason, message: string): ParsedReview {
   return { ok: false, code, message };
 }
 
@@ -180,21 +167,21 @@ export function buildReviewResponse(
 ): AdmissionReviewResponse {
   const response: AdmissionResponse = { uid, allowed: true };
   if (patch.length > 0) {
-    response.patchType = 'JSONPatch';
+    response.patchType = PATCH_TYPE;
     response.patch = Buffer.from(JSON.stringify(patch)).toString('base64');
   }
   if (warnings.length > 0) response.warnings = [...warnings];
   return { apiVersion: ADMISSION_API_VERSION, kind: ADMISSION_REVIEW_KIND, response };
 }
 
-/** Longest object name Kubernetes accepts; longer strings are cut before they reach a log line. */
-const MAX_NAME_LENGTH = 253;
-
-/** Identity of the Pod for logs: its name, or its generateName when the name is not yet assigned. */
+/**
+ * Identity of the Pod for logs: its name, or its generateName when the name is not yet assigned.
+ * Cut to the longest object name Kubernetes accepts before it reaches a log line.
+ */
 export function podIdentity(req: AdmissionRequest): { pod?: string; generateName?: string } {
   const meta = isObject(req.object) && isObject(req.object.metadata) ? req.object.metadata : {};
-  const pod = (req.name ?? optionalString(meta.name))?.slice(0, MAX_NAME_LENGTH);
-  const generateName = optionalString(meta.generateName)?.slice(0, MAX_NAME_LENGTH);
+  const pod = (req.name ?? optionalString(meta.name))?.slice(0, DNS1123_SUBDOMAIN_MAX);
+  const generateName = optionalString(meta.generateName)?.slice(0, DNS1123_SUBDOMAIN_MAX);
   const out: { pod?: string; generateName?: string } = {};
   if (pod !== undefined) out.pod = pod;
   else if (generateName !== undefined) out.generateName = generateName;

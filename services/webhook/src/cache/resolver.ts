@@ -1,18 +1,15 @@
 /**
- * Namespace → what its Pods must get. A cache hit is a Map read. A miss (the informer has not
- * yet delivered a namespace the operator just labeled) costs one live GET of that namespace,
- * bounded by a short timeout, before failing open — as the kube-apiserver's in-tree
- * PodNodeSelector plugin does. Concurrent misses for one namespace share a single GET, and at most
- * `maxConcurrentLookups` namespaces are looked up at once.
+ * Step 3 of the admission path (admission/admit.ts lists it): namespace → what its Pods must get.
+ * A cache hit is a Map read (namespace-cache.ts, filled by the informer). A miss (the informer has
+ * not yet delivered a namespace the operator just labeled) costs one live GET of that namespace
+ * (namespace-reader.ts), bounded by a short timeout, before failing open — as the kube-apiserver's
+ * in-tree PodNodeSelector plugin does. Concurrent misses for one namespace share a single GET, and
+ * at most `maxConcurrentLookups` namespaces are looked up at once.
  */
 
-import { describeError } from '@kubeplus-isolation/service';
+import { describeError, MAX_ERROR_DETAIL } from '@kubeplus-isolation/service';
 import type { NodeIsolationSpec } from '@kubeplus-isolation/spec';
 import type { FailOpenReason, LiveLookupResult } from '../admission/metric-labels.js';
-
-/** Bound on an error's description in fail-open details and log fields. */
-const MAX_DETAIL = 300;
-
 import { type CacheEntry, entryFromNamespace, type NamespaceCache, type NamespaceLike } from './namespace-cache.js';
 
 export type Resolution = { ok: true; spec: NodeIsolationSpec } | { ok: false; reason: FailOpenReason; detail: string };
@@ -120,7 +117,7 @@ export class IsolationResolver {
       return {
         ok: false,
         reason: 'lookup_failed',
-        detail: `live GET of the namespace failed: ${describeError(e, MAX_DETAIL)}`,
+        detail: `live GET of the namespace failed: ${describeError(e, MAX_ERROR_DETAIL)}`,
       };
     }
     if (ns === undefined) {

@@ -17,11 +17,12 @@
  * The metrics port's app is http/metrics-app.ts.
  *
  * Express serves every request, the API server's included. POST /mutate/pods is its first
- * route (nothing runs before it). It admits each request to the body budget by its declared
- * length before reading a byte of it (body-budget.ts: the bytes held at once are bounded whatever
- * callers send), then reads it with read-body.ts (the stream's Buffers, parsed once;
- * body-parser's answers, without its per-request cost), whose refusals become the 4xx answers
- * above.
+ * route (nothing runs before it), and the first step of the admission path (route → admit →
+ * resolve → patch, listed in admission/admit.ts). It admits each request to the body budget by
+ * its declared length before reading a byte of it (body-budget.ts: the bytes held at once are
+ * bounded whatever callers send), then reads it with read-body.ts (the stream's Buffers, parsed
+ * once; body-parser's answers, without its per-request cost), whose refusals become the 4xx
+ * answers above.
  */
 import type { ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -45,8 +46,10 @@ import {
   tooComplex,
 } from './read-body.js';
 
+/** The only request body the route reads: what the API server sends as Content-Type. */
+const JSON_MEDIA_TYPE = 'application/json';
 /** What express's res.json sends as Content-Type. */
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+const JSON_CONTENT_TYPE = `${JSON_MEDIA_TYPE}; charset=utf-8`;
 
 export const MUTATE_PODS_PATH = '/mutate/pods';
 
@@ -93,7 +96,7 @@ const UNSUPPORTED_MEDIA_TYPE: BodyRefusal = {
   ok: false,
   status: 415,
   reason: 'unsupported_media_type',
-  message: 'Content-Type must be application/json',
+  message: `Content-Type must be ${JSON_MEDIA_TYPE}`,
 };
 
 const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' | 'debug'; message: string }> = {
@@ -133,9 +136,10 @@ function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: Admiss
 export type AdmissionRoute = (req: Request, res: Response, next: NextFunction) => void;
 
 /**
- * `POST /mutate/pods`: the admission hot path, one handler. Reads the body (read-body.ts),
- * validates the review, decides (admit.ts), answers, counts and logs. A malformed request gets
- * its 4xx here; an error after that goes to `next` (express's error handler answers 500).
+ * `POST /mutate/pods`: step 1 of the admission path (admission/admit.ts lists it), HTTP only.
+ * Reads the body (read-body.ts), decodes the review (review.ts), calls `admit`, encodes the
+ * answer, counts and logs it. A malformed request gets its 4xx here; an error after that goes to
+ * `next` (express's error handler answers 500).
  */
 export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
   const { metrics, logger, maxBodyBytes, budget, bodyReadTimeoutMs } = opts;
@@ -206,8 +210,8 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
     const headers = req.headers;
     const contentLength = headers['content-length'];
     // The API server's exact header skips type-is; anything else is checked in full.
-    if (headers['content-type'] !== 'application/json' || contentLength === '0') {
-      const type = req.is('application/json');
+    if (headers['content-type'] !== JSON_MEDIA_TYPE || contentLength === '0') {
+      const type = req.is(JSON_MEDIA_TYPE);
       if (type === null || contentLength === '0') {
         refuse(res, startedAt, MISSING_BODY);
         return;

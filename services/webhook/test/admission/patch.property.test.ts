@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { dedupeTolerations, type NodeIsolationSpec, type Toleration, tolerationKey } from '@kubeplus-isolation/spec';
 import fc from 'fast-check';
 import jsonpatch from 'fast-json-patch';
-import { buildNodeIsolationPatch, patchProblem } from '../../src/admission/patch.js';
+import { buildNodeIsolationPatch } from '../../src/admission/patch.js';
+import { patchProblem } from '../../src/admission/patch-check.js';
 
 type Json = Record<string, unknown>;
 
