@@ -80,7 +80,12 @@ K8S_MATRIX_SKIP ?=
 # node would pull them.
 .PHONY: test-e2e
 # --verbose: every test's name is printed, so a test skipped on a Kubernetes minor shows its reason in CI.
-E2E_JEST = KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) --selectProjects e2e --runInBand --verbose
+# Beside jest's own reporter, e2e/src/progress/reporter.ts: a line per finished suite while two runs go
+# (test-e2e-both) and a short summary per run at the end (e2e/README.md "What `make test` prints").
+# E2E_ARGS: extra jest arguments, e.g. E2E_ARGS=e2e/test/cli.test.ts runs only that suite.
+E2E_ARGS ?=
+E2E_JEST = KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) $(E2E_ARGS) \
+  --selectProjects e2e --runInBand --verbose --reporters=default --reporters=$(ROOT)/e2e/dist/progress/reporter.js
 test-e2e: build components images ## End-to-end suites against a real control plane and a real node (KEEP_E2E_TMP=1 keeps logs of a failed run)
 	$(E2E_JEST)
 
@@ -106,16 +111,26 @@ test-e2e-oldest: ## The API-level e2e suites on the oldest supported Kubernetes 
 # chart on a real node of 1.30) at once, as two jest runs on two control planes (and real nodes in
 # separate slots; the harness is built for concurrent runs). On 2 cores this saves ~10 min over
 # running them one after the other (README "Quick start": measured). Everything they need is built
-# first; each run's output is printed as a whole when it ends (--output-sync).
+# first. Each run's full output is printed as a whole when it ends (--output-sync); meanwhile both
+# print a line per finished suite, prefixed with the run's name, on file descriptor 3, which is this
+# recipe's stdout and not held back; at the end both runs' summaries (e2e/src/progress/reporter.ts).
 .PHONY: e2e-newest e2e-floor test-e2e-both
 e2e-newest:
-	$(E2E_JEST)
+	export KUBEPLUS_ISOLATION_E2E_RUN=newest; $(E2E_JEST)
 e2e-floor:
-	export KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR); $(E2E_JEST)
+	export KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) KUBEPLUS_ISOLATION_E2E_RUN=floor; $(E2E_JEST)
 test-e2e-both: build components images
 	KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) e2e/scripts/build-components.sh >/dev/null
 	KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) e2e/scripts/build-components.sh node >/dev/null
-	$(MAKE) --no-print-directory -j2 --output-sync=target e2e-newest e2e-floor
+	@echo "e2e: two jest runs at once, newest and floor ($(K8S_FLOOR)): a line per finished suite as they go, each run's full output when it ends, both summaries last"
+	@summaries=$$(mktemp -d); trap 'rm -rf "$$summaries"' EXIT; status=0; \
+	KUBEPLUS_ISOLATION_E2E_SUMMARY_DIR=$$summaries KUBEPLUS_ISOLATION_E2E_PROGRESS_FD=3 \
+	  $(MAKE) --no-print-directory -j2 --output-sync=target e2e-newest e2e-floor 3>&1 || status=$$?; \
+	echo; echo "━━ e2e: both runs' summaries"; \
+	for run in newest floor; do \
+	  cat "$$summaries/$$run.txt" 2>/dev/null || echo "[e2e $$run] no summary: the run ended before its tests did (its output above says why)"; \
+	done; \
+	exit $$status
 
 # Every minor of K8S_MATRIX (API-level suites; the real-node suites on the newest), then the minor
 # below the floor (helm install refused); writes docs/kubernetes-versions.md from the results.

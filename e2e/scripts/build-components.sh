@@ -17,14 +17,16 @@
 #   ASSETS=$(e2e/scripts/build-components.sh node | tail -1)   # the node's components
 #   ASSETS=$(e2e/scripts/build-components.sh helm | tail -1)   # only those named
 #
-# Progress goes to stderr; the LAST line of stdout is the absolute path of a flat directory
-# holding every binary asked for (symlinks into the versioned cache directories).
+# Progress goes to stderr (during a go build, a line every 30 s with its elapsed time); the LAST
+# line of stdout is the absolute path of a flat directory holding every binary asked for (symlinks
+# into the versioned cache directories).
 #
 # Environment:
 #   KUBEPLUS_ISOLATION_CACHE   cache root (default: $HOME/.cache/kubeplus-isolation)
 #   KUBEPLUS_ISOLATION_ASSETS  flat directory with prebuilt binaries (KUBEBUILDER_ASSETS-style).
 #                              When set, nothing is built: the script checks that every binary
 #                              asked for is there and prints that directory.
+#   KUBEPLUS_ISOLATION_BUILD_HEARTBEAT  seconds between the "still building" lines (default 30)
 #
 # Versions come from the go.mod files (never duplicated here). Verified to build with local
 # go1.26.8: k8s.io/kubernetes v1.36.3 (staging v0.36.3), go.etcd.io/etcd/server/v3 v3.6.16,
@@ -35,6 +37,19 @@ set -euo pipefail
 
 log() { printf '%s\n' "$*" >&2; }
 die() { printf 'build-components: error: %s\n' "$*" >&2; exit 1; }
+
+# A cold build of one binary takes minutes (kube-apiserver ~6 min) and go build prints nothing
+# meanwhile: say every KUBEPLUS_ISOLATION_BUILD_HEARTBEAT seconds (default 30) that it is alive, so
+# that neither a person nor a CI no-output timeout takes it for a hang. To stderr, like all progress.
+heartbeat_s=${KUBEPLUS_ISOLATION_BUILD_HEARTBEAT:-30}
+[[ $heartbeat_s =~ ^[1-9][0-9]*$ ]] || die "KUBEPLUS_ISOLATION_BUILD_HEARTBEAT=$heartbeat_s: expected a number of seconds"
+heartbeat() { # <pid> <started at ($SECONDS)> <what>
+  # sleep's output goes nowhere: killed mid-sleep, it must not hold a caller's pipe open.
+  while sleep "$heartbeat_s" >/dev/null 2>&1 </dev/null; do
+    kill -0 "$1" 2>/dev/null || return 0
+    log "[build] $3 … still building, $((SECONDS - $2))s elapsed"
+  done
+}
 
 CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
 NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap nft crane
@@ -465,11 +480,17 @@ for t in "${targets[@]}"; do
     ) >&2 &
   fi
   build_pid=$!
+  heartbeat "$build_pid" "$start" "$name ($i/${#targets[@]}): $pkg" >/dev/null &
+  heartbeat_pid=$!
   # If we are interrupted, stop go build first (it writes -o only at the very
   # end), then drop whatever it may have written.
-  trap 'kill -TERM "$build_pid" 2>/dev/null || true; wait "$build_pid" 2>/dev/null || true; rm -f "$tmp"; rm -rf "${vendor_dir:-}"; exit 130' INT TERM HUP
-  trap 'rm -f "$tmp"; rm -rf "${vendor_dir:-}"' EXIT
-  wait "$build_pid" || die "building $name ($pkg) failed"
+  trap 'kill "$heartbeat_pid" 2>/dev/null || true; kill -TERM "$build_pid" 2>/dev/null || true; wait "$build_pid" 2>/dev/null || true; rm -f "$tmp"; rm -rf "${vendor_dir:-}"; exit 130' INT TERM HUP
+  trap 'kill "$heartbeat_pid" 2>/dev/null || true; rm -f "$tmp"; rm -rf "${vendor_dir:-}"' EXIT
+  build_status=0
+  wait "$build_pid" || build_status=$?
+  kill "$heartbeat_pid" 2>/dev/null || true
+  wait "$heartbeat_pid" 2>/dev/null || true
+  ((build_status == 0)) || die "building $name ($pkg) failed"
   mv -f "$tmp" "$out/$name"
   if [[ -n ${vendor_dir:-} ]]; then rm -rf "$vendor_dir"; vendor_dir=; fi
   trap - INT TERM HUP EXIT

@@ -11,6 +11,7 @@ import { realNodePreflight } from '../harness/node/preflight.js';
 import type { DemoMode } from './environment.js';
 import { bold, dim, Report, red } from './report.js';
 import { Scenario } from './scenario.js';
+import { DEMO_STEPS, SETUP_STEPS } from './steps/index.js';
 
 const USAGE = `usage: make demo [ARGS="--keep --fake-nodes"] [KEEP=1]
        node e2e/dist/demo/main.js [--keep] [--fake-nodes]
@@ -81,8 +82,8 @@ async function main(): Promise<number> {
   );
   let ok = false;
   try {
-    if (await scenario.setup()) {
-      await scenario.run();
+    if (await scenario.setup(SETUP_STEPS)) {
+      await scenario.run(DEMO_STEPS);
     } else {
       process.stdout.write(red('\nsetup failed; the demo steps were not run\n'));
     }
