@@ -24,6 +24,7 @@
 import {
   describeError,
   type ListerWatcher,
+  MAX_ERROR_DETAIL,
   ListWatchLoop,
   systemWatchClock,
   type WatchClock,
@@ -36,9 +37,6 @@ import {
   NODE_ISOLATION_ENABLED_VALUE,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-
-/** Bound on an error's description in fail-open details and log fields. */
-const MAX_DETAIL = 300;
 
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { LogSink } from '../log.js';
@@ -391,7 +389,7 @@ export class NamespaceWatcher {
 
   #onError(err: unknown): void {
     this.#connected = false;
-    this.#lastError = describeError(err, MAX_DETAIL);
+    this.#lastError = describeError(err, MAX_ERROR_DETAIL);
     this.#opts.onError?.();
     const delayMs = this.#restarts.failed(err);
     if (delayMs === undefined) return;
