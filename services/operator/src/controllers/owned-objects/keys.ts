@@ -1,7 +1,7 @@
 /**
  * Keys of the owned-objects controller (`apiVersion/Kind/name`, `apiVersion/Kind/namespace/name`
  * for the namespaced NodeIsolation parameter): add/update of an object carrying
- * the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
+ * the operator's ownership markers, checked by `OrphanCleanup.cleanupOrphan` (orphan-cleanup.ts).
  */
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
