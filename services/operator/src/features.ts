@@ -18,7 +18,7 @@ import {
   SANDBOX_ISOLATION_PARAMS_RESOURCE,
 } from './kube/discovery.js';
 import type { OperatorDeps } from './operator.js';
-import type { LeaseLock } from './runtime/leader-election.js';
+import type { LeaderElectionOptions } from './runtime/leader-election.js';
 
 export interface Features {
   instances: InstancesOptions;
@@ -27,10 +27,10 @@ export interface Features {
   audit?: AuditFeature & { reports?: ReportsFeature | undefined };
   /** `--webhook-certificates`. */
   webhookCertificates?: WebhookCertificatesFeature;
-  /** `--metrics-secure`: who may read /metrics is reviewed with these. */
-  metricsAccess?: AccessReviewer;
-  /** `--leader-elect`. */
-  leaseLock?: LeaseLock;
+  /** `--metrics-secure`: HTTPS (a certificate from these files, else self-signed); /metrics reviewed. */
+  secureMetrics?: { reviewer: AccessReviewer; files: { certFile: string; keyFile: string } | undefined };
+  /** `--leader-elect`: the Lease and its timing. */
+  leaderElection?: Pick<LeaderElectionOptions, 'lock' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>;
 }
 
 export function operatorFeatures(deps: OperatorDeps): Features {
@@ -90,8 +90,27 @@ export function operatorFeatures(deps: OperatorDeps): Features {
             },
           },
         }),
-    ...(config.metricsSecure && deps.accessReviewer !== undefined ? { metricsAccess: deps.accessReviewer } : {}),
-    ...(config.leaderElect && deps.leaseLock !== undefined ? { leaseLock: deps.leaseLock } : {}),
+    ...(config.metricsSecure && deps.accessReviewer !== undefined
+      ? {
+          secureMetrics: {
+            reviewer: deps.accessReviewer,
+            files:
+              config.metricsTlsCertFile !== undefined && config.metricsTlsKeyFile !== undefined
+                ? { certFile: config.metricsTlsCertFile, keyFile: config.metricsTlsKeyFile }
+                : undefined,
+          },
+        }
+      : {}),
+    ...(config.leaderElect && deps.leaseLock !== undefined
+      ? {
+          leaderElection: {
+            lock: deps.leaseLock,
+            leaseDurationMs: config.leaseDurationMs,
+            renewDeadlineMs: config.renewDeadlineMs,
+            retryPeriodMs: config.retryPeriodMs,
+          },
+        }
+      : {}),
   };
 }
 

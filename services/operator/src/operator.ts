@@ -132,7 +132,7 @@ export function createOperator(deps: OperatorDeps): Operator {
   // ---- manager, HTTP ----
   let server: RunningServer | undefined;
   const monitor = new EventLoopMonitor({ clock });
-  const lock = features.leaseLock;
+  const election = features.leaderElection;
   const manager = new Manager({
     caches,
     metrics,
@@ -140,20 +140,9 @@ export function createOperator(deps: OperatorDeps): Operator {
     clock,
     drainTimeoutMs: config.drainTimeoutMs,
     leaderElection:
-      lock === undefined
-        ? undefined
-        : (callbacks) =>
-            new LeaderElector({
-              lock,
-              callbacks,
-              identity: deps.identity,
-              leaseDurationMs: config.leaseDurationMs,
-              renewDeadlineMs: config.renewDeadlineMs,
-              retryPeriodMs: config.retryPeriodMs,
-              clock,
-              random: deps.random,
-              logger,
-            }),
+      election &&
+      ((callbacks) =>
+        new LeaderElector({ ...election, callbacks, identity: deps.identity, clock, random: deps.random, logger })),
     // Closed after the caches have stopped.
     closers: [
       { name: 'event-loop-monitor', close: async () => monitor.stop() },
@@ -169,7 +158,8 @@ export function createOperator(deps: OperatorDeps): Operator {
     // one is named without failing it.
     readiness: [{ name: 'informers', check: () => instances.caches.readiness(caches.mustSync()) }],
     logger,
-    metricsGuard: features.metricsAccess && new MetricsAccessGuard({ reviewer: features.metricsAccess, logger }),
+    metricsGuard:
+      features.secureMetrics && new MetricsAccessGuard({ reviewer: features.secureMetrics.reviewer, logger }),
   });
 
   return {
@@ -181,11 +171,8 @@ export function createOperator(deps: OperatorDeps): Operator {
     async run(signal) {
       monitor.start();
       try {
-        const files =
-          config.metricsTlsCertFile !== undefined && config.metricsTlsKeyFile !== undefined
-            ? { certFile: config.metricsTlsCertFile, keyFile: config.metricsTlsKeyFile }
-            : undefined;
-        const tls = features.metricsAccess ? await metricsTls({ files, logger }) : undefined;
+        const secure = features.secureMetrics;
+        const tls = secure ? await metricsTls({ files: secure.files, logger }) : undefined;
         server = await startHttpServer(app, { port: config.metricsPort, host: config.bindAddress, tls });
       } catch (err) {
         monitor.stop();

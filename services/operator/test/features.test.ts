@@ -40,12 +40,19 @@ describe('operatorFeatures: a part is on exactly when its group is present', () 
       certValidityMs: 2_160 * 3_600_000,
       propagationDelayMs: 120_000,
     });
-    expect(f.metricsAccess).toBeDefined();
-    expect(f.leaseLock).toBeDefined();
+    expect(f.secureMetrics).toEqual({ reviewer: expect.anything(), files: undefined });
+    expect(f.leaderElection).toMatchObject({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
     expect(describeFeatures(deps(), f)).toMatchObject({
       auditInterval: '5m',
       reports: 'on (at most 100 results each)',
     });
+  });
+
+  it('secure metrics carry the certificate files when both are given', () => {
+    const f = operatorFeatures(
+      deps('--metrics-secure=true', '--metrics-tls-cert-file=/tls/tls.crt', '--metrics-tls-key-file=/tls/tls.key'),
+    );
+    expect(f.secureMetrics?.files).toEqual({ certFile: '/tls/tls.crt', keyFile: '/tls/tls.key' });
   });
 
   it('each flag turned off leaves its group out, though its I/O was given', () => {
@@ -54,8 +61,8 @@ describe('operatorFeatures: a part is on exactly when its group is present', () 
     );
     expect(f.audit).toBeUndefined();
     expect(f.webhookCertificates).toBeUndefined();
-    expect(f.metricsAccess).toBeUndefined();
-    expect(f.leaseLock).toBeUndefined();
+    expect(f.secureMetrics).toBeUndefined();
+    expect(f.leaderElection).toBeUndefined();
     expect(describeFeatures(deps(), f)).toMatchObject({ auditInterval: 'disabled', reports: 'disabled' });
     expect(operatorFeatures(deps('--reports=false')).audit?.reports).toBeUndefined();
   });
