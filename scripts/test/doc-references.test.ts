@@ -39,7 +39,7 @@ const BUILT = /^(\.tools\/|dist\/images\/)|(^|\/)src\/generated\//;
 const PATH_LIKE = /\.(ts|js|md|ya?ml|json|sh|tpl|txt)$/;
 
 /** Every stale reference in `docs` (path → text) against the tracked `files`, as `doc: reference`. */
-export function staleReferences(docs: ReadonlyMap<string, string>, files: readonly string[]): string[] {
+function staleReferences(docs: ReadonlyMap<string, string>, files: readonly string[]): string[] {
   const tracked = new Set(files);
   const folders = new Set<string>();
   for (const f of files) {

@@ -142,7 +142,7 @@ export class FakeWorld {
   }
 
   /**
-   * The ClusterPort of one replica: FakeCluster, wired as operator.ts wires KubeClusterPort
+   * The ClusterPort of one replica: FakeCluster, wired as controllers/instances/setup.ts wires KubeClusterPort
    * (RuntimeClasses from the replica's informer cache, Events through its recorder), with
    * `calls` naming every call and a `sync()` after each.
    */
@@ -214,7 +214,7 @@ export class FakeWorld {
     return source;
   }
 
-  /** What each informer would list now, by resource (label selectors applied as operator.ts sets them). */
+  /** What each informer would list now, by resource (label selectors applied as the controllers' setups ask for them). */
   private views(): Map<string, Objects> {
     const views = new Map<string, Objects>();
     const add = (resource: string, obj: KubernetesObject): void => {
@@ -235,7 +235,7 @@ export class FakeWorld {
           annotations: { ...ns.annotations },
         },
       };
-      // The two selectors operator.ts uses: owned namespaces, and the webhook's (isolated) ones.
+      // The two Namespace selectors the setups use: owned namespaces, and the webhook's (isolated) ones.
       if (ns.labels['kubeplus.io/owner-uid'] !== undefined) add('namespaces?kubeplus.io/owner-uid', obj);
       if (ns.labels['kubeplus.io/node-isolation-enabled'] === 'true') {
         add('namespaces?kubeplus.io/node-isolation-enabled=true', obj);

@@ -1,5 +1,6 @@
 /**
- * How the instances and owned-objects controllers call the InstanceReconciler: each reconcile gets
+ * How the instances and owned-objects controllers call their reconcilers (the InstanceReconciler,
+ * the OrphanCleanup): each reconcile gets
  * a ClusterPort that refuses further calls once the reconcile's signal has aborted (leadership
  * lost, or the shutdown drain bound passed), so a replica that may no longer lead stops writing at
  * its next API call; and every outcome is logged as one JSON line (controller, key, result,
@@ -11,10 +12,9 @@ import { describeError } from '@kubeplus-isolation/service';
 import type { ClusterPort } from '../cluster/port.js';
 import type { Clock } from '../runtime/clock.js';
 import { isConflict } from '../runtime/errors.js';
-import type { InstanceReconciler } from './instances/reconciler.js';
 
-/** The InstanceReconciler to use for one reconcile, on the port it is given. */
-export type ReconcilerFactory = (port: ClusterPort) => Pick<InstanceReconciler, 'reconcile' | 'cleanupOrphan'>;
+/** The reconciler to use for one reconcile, on the port it is given. */
+export type ReconcilerFactory<R> = (port: ClusterPort) => R;
 
 /**
  * A ClusterPort whose every call first checks `signal`: once it has aborted, calls reject with
@@ -64,9 +64,9 @@ export function logFailure(
   });
 }
 
-export interface ControllerDeps {
+export interface ControllerDeps<R> {
   port: ClusterPort;
-  reconcilerFor: ReconcilerFactory;
+  reconcilerFor: ReconcilerFactory<R>;
   logger: Logger;
   clock?: Clock;
 }

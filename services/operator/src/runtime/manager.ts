@@ -18,9 +18,10 @@
  */
 
 import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
+import type { Caches } from './cache.js';
 import { type Clock, sleep, systemClock } from './clock.js';
 import type { HealthCheck } from './http-server.js';
-import { informersReady, type SyncedInformer } from './informer.js';
+import { informersReady } from './informer.js';
 import type { KeySource } from './key-sources.js';
 import type { LeaderCallbacks } from './leader-election.js';
 import { ItemExponentialFailureRateLimiter } from './rate-limiter.js';
@@ -52,14 +53,12 @@ export interface Elector {
 }
 
 export interface ManagerOptions {
-  /** Every cache the Manager starts and stops; by default all must sync before campaigning. */
-  informers: readonly SyncedInformer[];
   /**
-   * The caches that must have synced before this replica campaigns for the lease
-   * (cert-manager's `mustSync`); default: all of `informers`. A cache left out (e.g. informers
-   * for kinds that come and go at run time) is started but never waited for.
+   * The caches the Manager starts and stops (cache.ts): their must-sync ones have synced before
+   * this replica campaigns for the lease (cert-manager's `mustSync`); a cache left out (e.g.
+   * informers for kinds that come and go at run time) is started but never waited for.
    */
-  mustSync?: readonly SyncedInformer[];
+  caches: Caches;
   /**
    * Builds the elector with the Manager's callbacks (e.g. `(cb) => new LeaderElector({ lock, callbacks: cb })`).
    * Omit to lead unconditionally (single replica, development).
@@ -120,7 +119,7 @@ export class Manager {
 
   /** /readyz check: informers synced and not stale (not leadership). */
   readinessCheck(): HealthCheck {
-    return { name: 'informers', check: () => informersReady(this.options.informers) };
+    return { name: 'informers', check: () => informersReady(this.options.caches.all()) };
   }
 
   /** Runs until `signal` aborts (→ 'shutdown') or leadership is lost (→ 'leadership-lost'); always cleans up. */
@@ -131,10 +130,9 @@ export class Manager {
     let electionDone: Promise<void> = Promise.resolve();
     let exit: ManagerExit = 'shutdown';
     try {
-      for (const informer of this.options.informers) informer.start();
+      this.options.caches.start();
       this.logger.info('waiting for informer caches to sync');
-      const mustSync = this.options.mustSync ?? this.options.informers;
-      await Promise.all(mustSync.map((informer) => informer.waitForSync(signal)));
+      await this.options.caches.waitForSync(signal);
       if (signal.aborted) return exit;
       this.logger.info('informer caches synced');
 
@@ -243,13 +241,7 @@ export class Manager {
     election.abort(new Error('manager shutting down'));
     await electionDone.catch(() => undefined);
     // 3. Stop caches, then 4. close servers.
-    await Promise.all(
-      this.options.informers.map((informer) =>
-        informer
-          .stop()
-          .catch((err: unknown) => this.logger.warn('informer stop failed', { error: describeError(err) })),
-      ),
-    );
+    await this.options.caches.stop();
     for (const closer of this.options.closers ?? []) {
       try {
         await Promise.race([closer.close(), sleep(this.clock, drainMs)]);

@@ -35,6 +35,11 @@ export interface OperatorMetrics {
   trackInformer(resource: string, informer: { hasSynced(): boolean; isStale(): boolean }): void;
   /** Hooks a controller's work queue reports through. */
   workQueue(controller: string): WorkQueueMetrics;
+  /**
+   * Declares further label values (fixed by code) after creation: the controllers and caches that
+   * the controllers' setups made (operator.ts). Each series starts at 0, as at creation.
+   */
+  declare(values: { controllers?: readonly string[]; resources?: readonly string[] }): void;
 }
 
 const LABEL_VALUE = /^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$/;
@@ -47,8 +52,8 @@ function declare(kind: string, values: readonly string[]): ReadonlySet<string> {
 }
 
 export function createOperatorMetrics(options: OperatorMetricsOptions): OperatorMetrics {
-  const controllers = declare('controller', options.controllers);
-  const resources = declare('resource', options.resources);
+  const controllers = new Set(declare('controller', options.controllers));
+  const resources = new Set(declare('resource', options.resources));
   const annotations = new Set(options.annotations);
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
@@ -126,7 +131,7 @@ export function createOperatorMetrics(options: OperatorMetricsOptions): Operator
     },
   });
 
-  for (const controller of controllers) {
+  const zeroController = (controller: string): void => {
     for (const result of RECONCILE_RESULTS) reconcileTotal.inc({ controller, result }, 0);
     reconcileDuration.zero({ controller });
     depth.set({ controller }, 0);
@@ -134,7 +139,8 @@ export function createOperatorMetrics(options: OperatorMetricsOptions): Operator
     retries.inc({ controller }, 0);
     workDuration.zero({ controller });
     longestRunning.set({ controller }, 0);
-  }
+  };
+  for (const controller of controllers) zeroController(controller);
   for (const annotation of annotations) invalidAnnotations.inc({ annotation }, 0);
   for (const resource of resources) informerSynced.set({ resource }, 0);
   leader.set(0);
@@ -160,6 +166,18 @@ export function createOperatorMetrics(options: OperatorMetricsOptions): Operator
     trackInformer(resource, informer) {
       if (!resources.has(resource)) throw new Error(`metrics: undeclared resource ${JSON.stringify(resource)}`);
       informerSources.set(resource, informer);
+    },
+    declare(values) {
+      for (const controller of declare('controller', values.controllers ?? [])) {
+        if (controllers.has(controller)) continue;
+        controllers.add(controller);
+        zeroController(controller);
+      }
+      for (const resource of declare('resource', values.resources ?? [])) {
+        if (resources.has(resource)) continue;
+        resources.add(resource);
+        informerSynced.set({ resource }, 0);
+      }
     },
     workQueue(controller) {
       checkController(controller);

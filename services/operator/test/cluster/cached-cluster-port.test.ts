@@ -13,6 +13,7 @@ import {
 } from '../../src/cluster/cached-cluster-port.js';
 import type { ClusterPort } from '../../src/cluster/port.js';
 import { InstanceReconciler } from '../../src/controllers/instances/reconciler.js';
+import { OrphanCleanup } from '../../src/controllers/owned-objects/orphan-cleanup.js';
 import type { InstanceKey, KindRef } from '../../src/desired/instance.js';
 import type { ManagedType } from '../../src/desired/objects.js';
 import { agentPolicy } from '../desired/helpers.js';
@@ -134,6 +135,10 @@ let port: CachedClusterPort;
 
 function reconciler(): InstanceReconciler {
   return new InstanceReconciler({ port });
+}
+
+function orphans(): OrphanCleanup {
+  return new OrphanCleanup({ port, instances: reconciler() });
 }
 
 function put(annotations: Record<string, string>, namespace = 'kubeplus'): InstanceKey {
@@ -355,7 +360,7 @@ describe('the reconciler on cached reads', () => {
     caches.refresh();
     caches.clear('instances'); // the instance Kind's informer has not listed yet
     calls.length = 0;
-    const result = await reconciler().cleanupOrphan({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC });
+    const result = await orphans().cleanupOrphan({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC });
     expect(result).toEqual({ enqueue: key });
     expect(reads()).toEqual(['getInstance']);
     expect(cluster.stored('RuntimeClass', RC)).toBeDefined();
@@ -373,7 +378,7 @@ describe('the reconciler on cached reads', () => {
     cluster.forceRemoveFinalizers(key);
     cluster.deleteInstance(key);
     put({ [SANDBOX]: KATA_ENFORCE });
-    const result = await reconciler().cleanupOrphan({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC });
+    const result = await orphans().cleanupOrphan({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC });
     expect(result).toEqual({ enqueue: key });
     expect(cluster.stored('RuntimeClass', RC)).toBeDefined();
   });

@@ -65,6 +65,19 @@ describe('operator metrics', () => {
     ).toThrow(/invalid controller/);
   });
 
+  it('declares further controllers and resources after creation, each series at 0, still refusing bad values', async () => {
+    const m = metrics();
+    expect(() => m.workQueue('owned-objects')).toThrow(/undeclared controller/);
+    m.declare({ controllers: ['owned-objects', 'node-isolation'], resources: ['runtimeclasses'] });
+    m.workQueue('owned-objects').add();
+    m.trackInformer('runtimeclasses', { hasSynced: () => true, isStale: () => false });
+    const text = await scrape(m);
+    expect(text).toContain('kubeplus_operator_reconcile_total{controller="owned-objects",result="error"} 0');
+    expect(text).toContain('kubeplus_operator_workqueue_adds_total{controller="owned-objects"} 1');
+    expect(text).toContain('kubeplus_operator_informer_synced{resource="runtimeclasses"} 1');
+    expect(() => m.declare({ resources: ['Bad Name'] })).toThrow(/invalid resource/);
+  });
+
   it('reports leadership, invalid annotations and informer sync state', async () => {
     const m = metrics();
     let synced = false;

@@ -1,12 +1,21 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { ResourceInformer } from '../../src/runtime/informer.js';
+import { Caches } from '../../src/runtime/cache.js';
+import { ResourceInformer, type SyncedInformer } from '../../src/runtime/informer.js';
 import { informerKeySource, objectKey } from '../../src/runtime/key-sources.js';
 import { LeaderElector } from '../../src/runtime/leader-election.js';
 import { Manager, type ManagerExit, type Reconciler } from '../../src/runtime/manager.js';
 import { createOperatorMetrics } from '../../src/runtime/runtime-metrics.js';
 import type { ReconcileOutcome } from '../../src/runtime/worker-pool.js';
 import { FakeClock, FakeInformerSource, flush, MemoryLease, type MemoryLeaseLock, obj } from './fakes.js';
+
+/** A cache registry holding `mustSync` (waited for) and `others` (started only). */
+function cachesOf(mustSync: SyncedInformer[], others: SyncedInformer[] = []): Caches {
+  const caches = new Caches();
+  for (const informer of mustSync) caches.add(informer);
+  for (const informer of others) caches.add(informer, { mustSync: false });
+  return caches;
+}
 
 interface Replica {
   manager: Manager;
@@ -37,7 +46,7 @@ function replica(
   const reconciled: string[] = [];
   const events: string[] = [];
   const manager = new Manager({
-    informers: [informer],
+    caches: cachesOf([informer]),
     clock,
     drainTimeoutMs: opts.drainTimeoutMs ?? 5_000,
     metrics: opts.metrics,
@@ -90,7 +99,7 @@ describe('Manager', () => {
     const informer = new ResourceInformer(source, { name: 'things', clock });
     const order: string[] = [];
     const manager = new Manager({
-      informers: [informer],
+      caches: cachesOf([informer]),
       clock,
       leaderElection: (callbacks) => {
         order.push(`campaign (synced=${informer.hasSynced()})`);
@@ -126,7 +135,7 @@ describe('Manager', () => {
     neverSource.startPlan.push('list-error', 'list-error', 'list-error', 'list-error');
     const never = new ResourceInformer(neverSource, { name: 'late-kinds', clock });
     const order: string[] = [];
-    const manager = new Manager({ informers: [informer, never], mustSync: [informer], clock });
+    const manager = new Manager({ caches: cachesOf([informer], [never]), clock });
     manager.addController({
       reconciler: {
         name: 'things',
@@ -273,7 +282,7 @@ describe('Manager', () => {
       annotations: [],
       defaultMetrics: false,
     });
-    const manager = new Manager({ informers: [], metrics });
+    const manager = new Manager({ caches: new Caches(), metrics });
     const reconcile = async () => undefined;
     expect(() => manager.addController({ reconciler: { name: 'unknown', reconcile }, sources: [] })).toThrow(
       /undeclared controller/,
@@ -312,7 +321,7 @@ describe('Manager', () => {
   });
 
   it('rejects duplicate controllers and registration after run', async () => {
-    const manager = new Manager({ informers: [] });
+    const manager = new Manager({ caches: new Caches() });
     const reconciler: Reconciler = { name: 'x', reconcile: async () => undefined };
     manager.addController({ reconciler, sources: [] });
     expect(() => manager.addController({ reconciler, sources: [] })).toThrow(/duplicate/);

@@ -24,8 +24,8 @@
 import {
   describeError,
   type ListerWatcher,
-  MAX_ERROR_DETAIL,
   ListWatchLoop,
+  MAX_ERROR_DETAIL,
   systemWatchClock,
   type WatchClock,
   WatchRestarts,

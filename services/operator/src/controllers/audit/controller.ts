@@ -1,7 +1,7 @@
 /**
  * The fail-open audit, composed: a controller (leader only) keyed by namespace over the
- * isolated-namespace informer, its key sources and its metrics. operator.ts adds the controller
- * to the Manager and the informer to the caches when `--audit-interval` is not 0.
+ * isolated-namespace informer, its key sources and its metrics. setup.ts asks the caches for the
+ * informer and builds it when `--audit-interval` is not 0.
  */
 
 import type { Logger } from '@kubeplus-isolation/service';

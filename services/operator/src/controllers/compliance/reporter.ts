@@ -120,7 +120,7 @@ export interface ReporterOptions {
 export class NamespaceReporter {
   private apiState: 'unknown' | 'available' | 'unavailable' = 'unknown';
   /**
-   * Namespaces known to hold the operator's Report: audited every period (operator.ts), so a
+   * Namespaces known to hold the operator's Report: audited every period (compliance/setup.ts), so a
    * namespace that stops being isolated has its Report deleted even when nothing else audits it.
    */
   private readonly known = new Set<string>();

@@ -3,6 +3,7 @@ import { systemClock } from '../../runtime/clock.js';
 import type { Reconciler } from '../../runtime/manager.js';
 import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
 import { abortablePort, type ControllerDeps, logFailure, logOutcome } from '../reconcile-call.js';
+import type { InstanceReconciler } from './reconciler.js';
 
 export const INSTANCES_CONTROLLER = 'instances';
 
@@ -11,7 +12,12 @@ function instanceFields(key: InstanceKey): Record<string, unknown> {
 }
 
 /** The `instances` controller: one instance per key (`encodeInstanceKey`). */
-export function instancesReconciler({ port, reconcilerFor, logger, clock = systemClock }: ControllerDeps): Reconciler {
+export function instancesReconciler({
+  port,
+  reconcilerFor,
+  logger,
+  clock = systemClock,
+}: ControllerDeps<Pick<InstanceReconciler, 'reconcile'>>): Reconciler {
   const log = logger.child({ controller: INSTANCES_CONTROLLER });
   return {
     name: INSTANCES_CONTROLLER,

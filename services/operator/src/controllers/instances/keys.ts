@@ -1,5 +1,5 @@
 /**
- * Informer events → work-queue keys, pure. Two controllers run (see operator.ts):
+ * Informer events → work-queue keys, pure. Two controllers use them (each folder's setup.ts):
  *
  * - `instances`, keyed by `encodeInstanceKey` (`group/version/Kind/plural/namespace/name`):
  *   an instance's own events; the owner of a deleted owned object (so a manual deletion is
@@ -8,7 +8,8 @@
  *   allowed-class lists are snapshots of the platform's classes; only its owner for a class
  *   generated for an instance);
  * - `owned-objects`, keyed by `encodeOwnedRef` (`apiVersion/Kind/name`): add/update of an object
- *   carrying the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
+ *   carrying the operator's ownership markers, checked by `OrphanCleanup.cleanupOrphan`
+ *   (owned-objects/).
  */
 import { SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';

@@ -1,7 +1,8 @@
 /**
  * The `owned-objects` controller: one object carrying the operator's ownership markers per key
- * (`encodeOwnedRef`) → `InstanceReconciler.cleanupOrphan`, which deletes it when its owner is
- * gone and otherwise returns the owner, handed to the instances controller to restore drift.
+ * (`encodeOwnedRef`) → `OrphanCleanup.cleanupOrphan` (orphan-cleanup.ts), which deletes it when
+ * its owner is gone and otherwise returns the owner, handed to the instances controller to
+ * restore drift.
  */
 import { encodeInstanceKey } from '../../desired/instance.js';
 import { systemClock } from '../../runtime/clock.js';
@@ -9,6 +10,7 @@ import type { Reconciler } from '../../runtime/manager.js';
 import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
 import { abortablePort, type ControllerDeps, logFailure, logOutcome } from '../reconcile-call.js';
 import { decodeOwnedRef } from './keys.js';
+import type { OrphanCleanup } from './orphan-cleanup.js';
 
 export const OWNED_OBJECTS_CONTROLLER = 'owned-objects';
 /**
@@ -16,7 +18,7 @@ export const OWNED_OBJECTS_CONTROLLER = 'owned-objects';
  * its owner is gone; otherwise pushes the owner to `owners` so its reconcile restores drift.
  */
 export function ownedObjectsReconciler(
-  { port, reconcilerFor, logger, clock = systemClock }: ControllerDeps,
+  { port, reconcilerFor, logger, clock = systemClock }: ControllerDeps<Pick<OrphanCleanup, 'cleanupOrphan'>>,
   owners: { push(key: string): void },
 ): Reconciler {
   const log = logger.child({ controller: OWNED_OBJECTS_CONTROLLER });

@@ -1,12 +1,12 @@
 /**
  * Keys of the owned-objects controller (`apiVersion/Kind/name`, `apiVersion/Kind/namespace/name`
  * for the namespaced NodeIsolation parameter): add/update of an object carrying
- * the operator's ownership markers, checked by `InstanceReconciler.cleanupOrphan`.
+ * the operator's ownership markers, checked by `OrphanCleanup.cleanupOrphan` (orphan-cleanup.ts).
  */
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type ManagedKind, NAMESPACED_KINDS } from '../../desired/objects.js';
-import type { OwnedTarget } from '../instances/reconciler.js';
+import type { OwnedTarget } from './orphan-cleanup.js';
 
 /** A kind of object the operator owns, at the API version its informer watches. */
 export interface OwnedType {

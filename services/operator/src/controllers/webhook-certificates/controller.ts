@@ -2,7 +2,7 @@
  * The webhook-certificates controller, composed: a cache of the MutatingWebhookConfigurations
  * labelled `isolation.kubeplus.io/certificates=operator` (its events are the keys; the
  * reconciler's requeue is the timer for renewals), the reconciler and its metrics. Runs on the
- * leader only, like every controller. operator.ts adds it unless `--webhook-certificates=false`.
+ * leader only, like every controller. setup.ts builds it unless `--webhook-certificates=false`.
  */
 import type { Logger } from '@kubeplus-isolation/service';
 import type { Registry } from 'prom-client';

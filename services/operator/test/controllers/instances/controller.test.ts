@@ -1,8 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { ApiError, type ClusterPort } from '../../../src/cluster/port.js';
 import { instancesReconciler } from '../../../src/controllers/instances/controller.js';
-import type { OrphanResult, OwnedTarget, ReconcileResult } from '../../../src/controllers/instances/reconciler.js';
+import type { InstanceReconciler, ReconcileResult } from '../../../src/controllers/instances/reconciler.js';
 import { ownedObjectsReconciler } from '../../../src/controllers/owned-objects/controller.js';
+import type {
+  OrphanCleanup,
+  OrphanResult,
+  OwnedTarget,
+} from '../../../src/controllers/owned-objects/orphan-cleanup.js';
 import { abortablePort, type ReconcilerFactory } from '../../../src/controllers/reconcile-call.js';
 import type { InstanceKey } from '../../../src/desired/instance.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
@@ -22,7 +27,11 @@ const INSTANCE: InstanceKey = {
 function scripted(answers: {
   reconcile?: (key: InstanceKey) => Promise<ReconcileResult>;
   cleanupOrphan?: (ref: OwnedTarget) => Promise<OrphanResult>;
-}): { factory: ReconcilerFactory; ports: ClusterPort[]; calls: string[] } {
+}): {
+  factory: ReconcilerFactory<Pick<InstanceReconciler, 'reconcile'> & Pick<OrphanCleanup, 'cleanupOrphan'>>;
+  ports: ClusterPort[];
+  calls: string[];
+} {
   const ports: ClusterPort[] = [];
   const calls: string[] = [];
   return {

@@ -1,6 +1,9 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { deletedOwnedObjectOwnerKey } from '../../../src/controllers/instances/keys.js';
 import { InstanceReconciler } from '../../../src/controllers/instances/reconciler.js';
-import type { InstanceKey } from '../../../src/desired/instance.js';
+import { OrphanCleanup } from '../../../src/controllers/owned-objects/orphan-cleanup.js';
+import { encodeInstanceKey, type InstanceKey } from '../../../src/desired/instance.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
 import { agentPolicy } from '../../desired/helpers.js';
 
@@ -18,6 +21,7 @@ const vapRef = {
 
 let cluster: FakeCluster;
 let r: InstanceReconciler;
+let orphans: OrphanCleanup;
 
 /** An instance reconciled into the cluster, so it owns objects. */
 async function owning(namespace: string, annotations: Record<string, string>): Promise<InstanceKey> {
@@ -37,14 +41,15 @@ beforeEach(() => {
   cluster.putNamespace('team-a');
   cluster.putNamespace('kubeplus');
   r = new InstanceReconciler({ port: cluster });
+  orphans = new OrphanCleanup({ port: cluster, instances: r });
 });
 
 describe('cleanupOrphan', () => {
   it('hands an object whose owner still wants it back to the owner, writing nothing', async () => {
     const key = await owning('team-a', { [SANDBOX]: ENFORCE });
     const writes = cluster.writeCount();
-    expect(await r.cleanupOrphan(rcRef)).toEqual({ enqueue: key });
-    expect(await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'team-a' })).toEqual({});
+    expect(await orphans.cleanupOrphan(rcRef)).toEqual({ enqueue: key });
+    expect(await orphans.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'team-a' })).toEqual({});
     expect(cluster.writeCount()).toBe(writes);
   });
 
@@ -52,8 +57,8 @@ describe('cleanupOrphan', () => {
     const key = await owning('team-a', { [SANDBOX]: ENFORCE });
     vanish(key);
     expect(cluster.instance(key)).toBeUndefined();
-    expect(await r.cleanupOrphan(rcRef)).toEqual({});
-    expect(await r.cleanupOrphan(vapRef)).toEqual({});
+    expect(await orphans.cleanupOrphan(rcRef)).toEqual({});
+    expect(await orphans.cleanupOrphan(vapRef)).toEqual({});
     expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
     expect(cluster.stored('ValidatingAdmissionPolicy', vapRef.name)).toBeUndefined();
     expect(cluster.stored('ValidatingAdmissionPolicyBinding', vapRef.name)).toBeDefined();
@@ -63,21 +68,21 @@ describe('cleanupOrphan', () => {
     const key = await owning('kubeplus', { [NODE]: NODE_SPEC });
     expect(cluster.namespaces.has('inst')).toBe(true);
     vanish(key);
-    await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'inst' });
+    await orphans.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'inst' });
     expect(cluster.namespaces.has('inst')).toBe(false);
   });
 
   it('only strips node isolation from a namespace it did not create', async () => {
     const key = await owning('team-a', { [NODE]: NODE_SPEC });
     vanish(key);
-    await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'team-a' });
+    await orphans.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'team-a' });
     expect(cluster.namespaces.get('team-a')).toMatchObject({ labels: {}, annotations: {} });
   });
 
   it('treats an instance whose Kind is no longer served as gone', async () => {
     await owning('team-a', { [SANDBOX]: ENFORCE });
     cluster.kinds.length = 0;
-    await r.cleanupOrphan(rcRef);
+    await orphans.cleanupOrphan(rcRef);
     expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
   });
 
@@ -86,7 +91,7 @@ describe('cleanupOrphan', () => {
     const meta = cluster.instance(key)?.metadata as Record<string, unknown>;
     meta.finalizers = ['someone.else/finalizer'];
     cluster.deleteInstance(key);
-    await r.cleanupOrphan(rcRef);
+    await orphans.cleanupOrphan(rcRef);
     expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
   });
 
@@ -95,7 +100,7 @@ describe('cleanupOrphan', () => {
     // Annotation removed and finalizer force-removed while the operator was down.
     cluster.putInstance({ name: 'inst', namespace: 'kubeplus', annotations: {} });
     cluster.forceRemoveFinalizers(key);
-    expect(await r.cleanupOrphan(rcRef)).toEqual({});
+    expect(await orphans.cleanupOrphan(rcRef)).toEqual({});
     expect(cluster.objects.size).toBe(0);
     // Its namespace is still its own: kept, only the isolation goes.
     const ns = cluster.namespaces.get('inst');
@@ -109,9 +114,9 @@ describe('cleanupOrphan', () => {
     cluster.putRuntimeClass('stray', 'kata', { 'app.kubernetes.io/managed-by': 'kubeplus-isolation' });
     cluster.putRuntimeClass('foreign', 'kata', {}, { 'kubeplus.io/owner': 'cloudark.io/Agent/x/y' });
     for (const name of ['platform-kata', 'stray', 'foreign', 'missing']) {
-      expect(await r.cleanupOrphan({ ...rcRef, name })).toEqual({});
+      expect(await orphans.cleanupOrphan({ ...rcRef, name })).toEqual({});
     }
-    expect(await r.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'nowhere' })).toEqual({});
+    expect(await orphans.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'nowhere' })).toEqual({});
     expect(cluster.writeCount()).toBe(0);
     expect(cluster.storedOfKind('RuntimeClass')).toHaveLength(3);
   });
@@ -120,19 +125,35 @@ describe('cleanupOrphan', () => {
     const key = await owning('team-a', { [SANDBOX]: ENFORCE });
     vanish(key);
     cluster.failNext('deleteObject', 409);
-    await expect(r.cleanupOrphan(rcRef)).rejects.toMatchObject({ statusCode: 409 });
+    await expect(orphans.cleanupOrphan(rcRef)).rejects.toMatchObject({ statusCode: 409 });
   });
 });
 
-describe('ownerKeyOf', () => {
+/**
+ * The owner annotation the reconciler writes resolves back to its instance's work-queue key on the
+ * path that does it: a deleted owned object's owner (instances/keys.ts, fed by the owned-object
+ * informers' deletes) — and, above, `cleanupOrphan`'s `enqueue`.
+ */
+describe('the owner an owned object names', () => {
+  const lookup = (group: string, kind: string) => cluster.kinds.find((k) => k.group === group && k.kind === kind);
+  const RUNTIME_CLASS = { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' } as const;
+  /** The RuntimeClass the reconciler wrote, as its informer's delete event carries it. */
+  const deleted = (annotations?: Record<string, string>): KubernetesObject => {
+    const rc = cluster.stored('RuntimeClass', RC);
+    const { name, labels } = rc?.metadata ?? {};
+    return { ...RUNTIME_CLASS, metadata: { name, labels, annotations: annotations ?? rc?.metadata.annotations } };
+  };
+
   it('resolves the owner annotation to a work-queue key', async () => {
     const key = await owning('team-a', { [SANDBOX]: ENFORCE });
-    const rc = cluster.stored('RuntimeClass', RC);
-    expect(await r.ownerKeyOf(rc?.metadata ?? {})).toEqual(key);
+    expect(deletedOwnedObjectOwnerKey(RUNTIME_CLASS, deleted(), lookup)).toEqual(encodeInstanceKey(key));
   });
 
   it('is undefined without an owner annotation or for a Kind not served', async () => {
-    expect(await r.ownerKeyOf({})).toBeUndefined();
-    expect(await r.ownerKeyOf({ annotations: { 'kubeplus.io/owner': 'cloudark.io/Gone/ns/n' } })).toBeUndefined();
+    await owning('team-a', { [SANDBOX]: ENFORCE });
+    expect(deletedOwnedObjectOwnerKey(RUNTIME_CLASS, deleted({}), lookup)).toBeUndefined();
+    expect(
+      deletedOwnedObjectOwnerKey(RUNTIME_CLASS, deleted({ 'kubeplus.io/owner': 'cloudark.io/Gone/ns/n' }), lookup),
+    ).toBeUndefined();
   });
 });
