@@ -42,6 +42,11 @@ import {
   writeServiceAccountKubeconfig,
 } from '@kubeplus-isolation/e2e';
 import {
+  FINALIZER as CLEANUP,
+  NODE_ISOLATION_ANNOTATION as NODE,
+  SANDBOX_ISOLATION_ANNOTATION as SANDBOX,
+} from '@kubeplus-isolation/spec';
+import {
   AdmissionregistrationV1Api,
   ApiException,
   ApiextensionsV1Api,
@@ -57,7 +62,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
-import { FINALIZER as CLEANUP, NODE_ISOLATION as NODE, SANDBOX_ISOLATION as SANDBOX } from './support/operator.js';
 import { POLICY_ENGINE_SERVED } from './support/versions.js';
 
 const run = promisify(execFile);
