@@ -28,6 +28,7 @@ import {
   type InstanceKind,
   installOpenReportsCrds,
   isApiStatus,
+  type RunningOperator,
   scrapeMetrics,
   startApiProxy,
   sumMetric,
@@ -46,7 +47,6 @@ import {
 } from '@kubernetes/client-node';
 import {
   applyChartOperatorRbac,
-  type ChartOperator,
   type ChartRbac,
   createInstanceCrd,
   deleteInstanceCrd,
@@ -115,7 +115,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
   let custom: CustomObjectsApi;
   let rbac: ChartRbac | undefined;
   let proxy: ApiProxy | undefined;
-  let operator: ChartOperator | undefined;
+  let operator: RunningOperator | undefined;
   const release = uniqueName('kpi-rep');
   const suffix = uniqueName('rep');
   const widgets: InstanceKind = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
@@ -248,7 +248,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     } catch (error) {
       if (!isApiStatus(error, 404)) process.stderr.write(`[reports] cleanup: ${String(error)}\n`);
     }
-    await operator?.service.stop();
+    await operator?.stop();
     await proxy?.close();
     try {
       await custom.patchNamespacedCustomObject(
@@ -431,7 +431,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     if (rbac === undefined || proxy === undefined) throw new Error('no operator RBAC or proxy');
     // The suite's operator (3 s period) makes way for one auditing hourly: whatever is reported
     // from now on comes from a change, never from a period.
-    await operator?.service.stop();
+    await operator?.stop();
     operator = await startChartOperator(cluster, {
       name: operatorName,
       namespace: releaseNs,

@@ -18,6 +18,7 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  type RunningOperator,
   scrapeMetrics,
   sumMetric,
   testPod,
@@ -28,7 +29,6 @@ import { uniqueName } from '../support/names.js';
 import { isolationMetadata, poolMandate } from '../support/node-isolation.js';
 import {
   applyChartOperatorRbac,
-  type ChartOperator,
   type ChartRbac,
   operatorKubeconfig,
   startChartOperator,
@@ -43,7 +43,7 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
   let kc: KubeConfig;
   let core: CoreV1Api;
   let rbac: ChartRbac | undefined;
-  let operator: ChartOperator | undefined;
+  let operator: RunningOperator | undefined;
   const release = uniqueName('kpi-shortlived');
   const mandate = poolMandate(uniqueName('sl-pool'));
   const namespaces: string[] = [];
@@ -89,7 +89,7 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
   });
 
   afterAll(async () => {
-    await operator?.service.stop();
+    await operator?.stop();
     await rbac?.remove();
     await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
   });
@@ -129,7 +129,7 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
     );
     expect(Date.now() - createdAt).toBeLessThan(30_000);
     expect(await admissions()).toEqual({ node_selector: 0, tolerations: 0, both: 1 });
-    const line = readFileSync(operator?.service.logPath ?? '', 'utf8')
+    const line = readFileSync(operator?.logPath ?? '', 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>)

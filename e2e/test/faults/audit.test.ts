@@ -14,7 +14,6 @@
  *   namespace's Pods, and the list + watch of new Pods of audit/pod-admissions.ts), and costs one
  *   LIST per isolated namespace per period (measured here).
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ApiProxy,
@@ -25,6 +24,7 @@ import {
   type InstanceKind,
   isApiStatus,
   type ProxiedRequest,
+  type RunningOperator,
   type RunningWebhook,
   registerWebhook,
   scrapeMetrics,
@@ -47,7 +47,6 @@ import { uniqueName } from '../support/names.js';
 import { poolMandate, waitForWebhookActive } from '../support/node-isolation.js';
 import {
   applyChartOperatorRbac,
-  type ChartOperator,
   type ChartRbac,
   createInstanceCrd,
   deleteInstanceCrd,
@@ -61,19 +60,6 @@ const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 const PERIOD_S = 3;
 
-interface LogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
-
-function logLines(operator: ChartOperator): LogLine[] {
-  return readFileSync(operator.service.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
-}
-
 const POD_LIST = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/;
 /** The Pod watch's list and watch (every namespace). */
 const ALL_PODS = '/api/v1/pods';
@@ -85,7 +71,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   let rbac: ChartRbac | undefined;
   let proxy: ApiProxy | undefined;
   let webhook: RunningWebhook | undefined;
-  let operator: ChartOperator | undefined;
+  let operator: RunningOperator | undefined;
   const release = uniqueName('kpi-audit');
   const suffix = uniqueName('audit');
   const widgets: InstanceKind = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
@@ -121,7 +107,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     return pod;
   }
 
-  async function startOperator(name: string, auditInterval: string): Promise<ChartOperator> {
+  async function startOperator(name: string, auditInterval: string): Promise<RunningOperator> {
     if (rbac === undefined || proxy === undefined) throw new Error('not set up');
     return startChartOperator(cluster, {
       name,
@@ -162,7 +148,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   });
 
   afterAll(async () => {
-    await operator?.service.stop();
+    await operator?.stop();
     await unregisterWebhook(kc, configName);
     await webhook?.stop();
     await proxy?.close();
@@ -264,14 +250,14 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     expect(await unisolated()).toEqual({ node_selector: 1, tolerations: 1, both: 2 });
     const lists = (proxy?.requests(listsBefore) ?? []).filter((r) => r.method === 'GET' && POD_LIST.test(r.path));
     expect(lists.map((r) => POD_LIST.exec(r.path)?.[1])).toEqual([manualNs]);
-    const line = logLines(op).find((l) => l.namespace === manualNs && l.msg.startsWith('Pods lack'));
+    const line = op.logLines().find((l) => l.namespace === manualNs && l.msg.startsWith('Pods lack'));
     expect(line).toMatchObject({
       level: 'warn',
       unisolated: 1,
       unisolatedPods: ['manual-1 (nodeSelector, tolerations)'],
       event: 'none (no watched instance owns the namespace)',
     });
-    await op.service.stop();
+    await op.stop();
     operator = undefined;
   });
 
@@ -344,7 +330,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       },
       { timeoutMs: 5 * PERIOD_S * 1000, intervalMs: 250 },
     );
-    const lines = logLines(op).filter((l) => l.msg.startsWith('Pods lack') && l.namespace === tenantNs);
+    const lines = op.logLines().filter((l) => l.msg.startsWith('Pods lack') && l.namespace === tenantNs);
     expect(lines.at(-1)).toMatchObject({
       level: 'warn',
       owner: `${widgets.group}/${widgets.kind}/${tenantNs}/${instance}`,

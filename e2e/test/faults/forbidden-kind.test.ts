@@ -9,7 +9,6 @@
  * for the other group is granted later — a ClusterRole aggregated into the chart's — the same
  * process watches it and isolates its instance, without a restart.
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type Cluster,
@@ -19,6 +18,7 @@ import {
   type InstanceKind,
   isApiStatus,
   loadKubeConfig,
+  type RunningOperator,
   reportsRefusal,
   scrapeMetrics,
   sumMetric,
@@ -35,7 +35,6 @@ import {
 import { uniqueName } from '../support/names.js';
 import {
   applyChartOperatorRbac,
-  type ChartOperator,
   type ChartRbac,
   can,
   createInstanceCrd,
@@ -49,24 +48,11 @@ const ENABLED = 'kubeplus.io/node-isolation-enabled';
 const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 const AGGREGATE_LABEL = 'isolation.kubeplus.io/aggregate-to-operator';
 
-interface LogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
-
-function logLines(operator: ChartOperator): LogLine[] {
-  return readFileSync(operator.service.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
-}
-
 describe('fault: an instance Kind the operator may not read', () => {
   let cluster: Cluster;
   let kc: KubeConfig;
   let rbac: ChartRbac | undefined;
-  let operator: ChartOperator | undefined;
+  let operator: RunningOperator | undefined;
   let operatorKc: KubeConfig;
   const release = uniqueName('kpi-fk');
   const suffix = uniqueName('fk');
@@ -141,7 +127,7 @@ describe('fault: an instance Kind the operator may not read', () => {
 
   afterAll(async () => {
     const custom = kc.makeApiClient(CustomObjectsApi);
-    await operator?.service.stop();
+    await operator?.stop();
     for (const [crd, namespace, name] of [
       [permitted, widgetNs, 'widget-1'],
       [forbidden, gadgetNs, 'gadget-1'],
@@ -222,15 +208,15 @@ describe('fault: an instance Kind the operator may not read', () => {
     await waitFor(
       'the operator to have retried the forbidden Kind at least four times',
       async (observe) => {
-        const retries = logLines(op).filter(
-          (l) => l.informer === forbiddenGvr && l.msg === 'informer list/watch failed; restarting',
-        );
+        const retries = op
+          .logLines()
+          .filter((l) => l.informer === forbiddenGvr && l.msg === 'informer list/watch failed; restarting');
         observe(retries.map((l) => `${l.level} failures=${String(l.failures)}`));
         return retries.length >= 4;
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );
-    const lines = logLines(op);
+    const lines = op.logLines();
     const retries = lines.filter((l) => l.informer === forbiddenGvr && l.msg.startsWith('informer list/watch failed'));
     expect(retries.every((l) => l.level === 'debug' && /forbidden/i.test(String(l.error)))).toBe(true);
     const warnings = lines.filter((l) => l.level === 'warn' || l.level === 'error');
@@ -247,7 +233,7 @@ describe('fault: an instance Kind the operator may not read', () => {
   test('RBAC granted later through the chart’s aggregation is picked up without a restart', async () => {
     if (operator === undefined) throw new Error('no operator');
     const op = operator;
-    const pid = op.service.process.pid;
+    const pid = op.process.pid;
     const forbiddenBefore = await metric('kubeplus_operator_instance_kinds', { state: 'forbidden' });
     await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRole({
       body: {
@@ -272,10 +258,10 @@ describe('fault: an instance Kind the operator may not read', () => {
       { timeoutMs: 60_000, intervalMs: 500 },
     );
     process.stdout.write(`[forbidden-kind] granted → watched and isolated in ${Date.now() - grantedAt} ms\n`);
-    expect(op.service.process.pid).toBe(pid);
-    expect(op.service.process.exited()).toBeUndefined();
+    expect(op.process.pid).toBe(pid);
+    expect(op.process.exited()).toBeUndefined();
     expect(await metric('kubeplus_operator_instance_kinds', { state: 'synced' })).toBeGreaterThanOrEqual(2);
-    expect(logLines(op).filter((l) => l.msg === 'instance Kind readable again: watching its instances')).toEqual([
+    expect(op.logLines().filter((l) => l.msg === 'instance Kind readable again: watching its instances')).toEqual([
       expect.objectContaining({ level: 'info', gvr: forbiddenGvr }),
     ]);
     expect((await fetch(op.readyzUrl)).status).toBe(200);
