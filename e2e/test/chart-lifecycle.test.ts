@@ -49,6 +49,7 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  FINALIZER,
   NODE_ISOLATION_ANNOTATION,
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
@@ -468,7 +469,7 @@ describe('the chart over its life on a real node', () => {
 
   test('helm uninstall: the pre-delete hook removes what the operator generated and its finalizers', async () => {
     expect(await generated()).toEqual(expect.arrayContaining(['RuntimeClass/kubeplus-sandbox-team-c']));
-    expect(await agentFinalizers('team-a')).toContain('isolation.kubeplus.io/cleanup');
+    expect(await agentFinalizers('team-a')).toContain(FINALIZER);
     const out = await helmNs('uninstall', RELEASE, '--wait', '--timeout', '180s').catch(async (error: Error) => {
       const log = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`).catch(String);
       throw new Error(`${error.message}\nthe hook Job's log:\n${log}`);
@@ -527,7 +528,7 @@ describe('the chart over its life on a real node', () => {
       "the operator to generate team-d's RuntimeClass and set its finalizer",
       async () =>
         ((await generated()).includes('RuntimeClass/kubeplus-sandbox-team-d') &&
-          (await agentFinalizers('team-d')).includes('isolation.kubeplus.io/cleanup')) ||
+          (await agentFinalizers('team-d')).includes(FINALIZER)) ||
         undefined,
       { timeoutMs: 60_000 },
     );
@@ -545,7 +546,7 @@ describe('the chart over its life on a real node', () => {
     const jobLog = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`);
     process.stderr.write(`[lifecycle] the failed hook's log:\n${jobLog}\n`);
     expect(jobLog).toMatch(/forbidden/i);
-    expect(await agentFinalizers('team-d')).toContain('isolation.kubeplus.io/cleanup');
+    expect(await agentFinalizers('team-d')).toContain(FINALIZER);
 
     // Fix the cause and run it again.
     await rbac.createClusterRoleBinding({

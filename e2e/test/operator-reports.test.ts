@@ -36,6 +36,11 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -56,7 +61,6 @@ import { uniqueName } from './support/names.js';
 import { poolMandate } from './support/node-isolation.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
 /** No scheduler serves this name: nothing but the test and the audit ever touches these Pods. */
 const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 const PERIOD_S = 3;
@@ -191,7 +195,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         ...widget,
         namespace: tenantNs,
         name: instance,
-        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': sandboxAnnotation(minRuntimeClass) } } },
+        body: { metadata: { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation(minRuntimeClass) } } },
       },
       mergePatch,
     );
@@ -275,8 +279,8 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         metadata: {
           name: instance,
           annotations: {
-            'kubeplus.io/node-isolation': JSON.stringify(mandate),
-            'kubeplus.io/sandbox-isolation': sandboxAnnotation('runc'),
+            [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate),
+            [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('runc'),
           },
         },
       },
@@ -286,7 +290,10 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
       async () => {
         const ns = await core.readNamespace({ name: tenantNs });
         const classes = await kc.makeApiClient(NodeV1Api).listRuntimeClass();
-        return ns.metadata?.labels?.[ENABLED] === 'true' && classes.items.some((rc) => rc.metadata?.name === ownClass);
+        return (
+          ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+          classes.items.some((rc) => rc.metadata?.name === ownClass)
+        );
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
@@ -414,7 +421,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         namespace: tenantNs,
         name: instance,
         body: {
-          metadata: { annotations: { 'kubeplus.io/node-isolation': null, 'kubeplus.io/sandbox-isolation': null } },
+          metadata: { annotations: { [NODE_ISOLATION_ANNOTATION]: null, [SANDBOX_ISOLATION_ANNOTATION]: null } },
         },
       },
       mergePatch,
@@ -482,7 +489,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         ...widget,
         namespace: tenantNs,
         name: instance,
-        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': '{"minRuntimeClass":' } } },
+        body: { metadata: { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: '{"minRuntimeClass":' } } },
       },
       mergePatch,
     );
@@ -505,7 +512,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         ...widget,
         namespace: tenantNs,
         name: instance,
-        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': null } } },
+        body: { metadata: { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: null } } },
       },
       mergePatch,
     );

@@ -12,6 +12,7 @@ import {
   NODE_ISOLATION_ANNOTATION,
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_ANNOTATION,
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import {
@@ -328,10 +329,9 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
           } catch (error) {
             if (!isApiStatus(error, 404)) throw error;
           }
-          observe({ owner: rc?.metadata?.annotations?.['kubeplus.io/owner'], handler: rc?.handler });
+          observe({ owner: rc?.metadata?.annotations?.[OWNER_ANNOTATION], handler: rc?.handler });
           return (
-            rc?.metadata?.annotations?.['kubeplus.io/owner'] === `cloudark.io/Agent/${nsZ}/${a}` &&
-            rc.handler === 'kata'
+            rc?.metadata?.annotations?.[OWNER_ANNOTATION] === `cloudark.io/Agent/${nsZ}/${a}` && rc.handler === 'kata'
           );
         },
         // Either path takes it: the RuntimeClass deletion re-queues nsZ's instance, and so does its conflict requeue (60 s).

@@ -19,6 +19,7 @@ import {
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  OWNER_ANNOTATION,
   SANDBOX_ISOLATION_ANNOTATION,
   SANDBOX_ISOLATION_PARAMS_API_VERSION,
   SANDBOX_ISOLATION_PARAMS_RESOURCE,
@@ -203,7 +204,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
       enforce: true,
       recommendedRuntimeClass: own,
     });
-    expect(params.metadata.annotations['kubeplus.io/owner']).toBe(`cloudark.io/Agent/${ns}/${name}`);
+    expect(params.metadata.annotations[OWNER_ANNOTATION]).toBe(`cloudark.io/Agent/${ns}/${name}`);
     // No policy of its own: the cluster's only managed policy is the shared one.
     expect(await managedPolicies(kc)).toEqual([SHARED]);
     // The controller-manager type-checks it against the CRD's schema (params.spec.*): no warning.

@@ -36,6 +36,11 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
@@ -54,8 +59,6 @@ import {
 } from './support/chart-rbac-operator.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
-const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 /** No scheduler serves this name: nothing but the test and the audit ever touches these Pods. */
 const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 const PERIOD_S = 3;
@@ -175,14 +178,17 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       body: {
         apiVersion: `${widgets.group}/v1`,
         kind: widgets.kind,
-        metadata: { name: instance, annotations: { 'kubeplus.io/node-isolation': JSON.stringify(mandate) } },
+        metadata: { name: instance, annotations: { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate) } },
       },
     });
     await waitFor(
       `the operator to isolate namespace ${tenantNs}`,
       async () => {
         const ns = await core.readNamespace({ name: tenantNs });
-        return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+        return (
+          ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+          ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined
+        );
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
@@ -231,7 +237,12 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     await core.patchNamespace(
       {
         name: manualNs,
-        body: { metadata: { labels: { [ENABLED]: 'true' }, annotations: { [RESOLVED]: JSON.stringify(mandate) } } },
+        body: {
+          metadata: {
+            labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+            annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(mandate) },
+          },
+        },
       },
       mergePatch,
     );

@@ -25,6 +25,11 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
@@ -44,8 +49,6 @@ import {
 } from './support/chart-rbac-operator.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
-const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 const AGGREGATE_LABEL = 'isolation.kubeplus.io/aggregate-to-operator';
 
 describe('fault: an instance Kind the operator may not read', () => {
@@ -87,14 +90,17 @@ describe('fault: an instance Kind the operator may not read', () => {
       body: {
         apiVersion: `${crd.group}/v1`,
         kind: crd.kind,
-        metadata: { name, annotations: { 'kubeplus.io/node-isolation': JSON.stringify(mandate) } },
+        metadata: { name, annotations: { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate) } },
       },
     });
   }
 
   async function isolated(namespace: string): Promise<boolean> {
     const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: namespace });
-    return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+    return (
+      ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+      ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined
+    );
   }
 
   beforeAll(async () => {

@@ -23,7 +23,7 @@ import {
   startApiProxy,
   waitFor,
 } from '@kubeplus-isolation/e2e';
-import { FINALIZER } from '@kubeplus-isolation/spec';
+import { FINALIZER, OWNER_NAME_LABEL } from '@kubeplus-isolation/spec';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
 import {
@@ -166,7 +166,7 @@ describe('fault: the operator leader is SIGKILLed mid-reconcile', () => {
     const inProgress = new Set(
       (gate as Hold).held().map((h) => {
         const body = JSON.parse(h.data) as { metadata?: { name?: string; labels?: Record<string, string> } };
-        return body.metadata?.labels?.['kubeplus.io/owner-name'] ?? body.metadata?.name ?? '';
+        return body.metadata?.labels?.[OWNER_NAME_LABEL] ?? body.metadata?.name ?? '';
       }),
     );
     process.stderr.write(
