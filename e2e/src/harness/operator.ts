@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from './cluster.js';
 import { type MetricSample, scrapeMetrics, sumMetric } from './metrics.js';
-import { describeExit } from './process.js';
 import { repoRoot } from './repo.js';
 import { type RunningService, type ServiceOptions, startService } from './services.js';
 import { FatalWaitError, waitFor } from './wait.js';
@@ -160,7 +159,7 @@ export async function startOperator(cluster: Cluster, opts: OperatorOptions = {}
   const logPath = service.logPath;
   const alive = (): void => {
     const exit = service.process.exited();
-    if (exit) throw new FatalWaitError(`operator ${name} ${describeExit(exit)} during start-up`);
+    if (exit) throw new FatalWaitError(`operator ${name} exited during start-up (${JSON.stringify(exit)})`);
   };
   let baseUrl = '';
   try {

@@ -14,13 +14,10 @@
  *   namespace's Pods, and the list + watch of new Pods of audit/pod-admissions.ts), and costs one
  *   LIST per isolated namespace per period (measured here).
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ApiProxy,
   type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type InstanceKind,
   isApiStatus,
   type ProxiedRequest,
@@ -50,13 +47,8 @@ import {
 } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
 import { poolMandate, waitForWebhookActive } from '../support/node-isolation.js';
-import {
-  applyChartOperatorRbac,
-  type ChartRbac,
-  createInstanceCrd,
-  deleteInstanceCrd,
-  startChartOperator,
-} from './support/chart-rbac-operator.js';
+import { operatorSuite } from '../support/operator-suite.js';
+import { createInstanceCrd, deleteInstanceCrd } from './support/chart-rbac-operator.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** No scheduler serves this name: nothing but the test and the audit ever touches these Pods. */
@@ -71,20 +63,16 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   let cluster: Cluster;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let rbac: ChartRbac | undefined;
   let proxy: ApiProxy | undefined;
   let webhook: RunningWebhook | undefined;
   let operator: RunningOperator | undefined;
-  const release = uniqueName('kpi-audit');
   const suffix = uniqueName('audit');
   const widgets: InstanceKind = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
   const widget = { group: widgets.group, version: 'v1', plural: widgets.plural };
   const instance = 'widget-1';
   const mandate = poolMandate(`${suffix}-pool`);
   const configName = uniqueName('e2e-audit-webhook');
-  const namespaces: string[] = [];
   let crdCreated = false;
-  let releaseNs = '';
   let tenantNs = '';
   let manualNs = '';
   /** The proxy's request mark when the periodic operator started. */
@@ -110,16 +98,33 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     return pod;
   }
 
-  async function startOperator(name: string, auditInterval: string): Promise<RunningOperator> {
-    if (rbac === undefined || proxy === undefined) throw new Error('not set up');
-    return startChartOperator(cluster, {
-      name,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: proxy.kubeconfigPath,
-      args: [`--audit-interval=${auditInterval}`],
-    });
-  }
+  const suite = operatorSuite({
+    name: 'audit',
+    chart: { values: { operator: { instanceGroups: [{ group: widgets.group, resources: [widgets.plural] }] } } },
+    // The operator's requests, recorded, forwarded with the chart ServiceAccount's identity.
+    kubeconfigPath: () => proxy?.kubeconfigPath ?? '',
+    // The tests start theirs.
+    startOperator: false,
+    afterOperatorsStop: async () => {
+      await unregisterWebhook(kc, configName);
+      await webhook?.stop();
+      await proxy?.close();
+      try {
+        await kc
+          .makeApiClient(CustomObjectsApi)
+          .patchNamespacedCustomObject(
+            { ...widget, namespace: tenantNs, name: instance, body: { metadata: { finalizers: null } } },
+            mergePatch,
+          );
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+      if (crdCreated) await deleteInstanceCrd(kc, widgets);
+    },
+  });
+  const release = suite.release;
+  const startOperator = (name: string, auditInterval: string): Promise<RunningOperator> =>
+    suite.startOperator({ name, args: [`--audit-interval=${auditInterval}`] });
 
   async function instanceEvents(reason: string) {
     const list = await core.listNamespacedEvent({
@@ -130,44 +135,20 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   }
 
   beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
+    ({ cluster, kc } = suite);
     core = kc.makeApiClient(CoreV1Api);
-    releaseNs = await createTestNamespace(kc, 'kpi-audit-release');
-    tenantNs = await createTestNamespace(kc, 'kpi-audit-tenant');
-    manualNs = await createTestNamespace(kc, 'kpi-audit-manual');
-    namespaces.push(releaseNs, tenantNs, manualNs);
-    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {
-      operator: { instanceGroups: [{ group: widgets.group, resources: [widgets.plural] }] },
-    });
+    tenantNs = await suite.tenantNamespace('kpi-audit-tenant');
+    manualNs = await suite.tenantNamespace('kpi-audit-manual');
     await createInstanceCrd(kc, widgets);
     crdCreated = true;
-    // The operator's requests, recorded, forwarded with the chart ServiceAccount's identity.
     proxy = await startApiProxy(cluster, {
-      upstreamUser: { name: rbac.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${releaseNs}`] },
+      upstreamUser: {
+        name: suite.rbac.user,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${suite.leaseNamespace}`],
+      },
     });
     webhook = await startWebhook(cluster);
     await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: configName });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await unregisterWebhook(kc, configName);
-    await webhook?.stop();
-    await proxy?.close();
-    try {
-      await kc
-        .makeApiClient(CustomObjectsApi)
-        .patchNamespacedCustomObject(
-          { ...widget, namespace: tenantNs, name: instance, body: { metadata: { finalizers: null } } },
-          mergePatch,
-        );
-    } catch (error) {
-      if (!isApiStatus(error, 404)) throw error;
-    }
-    if (crdCreated) await deleteInstanceCrd(kc, widgets);
-    await rbac?.remove();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
   });
 
   test('with the webhook running, the instance’s namespace is isolated and its Pods are placed', async () => {

@@ -9,12 +9,8 @@
  * for the other group is granted later — a ClusterRole aggregated into the chart's — the same
  * process watches it and isolates its instance, without a restart.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type InstanceKind,
   isApiStatus,
   loadKubeConfig,
@@ -38,26 +34,16 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
-import {
-  applyChartOperatorRbac,
-  type ChartRbac,
-  can,
-  createInstanceCrd,
-  deleteInstanceCrd,
-  operatorKubeconfig,
-  startChartOperator,
-} from './support/chart-rbac-operator.js';
+import { operatorSuite } from '../support/operator-suite.js';
+import { can, createInstanceCrd, deleteInstanceCrd, operatorKubeconfig } from './support/chart-rbac-operator.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const AGGREGATE_LABEL = 'isolation.kubeplus.io/aggregate-to-operator';
 
 describe('fault: an instance Kind the operator may not read', () => {
-  let cluster: Cluster;
   let kc: KubeConfig;
-  let rbac: ChartRbac | undefined;
   let operator: RunningOperator | undefined;
   let operatorKc: KubeConfig;
-  const release = uniqueName('kpi-fk');
   const suffix = uniqueName('fk');
   const permitted: InstanceKind = {
     group: `permitted-${suffix}.e2e.kubeplus.io`,
@@ -72,11 +58,51 @@ describe('fault: an instance Kind the operator may not read', () => {
   const forbiddenGvr = `${forbidden.group}/v1/${forbidden.plural}`;
   const grant = uniqueName('kpi-fk-grant');
   const crds: InstanceKind[] = [];
-  const namespaces: string[] = [];
-  let releaseNs = '';
   let widgetNs = '';
   let gadgetNs = '';
   const mandate = { nodeSelector: { pool: `${suffix}-pool` }, tolerations: [] };
+  const suite = operatorSuite({
+    name: 'fk',
+    chart: {
+      values: {
+        operator: {
+          instanceGroups: [{ group: permitted.group, resources: [permitted.plural] }],
+          instanceRoleAggregation: true,
+        },
+      },
+    },
+    // The tests start it.
+    startOperator: false,
+    afterOperatorsStop: async () => {
+      const custom = kc.makeApiClient(CustomObjectsApi);
+      for (const [crd, namespace, name] of [
+        [permitted, widgetNs, 'widget-1'],
+        [forbidden, gadgetNs, 'gadget-1'],
+      ] as const) {
+        try {
+          await custom.patchNamespacedCustomObject(
+            {
+              group: crd.group,
+              version: 'v1',
+              plural: crd.plural,
+              namespace,
+              name,
+              body: { metadata: { finalizers: null } },
+            },
+            mergePatch,
+          );
+        } catch (error) {
+          if (!isApiStatus(error, 404)) throw error;
+        }
+      }
+      for (const crd of crds) await deleteInstanceCrd(kc, crd);
+      try {
+        await kc.makeApiClient(RbacAuthorizationV1Api).deleteClusterRole({ name: grant });
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    },
+  });
 
   const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
     sumMetric(await scrapeMetrics(operator?.metricsUrl ?? ''), name, labels);
@@ -104,23 +130,14 @@ describe('fault: an instance Kind the operator may not read', () => {
   }
 
   beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    releaseNs = await createTestNamespace(kc, 'kpi-fk-release');
-    widgetNs = await createTestNamespace(kc, 'kpi-fk-widgets');
-    gadgetNs = await createTestNamespace(kc, 'kpi-fk-gadgets');
-    namespaces.push(releaseNs, widgetNs, gadgetNs);
-    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {
-      operator: {
-        instanceGroups: [{ group: permitted.group, resources: [permitted.plural] }],
-        instanceRoleAggregation: true,
-      },
-    });
+    kc = suite.kc;
+    widgetNs = await suite.tenantNamespace('kpi-fk-widgets');
+    gadgetNs = await suite.tenantNamespace('kpi-fk-gadgets');
     for (const crd of [permitted, forbidden]) {
       await createInstanceCrd(kc, crd);
       crds.push(crd);
     }
-    operatorKc = loadKubeConfig(await operatorKubeconfig(cluster, releaseNs, rbac));
+    operatorKc = loadKubeConfig(await operatorKubeconfig(suite.cluster, suite.leaseNamespace, suite.rbac));
     // The aggregation controller has filled the chart's instances role: the permitted Kind is
     // readable, the other one is not.
     await waitFor(
@@ -131,50 +148,10 @@ describe('fault: an instance Kind the operator may not read', () => {
     expect(await can(operatorKc, 'list', forbidden.group, forbidden.plural)).toBe(false);
   });
 
-  afterAll(async () => {
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    await operator?.stop();
-    for (const [crd, namespace, name] of [
-      [permitted, widgetNs, 'widget-1'],
-      [forbidden, gadgetNs, 'gadget-1'],
-    ] as const) {
-      try {
-        await custom.patchNamespacedCustomObject(
-          {
-            group: crd.group,
-            version: 'v1',
-            plural: crd.plural,
-            namespace,
-            name,
-            body: { metadata: { finalizers: null } },
-          },
-          mergePatch,
-        );
-      } catch (error) {
-        if (!isApiStatus(error, 404)) throw error;
-      }
-    }
-    for (const crd of crds) await deleteInstanceCrd(kc, crd);
-    try {
-      await kc.makeApiClient(RbacAuthorizationV1Api).deleteClusterRole({ name: grant });
-    } catch (error) {
-      if (!isApiStatus(error, 404)) throw error;
-    }
-    await rbac?.remove();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-  });
-
   test('the operator becomes ready, naming the forbidden Kind and counting it', async () => {
-    if (rbac === undefined) throw new Error('no RBAC');
-    // Readiness (200) is what startChartOperator waits for.
+    // Readiness (200) is what the launcher waits for.
     const startedAt = Date.now();
-    operator = await startChartOperator(cluster, {
-      name: `${release}-operator`,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: await operatorKubeconfig(cluster, releaseNs, rbac),
-      args: ['--log-level=debug'],
-    });
+    operator = await suite.startOperator({ name: `${suite.release}-operator`, args: ['--log-level=debug'] });
     process.stdout.write(`[forbidden-kind] process start → /readyz 200 in ${Date.now() - startedAt} ms\n`);
     await waitFor(
       'the operator to count one forbidden and one synced instance Kind',

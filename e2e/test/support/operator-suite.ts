@@ -5,6 +5,12 @@
  * leaves nothing behind (Agents deleted while an operator still runs to release them, then the
  * operators stopped, then the namespaces deleted).
  *
+ * With `chart`, the operator runs as the chart runs it instead: its ServiceAccount and RBAC
+ * rendered from the chart (faults/support/chart-rbac-operator.ts) in a release namespace, which
+ * holds the chart's Lease; the operator authenticates as that ServiceAccount (or through
+ * `kubeconfigPath`, e.g. a recording proxy forwarding its identity), and no Agent CRD is created
+ * (the chart's RBAC would not let it read one).
+ *
  * ```ts
  * describe('…', () => {
  *   const suite = operatorSuite({ name: 'op-sbx', waitForServiceAccount: false });
@@ -28,6 +34,12 @@ import {
   startOperator,
 } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  applyChartOperatorRbac,
+  type ChartRbac,
+  operatorKubeconfig,
+  startChartOperator,
+} from '../faults/support/chart-rbac-operator.js';
 import { uniqueName } from './names.js';
 import { deleteAgentsAndCrd, ensureAgentCrd } from './operator.js';
 
@@ -49,8 +61,14 @@ export interface OperatorSuiteOptions {
   beforeOperator?: (suite: OperatorSuite) => Promise<void>;
   /** First in afterAll, before the Agents are deleted: e.g. make sure an operator runs to release them. */
   beforeTeardown?: (suite: OperatorSuite) => Promise<void>;
+  /** In afterAll once the operators stopped, before the namespaces are deleted: e.g. strip what they left finalized. */
+  afterOperatorsStop?: (suite: OperatorSuite) => Promise<void>;
   /** Last in afterAll, after the operators stopped and the namespaces are gone. */
   afterTeardown?: (suite: OperatorSuite) => Promise<void>;
+  /** The operator as the chart runs it: its ServiceAccount and RBAC from `helm template` with `values`. */
+  chart?: { values?: Record<string, unknown> };
+  /** The kubeconfig operators use unless `startOperator` names one (default: admin; chart: the ServiceAccount's). */
+  kubeconfigPath?: (suite: OperatorSuite) => string;
 }
 
 export interface SuiteOperatorOptions {
@@ -60,7 +78,7 @@ export interface SuiteOperatorOptions {
   leaseName?: string;
   /** Default: the suite's `args`. */
   args?: readonly string[];
-  /** Default: the admin kubeconfig. */
+  /** Default: the suite's `kubeconfigPath`, else the admin's (chart: the ServiceAccount's). */
   kubeconfigPath?: string;
   /** Another operator build's main.js (e2e/scripts/build-previous-operator.sh), instead of this checkout's. */
   entry?: string;
@@ -69,7 +87,12 @@ export interface SuiteOperatorOptions {
 export interface OperatorSuite {
   readonly cluster: Cluster;
   readonly kc: KubeConfig;
+  /** The Lease namespace (chart: the release namespace). */
   readonly leaseNamespace: string;
+  /** Chart: the Helm release name (the Lease is `<release>-operator`, the default operator `<release>-op`). */
+  readonly release: string;
+  /** Chart: the ServiceAccount and RBAC applied. */
+  readonly rbac: ChartRbac;
   /** The suite's Lease (`--leader-election-id`): its own, so suites' operators never share an election. */
   readonly leaseName: string;
   /** The suite's operator: started in beforeAll, or the last one `startOperator` started. */
@@ -78,7 +101,7 @@ export interface OperatorSuite {
   readonly running: boolean;
   /** A namespace deleted in afterAll (`opts`: e.g. labels and annotations it is born with). */
   tenantNamespace(prefix: string, opts?: NamespaceOptions): Promise<string>;
-  /** An operator on the suite's Lease (fast timings), stopped in afterAll unless stopped before. */
+  /** An operator on the suite's Lease (fast timings; chart: the chart's Lease and timings), stopped in afterAll unless stopped before. */
   startOperator(opts?: SuiteOperatorOptions): Promise<RunningOperator>;
 }
 
@@ -87,7 +110,10 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
   let leaseNamespace = '';
   let current: RunningOperator | undefined;
   let createdPlatform = false;
-  const leaseName = uniqueName(`${opts.name}-lease`);
+  let rbac: ChartRbac | undefined;
+  let serviceAccountKubeconfig: string | undefined;
+  const release = uniqueName(`kpi-${opts.name}`);
+  const leaseName = opts.chart ? `${release}-operator` : uniqueName(`${opts.name}-lease`);
   const operators: RunningOperator[] = [];
   const namespaces: string[] = [];
   const setUp = (): Cluster => {
@@ -106,6 +132,11 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
       return leaseNamespace;
     },
     leaseName,
+    release,
+    get rbac() {
+      if (rbac === undefined) throw new Error(`operator suite ${opts.name}: no chart RBAC (chart mode only)`);
+      return rbac;
+    },
     get operator() {
       if (current === undefined) throw new Error(`operator suite ${opts.name}: no operator started`);
       return current;
@@ -122,12 +153,26 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
       return ns;
     },
     async startOperator(o = {}) {
+      const kubeconfigPath = o.kubeconfigPath ?? opts.kubeconfigPath?.(suite);
+      if (rbac !== undefined) {
+        serviceAccountKubeconfig ??= await operatorKubeconfig(setUp(), leaseNamespace, rbac);
+        const op = await startChartOperator(setUp(), {
+          name: o.name ?? `${release}-op`,
+          namespace: leaseNamespace,
+          rbac,
+          kubeconfigPath: kubeconfigPath ?? serviceAccountKubeconfig,
+          args: o.args ?? opts.args ?? [],
+        });
+        operators.push(op);
+        current = op;
+        return op;
+      }
       const name = o.name ?? opts.name;
       const suffix = uniqueName(name);
       const op = await startOperator(setUp(), {
         name: `operator-${suffix}`,
         ...(o.entry === undefined ? {} : { entry: o.entry }),
-        ...(o.kubeconfigPath === undefined ? {} : { kubeconfigPath: o.kubeconfigPath }),
+        ...(kubeconfigPath === undefined ? {} : { kubeconfigPath }),
         leaderElection: {
           namespace: leaseNamespace,
           id: o.leaseName ?? leaseName,
@@ -145,7 +190,7 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
   beforeAll(async () => {
     cluster = await connectE2eCluster();
     const kc = cluster.kc;
-    await ensureAgentCrd(kc);
+    if (!opts.chart) await ensureAgentCrd(kc);
     if (opts.platformNamespace !== undefined) {
       try {
         await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: opts.platformNamespace } } });
@@ -154,7 +199,8 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
         if (!isApiStatus(error, 409)) throw error;
       }
     }
-    leaseNamespace = await suite.tenantNamespace(`kpi-${opts.name}-system`);
+    leaseNamespace = await suite.tenantNamespace(`kpi-${opts.name}-${opts.chart ? 'release' : 'system'}`);
+    if (opts.chart) rbac = await applyChartOperatorRbac(cluster, release, leaseNamespace, opts.chart.values ?? {});
     await opts.beforeOperator?.(suite);
     if (opts.startOperator ?? true) await suite.startOperator();
   });
@@ -164,14 +210,16 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
     const kc = cluster.kc;
     await opts.beforeTeardown?.(suite);
     // While an operator still runs, so it releases (and cleans up after) every instance.
-    await deleteAgentsAndCrd(kc);
+    if (!opts.chart) await deleteAgentsAndCrd(kc);
     await Promise.all(operators.map((op) => op.stop()));
+    await opts.afterOperatorsStop?.(suite);
     // In parallel: the namespace controller takes seconds per namespace.
     await Promise.all(
       [...namespaces, ...(createdPlatform && opts.platformNamespace ? [opts.platformNamespace] : [])].map((ns) =>
         deleteNamespace(kc, ns),
       ),
     );
+    await rbac?.remove();
     await opts.afterTeardown?.(suite);
   });
 
