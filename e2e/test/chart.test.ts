@@ -44,9 +44,11 @@ import {
 import {
   FINALIZER as CLEANUP,
   MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
   NODE_ISOLATION_ANNOTATION as NODE,
   NODE_ISOLATION_ENABLED_LABEL,
   NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_NAME_LABEL,
   SANDBOX_ISOLATION_ANNOTATION as SANDBOX,
 } from '@kubeplus-isolation/spec';
 import {
@@ -726,7 +728,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
     let tenantNs = '';
     let custom: CustomObjectsApi;
     const widget = { group: INSTANCE_GROUP, version: 'v1', plural: 'widgets' };
-    const owned = (): string => `${MANAGED_BY_LABEL}=kubeplus-isolation,kubeplus.io/owner-name=${instance}`;
+    const owned = (): string => `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${OWNER_NAME_LABEL}=${instance}`;
 
     beforeAll(async () => {
       // An instance Kind as KubePlus registers it (label registered-by=kubeplus).

@@ -74,13 +74,13 @@ export interface OperatorSuiteOptions {
 export interface SuiteOperatorOptions {
   /** Default: the suite's name. */
   name?: string;
-  /** Default: the suite's Lease. */
+  /** Default: the suite's Lease (chart: always the chart's). */
   leaseName?: string;
   /** Default: the suite's `args`. */
   args?: readonly string[];
   /** Default: the suite's `kubeconfigPath`, else the admin's (chart: the ServiceAccount's). */
   kubeconfigPath?: string;
-  /** Another operator build's main.js (e2e/scripts/build-previous-operator.sh), instead of this checkout's. */
+  /** Another operator build's main.js (e2e/scripts/build-previous-operator.sh), instead of this checkout's (not with `chart`). */
   entry?: string;
 }
 
@@ -97,8 +97,6 @@ export interface OperatorSuite {
   readonly leaseName: string;
   /** The suite's operator: started in beforeAll, or the last one `startOperator` started. */
   readonly operator: RunningOperator;
-  /** Whether an operator started by the suite still runs. */
-  readonly running: boolean;
   /** A namespace deleted in afterAll (`opts`: e.g. labels and annotations it is born with). */
   tenantNamespace(prefix: string, opts?: NamespaceOptions): Promise<string>;
   /** An operator on the suite's Lease (fast timings; chart: the chart's Lease and timings), stopped in afterAll unless stopped before. */
@@ -141,9 +139,6 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
       if (current === undefined) throw new Error(`operator suite ${opts.name}: no operator started`);
       return current;
     },
-    get running() {
-      return operators.some((op) => op.process.exited() === undefined);
-    },
     async tenantNamespace(prefix, nsOpts = {}) {
       const ns = await createTestNamespace(setUp().kc, prefix, {
         waitForServiceAccount: opts.waitForServiceAccount ?? true,
@@ -155,12 +150,14 @@ export function operatorSuite(opts: OperatorSuiteOptions): OperatorSuite {
     async startOperator(o = {}) {
       const kubeconfigPath = o.kubeconfigPath ?? opts.kubeconfigPath?.(suite);
       if (rbac !== undefined) {
-        serviceAccountKubeconfig ??= await operatorKubeconfig(setUp(), leaseNamespace, rbac);
+        if (kubeconfigPath === undefined) {
+          serviceAccountKubeconfig ??= await operatorKubeconfig(setUp(), leaseNamespace, rbac);
+        }
         const op = await startChartOperator(setUp(), {
           name: o.name ?? `${release}-op`,
           namespace: leaseNamespace,
           rbac,
-          kubeconfigPath: kubeconfigPath ?? serviceAccountKubeconfig,
+          kubeconfigPath: kubeconfigPath ?? serviceAccountKubeconfig ?? '',
           args: o.args ?? opts.args ?? [],
         });
         operators.push(op);
