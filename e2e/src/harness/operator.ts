@@ -149,6 +149,9 @@ function readLog(path: string): LogLine[] {
  */
 export async function startOperator(cluster: Cluster, opts: OperatorOptions = {}): Promise<RunningOperator> {
   const name = opts.name ?? 'operator';
+  // A log of this name may hold an earlier process's lines (an operator started again under the
+  // same name appends): this handle reads only its own.
+  const first = readLog(join(cluster.state.logDir, `${name}.log`)).length;
   const service = await startService(cluster, {
     name,
     entry: opts.entry ?? join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
@@ -157,6 +160,7 @@ export async function startOperator(cluster: Cluster, opts: OperatorOptions = {}
     readiness: opts.readiness,
   });
   const logPath = service.logPath;
+  const ownLog = (): LogLine[] => readLog(logPath).slice(first);
   const alive = (): void => {
     const exit = service.process.exited();
     if (exit) throw new FatalWaitError(`operator ${name} exited during start-up (${JSON.stringify(exit)})`);
@@ -167,7 +171,7 @@ export async function startOperator(cluster: Cluster, opts: OperatorOptions = {}
       `operator ${name} to log 'operator starting' with its httpPort`,
       async () => {
         alive();
-        const line = readLog(logPath).find((l) => l.msg === 'operator starting');
+        const line = ownLog().find((l) => l.msg === 'operator starting');
         return typeof line?.httpPort === 'number' ? line.httpPort : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 100 },
@@ -196,8 +200,8 @@ export async function startOperator(cluster: Cluster, opts: OperatorOptions = {}
     baseUrl,
     metricsUrl: `${baseUrl}/metrics`,
     readyzUrl: `${baseUrl}/readyz`,
-    logLines: (since = 0) => readLog(logPath).slice(since),
-    logMark: () => readLog(logPath).length,
+    logLines: (since = 0) => ownLog().slice(since),
+    logMark: () => ownLog().length,
     metrics: () => scrapeMetrics(`${baseUrl}/metrics`),
     async metric(metricName, labels = {}) {
       return sumMetric(await op.metrics(), metricName, labels);
@@ -206,7 +210,7 @@ export async function startOperator(cluster: Cluster, opts: OperatorOptions = {}
       return waitFor(
         `operator ${name} to log a 'reconciled' line for ${key}`,
         async (observe) => {
-          const lines = readLog(logPath).slice(since);
+          const lines = ownLog().slice(since);
           observe(lines.slice(-5));
           return lines.find((l) => l.msg === 'reconciled' && l.controller === 'instances' && l.key === key);
         },
