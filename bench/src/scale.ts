@@ -385,13 +385,11 @@ export async function runOperatorScale(
   const metricsBase = `http://127.0.0.1:${opts.metricsPort}`;
   const operator: RunningService = await startOperator(cluster, {
     name: 'operator-bench',
+    leaderElection: false,
     args: [
-      `--kubeconfig=${cluster.kubeconfigPath}`,
       `--platform-namespace=${opts.platformNamespace}`,
-      '--leader-elect=false',
       `--sandbox-policy-layout=${opts.sandboxLayout}`,
       `--metrics-port=${opts.metricsPort}`,
-      '--bind-address=127.0.0.1',
       ...(opts.concurrency === undefined ? [] : [`--concurrency=${opts.concurrency}`]),
     ],
     // Always set, so an empty value means none (not this process's own NODE_OPTIONS).

@@ -17,15 +17,13 @@
 
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { installAgentSandbox, type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
-import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import {
-  createAgent,
-  deleteAgent,
-  ENABLED_LABEL,
-  ensureAgentCrd,
-  NODE_ISOLATION,
-  SANDBOX_ISOLATION,
-} from './support/operator.js';
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import { createAgent, deleteAgent, ensureAgentCrd } from './support/operator.js';
 import {
   installChart,
   kubectl,
@@ -60,14 +58,14 @@ describe('Agent Sandbox for real, with both isolation layers', () => {
     podOfSandbox(core, custom, namespace, sandboxName);
   const isolate = async (instance: string, minRuntimeClass: string): Promise<void> => {
     await createAgent(cluster.cp.kc, PLATFORM_NS, instance, {
-      [NODE_ISOLATION]: JSON.stringify(MANDATE),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass, enforce: true }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass, enforce: true }),
     });
     await waitFor(
       `namespace ${instance} isolated and its sandbox policy in force`,
       async () => {
         const ns = await core.readNamespace({ name: instance }).catch(() => undefined);
-        if (ns?.metadata?.labels?.[ENABLED_LABEL] !== 'true') return undefined;
+        if (ns?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] !== 'true') return undefined;
         // In force: a runc Sandbox is refused (checked with a server-side dry run).
         const res = await kubectlWithInput(
           cluster,
@@ -300,7 +298,7 @@ spec:
     );
     // Now the namespace's instance asks for kata, enforced.
     await createAgent(cluster.cp.kc, 'team-w', 'agent-w', {
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
     });
     await waitFor(
       'the enforce policy in force in team-w',
@@ -358,8 +356,8 @@ spec:
     // An instance inside an existing tenant namespace (deleting it never deletes the namespace).
     await kubectl(cluster, 'create', 'namespace', 'team-e');
     await createAgent(cluster.cp.kc, 'team-e', 'agent-e', {
-      [NODE_ISOLATION]: JSON.stringify(MANDATE),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'runc', enforce: true }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'runc', enforce: true }),
     });
     await waitFor(
       'the RuntimeClass kubeplus-sandbox-agent-e',

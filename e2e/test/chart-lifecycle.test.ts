@@ -49,6 +49,13 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  FINALIZER,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import {
   AdmissionregistrationV1Api,
   AppsV1Api,
   CoordinationV1Api,
@@ -57,13 +64,7 @@ import {
   RbacAuthorizationV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
-import {
-  createAgent,
-  ENABLED_LABEL,
-  NODE_ISOLATION,
-  RESOLVED_ANNOTATION,
-  SANDBOX_ISOLATION,
-} from './support/operator.js';
+import { createAgent } from './support/operator.js';
 import { createSandbox } from './support/operator-sandbox.js';
 import {
   admitDryRunWhile,
@@ -292,14 +293,15 @@ describe('the chart over its life on a real node', () => {
     );
     const instance = 'team-c';
     await createAgent(cluster.cp.kc, PLATFORM_NS, instance, {
-      [NODE_ISOLATION]: JSON.stringify(MANDATE),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
     });
     await waitFor(
       `namespace ${instance} isolated by the new leader`,
       async () =>
-        (await core.readNamespace({ name: instance }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
-          'true' || undefined,
+        (await core.readNamespace({ name: instance }).catch(() => undefined))?.metadata?.labels?.[
+          NODE_ISOLATION_ENABLED_LABEL
+        ] === 'true' || undefined,
       { timeoutMs: (LEASE_DURATION_S + 30) * 1000 },
     );
     const seconds = (performance.now() - started) / 1000;
@@ -467,7 +469,7 @@ describe('the chart over its life on a real node', () => {
 
   test('helm uninstall: the pre-delete hook removes what the operator generated and its finalizers', async () => {
     expect(await generated()).toEqual(expect.arrayContaining(['RuntimeClass/kubeplus-sandbox-team-c']));
-    expect(await agentFinalizers('team-a')).toContain('isolation.kubeplus.io/cleanup');
+    expect(await agentFinalizers('team-a')).toContain(FINALIZER);
     const out = await helmNs('uninstall', RELEASE, '--wait', '--timeout', '180s').catch(async (error: Error) => {
       const log = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`).catch(String);
       throw new Error(`${error.message}\nthe hook Job's log:\n${log}`);
@@ -476,7 +478,11 @@ describe('the chart over its life on a real node', () => {
     expect(await generated()).toEqual([]);
     for (const ns of [tenant, 'team-c']) {
       const n = await core.readNamespace({ name: ns });
-      expect({ ns, labels: n.metadata?.labels?.[ENABLED_LABEL], deleting: n.metadata?.deletionTimestamp }).toEqual({
+      expect({
+        ns,
+        labels: n.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL],
+        deleting: n.metadata?.deletionTimestamp,
+      }).toEqual({
         ns,
         labels: undefined,
         deleting: undefined,
@@ -516,13 +522,13 @@ describe('the chart over its life on a real node', () => {
       '180s',
     );
     await createAgent(cluster.cp.kc, PLATFORM_NS, 'team-d', {
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
     });
     await waitFor(
       "the operator to generate team-d's RuntimeClass and set its finalizer",
       async () =>
         ((await generated()).includes('RuntimeClass/kubeplus-sandbox-team-d') &&
-          (await agentFinalizers('team-d')).includes('isolation.kubeplus.io/cleanup')) ||
+          (await agentFinalizers('team-d')).includes(FINALIZER)) ||
         undefined,
       { timeoutMs: 60_000 },
     );
@@ -540,7 +546,7 @@ describe('the chart over its life on a real node', () => {
     const jobLog = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`);
     process.stderr.write(`[lifecycle] the failed hook's log:\n${jobLog}\n`);
     expect(jobLog).toMatch(/forbidden/i);
-    expect(await agentFinalizers('team-d')).toContain('isolation.kubeplus.io/cleanup');
+    expect(await agentFinalizers('team-d')).toContain(FINALIZER);
 
     // Fix the cause and run it again.
     await rbac.createClusterRoleBinding({
@@ -571,8 +577,8 @@ describe('the chart over its life on a real node', () => {
       '180s',
     );
     await createAgent(cluster.cp.kc, PLATFORM_NS, kept, {
-      [NODE_ISOLATION]: JSON.stringify(MANDATE),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
     });
     await waitFor(
       `the operator to isolate ${kept}: label, RuntimeClass, policy, NodeIsolation parameter`,
@@ -580,9 +586,9 @@ describe('the chart over its life on a real node', () => {
         const ns = await core.readNamespace({ name: kept }).catch(() => undefined);
         const param = await kubectl(cluster, 'get', 'nodeisolations', '-n', kept, '-o', 'name').catch(() => '');
         const objects = await generated();
-        observe({ label: ns?.metadata?.labels?.[ENABLED_LABEL], param, objects });
+        observe({ label: ns?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL], param, objects });
         return (
-          (ns?.metadata?.labels?.[ENABLED_LABEL] === 'true' &&
+          (ns?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
             param.trim() === 'nodeisolation.isolation.kubeplus.io/node-isolation' &&
             objects.includes(`RuntimeClass/kubeplus-sandbox-${kept}`) &&
             objects.some((o) => o.startsWith('ValidatingAdmissionPolicyBinding/'))) ||
@@ -608,8 +614,8 @@ describe('the chart over its life on a real node', () => {
     // What stays: the generated objects, the namespace's label and resolved annotation.
     expect(await generatedButReports()).toEqual(before);
     const ns = await core.readNamespace({ name: kept });
-    expect(ns.metadata?.labels?.[ENABLED_LABEL]).toBe('true');
-    expect(ns.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBeDefined();
+    expect(ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
+    expect(ns.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION]).toBeDefined();
     expect(await agentFinalizers(kept)).toEqual([]);
     // What stops: the webhook configuration and the policy engine (its CRD, so every NodeIsolation).
     const adm = cluster.cp.kc.makeApiClient(AdmissionregistrationV1Api);

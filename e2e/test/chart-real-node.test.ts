@@ -24,8 +24,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { type RealNodeCluster, repoRoot, scrapeSecureMetrics, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
+import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import { createAgent, ENABLED_LABEL, NODE_ISOLATION, RESOLVED_ANNOTATION } from './support/operator.js';
+import { createAgent } from './support/operator.js';
 import {
   carriesPoolMandate,
   helm,
@@ -150,17 +155,17 @@ describe('the chart on a real node', () => {
       { timeoutMs: 60_000 },
     );
     expect(lease.spec?.holderIdentity).toMatch(new RegExp(`^${RELEASE}-operator-`));
-    await createAgent(cluster.cp.kc, PLATFORM_NS, INSTANCE, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
+    await createAgent(cluster.cp.kc, PLATFORM_NS, INSTANCE, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE) });
     const core = cluster.cp.kc.makeApiClient(CoreV1Api);
     const ns = await waitFor(
       `the operator to isolate namespace ${INSTANCE}`,
       async () => {
         const n = await core.readNamespace({ name: INSTANCE }).catch(() => undefined);
-        return n?.metadata?.labels?.[ENABLED_LABEL] === 'true' ? n : undefined;
+        return n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' ? n : undefined;
       },
       { timeoutMs: 60_000 },
     );
-    expect(JSON.parse(ns.metadata?.annotations?.[RESOLVED_ANNOTATION] ?? '{}')).toEqual(MANDATE);
+    expect(JSON.parse(ns.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] ?? '{}')).toEqual(MANDATE);
   });
 
   test('a tenant Deployment is patched by the webhook through its Service and runs on the pool node', async () => {

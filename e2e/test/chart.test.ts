@@ -42,6 +42,16 @@ import {
   writeServiceAccountKubeconfig,
 } from '@kubeplus-isolation/e2e';
 import {
+  FINALIZER as CLEANUP,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  NODE_ISOLATION_ANNOTATION as NODE,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_NAME_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION as SANDBOX,
+} from '@kubeplus-isolation/spec';
+import {
   AdmissionregistrationV1Api,
   ApiException,
   ApiextensionsV1Api,
@@ -57,7 +67,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
-import { FINALIZER as CLEANUP, NODE_ISOLATION as NODE, SANDBOX_ISOLATION as SANDBOX } from './support/operator.js';
 import { POLICY_ENGINE_SERVED } from './support/versions.js';
 
 const run = promisify(execFile);
@@ -68,9 +77,6 @@ const run = promisify(execFile);
 const POLICY_ENGINE = POLICY_ENGINE_SERVED;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
-const RESOLVED = 'kubeplus.io/node-isolation-resolved';
-const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const INSTANCE_GROUP = 'e2e.isolation.kubeplus.io';
 
 /** The API server's Status message of a failed call (client-node 2.x ApiException body). */
@@ -273,8 +279,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
       tolerations: [{ key: 'dedicated', operator: 'Equal', value: `${release}-pool`, effect: 'NoSchedule' }],
     };
     const isolated = await createTestNamespace(admin, 'kpi-isolated', {
-      labels: { [ENABLED]: 'true' },
-      annotations: { [RESOLVED]: JSON.stringify(spec) },
+      labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+      annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(spec) },
     });
     const plain = await createTestNamespace(admin, 'kpi-plain');
     namespaces.push(isolated, plain);
@@ -381,7 +387,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
     await asOperator.createValidatingAdmissionPolicy({
       dryRun: 'All',
       body: {
-        metadata: { name, labels: { [MANAGED_BY]: 'kubeplus-isolation' } },
+        metadata: { name, labels: { [MANAGED_BY_LABEL]: 'kubeplus-isolation' } },
         spec: {
           failurePolicy: 'Fail',
           matchConstraints: {
@@ -396,7 +402,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
     await asOperator.createValidatingAdmissionPolicyBinding({
       dryRun: 'All',
       body: {
-        metadata: { name, labels: { [MANAGED_BY]: 'kubeplus-isolation' } },
+        metadata: { name, labels: { [MANAGED_BY_LABEL]: 'kubeplus-isolation' } },
         spec: { policyName: name, validationActions: ['Deny'] },
       },
     });
@@ -460,8 +466,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
       operator = operatorKc.makeApiClient(CoreV1Api);
       operatorNode = operatorKc.makeApiClient(NodeV1Api);
       tenantNs = await createTestNamespace(admin, 'kpi-tenant', {
-        labels: { [ENABLED]: 'true', team: 'a' },
-        annotations: { [RESOLVED]: '{"nodeSelector":{"pool":"a"}}' },
+        labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true', team: 'a' },
+        annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"a"}}' },
       });
       namespaces.push(tenantNs);
       // Policies reach the API server's admission asynchronously: wait until the guard denies.
@@ -470,7 +476,11 @@ describe('the umbrella Helm chart on a real control plane', () => {
         async () => {
           try {
             await tenant.patchNamespace(
-              { name: tenantNs, body: { metadata: { labels: { [ENABLED]: 'false' } } }, dryRun: 'All' },
+              {
+                name: tenantNs,
+                body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'false' } } },
+                dryRun: 'All',
+              },
               mergePatch,
             );
             return false;
@@ -489,43 +499,53 @@ describe('the umbrella Helm chart on a real control plane', () => {
       api.patchNamespace({ name, body: { metadata: { annotations } } }, mergePatch);
 
     test('a tenant can neither change, remove nor forge the isolation label and annotation', async () => {
-      const changed = await forbidden(patchLabels(tenant, tenantNs, { [ENABLED]: 'false' }));
-      expect(changed).toContain(`Namespace ${tenantNs}: label(s) ${ENABLED} are kubeplus-isolation state`);
+      const changed = await forbidden(patchLabels(tenant, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: 'false' }));
+      expect(changed).toContain(
+        `Namespace ${tenantNs}: label(s) ${NODE_ISOLATION_ENABLED_LABEL} are kubeplus-isolation state`,
+      );
       expect(changed).toContain(operatorUser());
       expect(changed).toContain('system:masters');
-      await forbidden(patchLabels(tenant, tenantNs, { [ENABLED]: null }));
+      await forbidden(patchLabels(tenant, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: null }));
       expect(
-        await forbidden(patchAnnotations(tenant, tenantNs, { [RESOLVED]: '{"nodeSelector":{"pool":"b"}}' })),
-      ).toContain(`annotation(s) ${RESOLVED}`);
-      await forbidden(patchAnnotations(tenant, tenantNs, { [RESOLVED]: null }));
+        await forbidden(
+          patchAnnotations(tenant, tenantNs, { [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"b"}}' }),
+        ),
+      ).toContain(`annotation(s) ${NODE_ISOLATION_RESOLVED_ANNOTATION}`);
+      await forbidden(patchAnnotations(tenant, tenantNs, { [NODE_ISOLATION_RESOLVED_ANNOTATION]: null }));
       const plain = await createTestNamespace(admin, 'kpi-tenant-plain');
       namespaces.push(plain);
-      await forbidden(patchLabels(tenant, plain, { [ENABLED]: 'true' }));
-      await forbidden(patchLabels(tenant, plain, { [MANAGED_BY]: 'kubeplus-isolation' }));
+      await forbidden(patchLabels(tenant, plain, { [NODE_ISOLATION_ENABLED_LABEL]: 'true' }));
+      await forbidden(patchLabels(tenant, plain, { [MANAGED_BY_LABEL]: 'kubeplus-isolation' }));
       const ns = await admin.makeApiClient(CoreV1Api).readNamespace({ name: tenantNs });
-      expect(ns.metadata?.labels?.[ENABLED]).toBe('true');
+      expect(ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
     });
 
     test('a tenant still edits every other label and annotation of its namespace', async () => {
       await patchLabels(tenant, tenantNs, { team: 'b', cost: 'center-7' });
       await patchAnnotations(tenant, tenantNs, { 'example.com/owner': 'alice' });
       const ns = await admin.makeApiClient(CoreV1Api).readNamespace({ name: tenantNs });
-      expect(ns.metadata?.labels).toEqual(expect.objectContaining({ team: 'b', cost: 'center-7', [ENABLED]: 'true' }));
+      expect(ns.metadata?.labels).toEqual(
+        expect.objectContaining({ team: 'b', cost: 'center-7', [NODE_ISOLATION_ENABLED_LABEL]: 'true' }),
+      );
     });
 
     test('the operator’s own token and cluster admins can change it', async () => {
-      await patchLabels(operator, tenantNs, { [ENABLED]: 'true' });
-      await patchAnnotations(operator, tenantNs, { [RESOLVED]: '{"nodeSelector":{"pool":"c"}}' });
-      await patchAnnotations(admin.makeApiClient(CoreV1Api), tenantNs, { [RESOLVED]: '{"nodeSelector":{"pool":"a"}}' });
+      await patchLabels(operator, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: 'true' });
+      await patchAnnotations(operator, tenantNs, {
+        [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"c"}}',
+      });
+      await patchAnnotations(admin.makeApiClient(CoreV1Api), tenantNs, {
+        [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"a"}}',
+      });
     });
 
     test('the operator is confined to its own keys, its own Namespaces and RuntimeClasses', async () => {
       expect(await forbidden(patchLabels(operator, tenantNs, { team: 'x' }))).toContain(
         `may only change its own labels and annotations of Namespace ${tenantNs}, not team`,
       );
-      await forbidden(patchLabels(operator, tenantNs, { [MANAGED_BY]: 'kubeplus-isolation' }));
+      await forbidden(patchLabels(operator, tenantNs, { [MANAGED_BY_LABEL]: 'kubeplus-isolation' }));
       expect(await forbidden(operator.deleteNamespace({ name: tenantNs }))).toContain(
-        `may only delete Namespaces it created (${MANAGED_BY}=kubeplus-isolation), not ${tenantNs}`,
+        `may only delete Namespaces it created (${MANAGED_BY_LABEL}=kubeplus-isolation), not ${tenantNs}`,
       );
       await forbidden(
         operator.createNamespace({ body: { metadata: { name: uniqueName('kpi-unowned') } }, dryRun: 'All' }),
@@ -533,7 +553,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
       // Its own Namespace: create, then delete.
       const owned = uniqueName('kpi-owned');
       await operator.createNamespace({
-        body: { metadata: { name: owned, labels: { [MANAGED_BY]: 'kubeplus-isolation' } } },
+        body: { metadata: { name: owned, labels: { [MANAGED_BY_LABEL]: 'kubeplus-isolation' } } },
       });
       namespaces.push(owned);
       await operator.deleteNamespace({ name: owned });
@@ -551,12 +571,15 @@ describe('the umbrella Helm chart on a real control plane', () => {
     test('operator-owned RuntimeClasses: only the operator (or an admin) may change or delete them', async () => {
       const name = `kubeplus-sandbox-${uniqueName('kpi')}`;
       await operatorNode.createRuntimeClass({
-        body: { metadata: { name, labels: { [MANAGED_BY]: 'kubeplus-isolation' } }, handler: 'kata' },
+        body: { metadata: { name, labels: { [MANAGED_BY_LABEL]: 'kubeplus-isolation' } }, handler: 'kata' },
       });
       const nodeAdmin = admin.makeApiClient(NodeV1Api);
       try {
         const denied = await forbidden(
-          tenantNode.patchRuntimeClass({ name, body: { metadata: { labels: { [MANAGED_BY]: null } } } }, mergePatch),
+          tenantNode.patchRuntimeClass(
+            { name, body: { metadata: { labels: { [MANAGED_BY_LABEL]: null } } } },
+            mergePatch,
+          ),
         );
         expect(denied).toContain(`RuntimeClass ${name} is managed by kubeplus-isolation`);
         expect(await forbidden(tenantNode.deleteRuntimeClass({ name }))).toContain('DELETE is allowed only to');
@@ -580,7 +603,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
       const report = (namespace: string, fail: number) => ({
         apiVersion: 'openreports.io/v1alpha1',
         kind: 'Report',
-        metadata: { name: 'kubeplus-isolation', namespace, labels: { [MANAGED_BY]: 'kubeplus-isolation' } },
+        metadata: { name: 'kubeplus-isolation', namespace, labels: { [MANAGED_BY_LABEL]: 'kubeplus-isolation' } },
         scope: { apiVersion: 'v1', kind: 'Namespace', name: namespace },
         source: 'kubeplus-isolation',
         summary: { pass: 0, fail, warn: 0, error: 0, skip: 0 },
@@ -705,7 +728,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
     let tenantNs = '';
     let custom: CustomObjectsApi;
     const widget = { group: INSTANCE_GROUP, version: 'v1', plural: 'widgets' };
-    const owned = (): string => `${MANAGED_BY}=kubeplus-isolation,kubeplus.io/owner-name=${instance}`;
+    const owned = (): string => `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${OWNER_NAME_LABEL}=${instance}`;
 
     beforeAll(async () => {
       // An instance Kind as KubePlus registers it (label registered-by=kubeplus).
@@ -803,8 +826,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
           metadata: {
             name: instance,
             annotations: {
-              'kubeplus.io/node-isolation': JSON.stringify(placement),
-              'kubeplus.io/sandbox-isolation': JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
+              [NODE]: JSON.stringify(placement),
+              [SANDBOX]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
             },
           },
         },
@@ -815,7 +838,10 @@ describe('the umbrella Helm chart on a real control plane', () => {
         async (observe) => {
           const ns = await core.readNamespace({ name: tenantNs });
           observe(JSON.stringify({ labels: ns.metadata?.labels, annotations: ns.metadata?.annotations }));
-          return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+          return (
+            ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+            ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined
+          );
         },
         { timeoutMs: 60_000, intervalMs: 250 },
       );
@@ -849,7 +875,10 @@ describe('the umbrella Helm chart on a real control plane', () => {
       await forbidden(
         tenantKc
           .makeApiClient(CoreV1Api)
-          .patchNamespace({ name: tenantNs, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch),
+          .patchNamespace(
+            { name: tenantNs, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: null } } } },
+            mergePatch,
+          ),
       );
       const [runtimeClass] = (await node.listRuntimeClass({ labelSelector: owned() })).items;
       await forbidden(
@@ -995,7 +1024,10 @@ describe('the umbrella Helm chart on a real control plane', () => {
       await forbidden(
         platformKc
           .makeApiClient(CoreV1Api)
-          .patchNamespace({ name: tenantNs, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch),
+          .patchNamespace(
+            { name: tenantNs, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: null } } } },
+            mergePatch,
+          ),
       );
     });
 
@@ -1041,7 +1073,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
             (await adm.listValidatingAdmissionPolicy({ labelSelector: owned() })).items.length +
             (await adm.listValidatingAdmissionPolicyBinding({ labelSelector: owned() })).items.length;
           const ns = await core.readNamespace({ name: tenantNs });
-          const label = ns.metadata?.labels?.[ENABLED];
+          const label = ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL];
           observe(JSON.stringify({ instanceGone, classes, policies, label }));
           return instanceGone && classes === 0 && policies === 0 && label === undefined;
         },
@@ -1165,7 +1197,7 @@ describe('the umbrella Helm chart on a real control plane', () => {
       async () => {
         try {
           await tenant.patchNamespace(
-            { name: plain, body: { metadata: { labels: { [ENABLED]: 'true' } } }, dryRun: 'All' },
+            { name: plain, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' } } }, dryRun: 'All' },
             mergePatch,
           );
           return true;

@@ -19,9 +19,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type RunningWebhook,
   registerWebhook,
   repoRoot,
@@ -29,26 +26,25 @@ import {
   testPod,
   unregisterWebhook,
 } from '@kubeplus-isolation/e2e';
+import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import { poolMandate, waitForWebhookActive } from './support/node-isolation.js';
 import {
   AGENT,
   createAgent,
-  deleteAgentsAndCrd,
-  ensureAgentCrd,
   expectedSandboxObjects,
-  NODE_ISOLATION,
   policyName,
-  RESOLVED_ANNOTATION,
   runtimeClassName,
-  SANDBOX_ISOLATION,
-  startTestOperator,
-  type TestOperator,
   waitForNamespace,
   waitForSettled,
 } from './support/operator.js';
 import { createSandbox, expectAllowed } from './support/operator-sandbox.js';
+import { operatorSuite } from './support/operator-suite.js';
 
 const CLI = join(repoRoot(), 'packages', 'cli', 'dist', 'main.js');
 /** No scheduler serves this name: the Pods stay Pending, which is all this suite needs. */
@@ -112,7 +108,7 @@ metadata:
         metadata: {
           name: 'agent-c',
           namespace: 'team-b',
-          annotations: { [SANDBOX_ISOLATION]: '{"minRuntimeClass":"runsc","enforce":false}' },
+          annotations: { [SANDBOX_ISOLATION_ANNOTATION]: '{"minRuntimeClass":"runsc","enforce":false}' },
         },
       }),
     );
@@ -129,7 +125,7 @@ metadata:
     const file = join(dir, 'apps', 'team-a', 'rendered.yaml');
     expect(r.stdout).toContain(`${file}:17 (document 3): cloudark.io/v1 Agent team-a/agent-b`);
     expect(r.stdout).toContain(
-      `  ${NODE_ISOLATION} is invalid:\n    tolerations[0].operator must be one of Exists, Equal`,
+      `  ${NODE_ISOLATION_ANNOTATION} is invalid:\n    tolerations[0].operator must be one of Exists, Equal`,
     );
     expect(r.stdout).not.toContain('agent-a');
     expect(r.stdout).toMatch(/^INVALID: 2 file\(s\), 4 document\(s\), 3 instance\(s\)/m);
@@ -159,56 +155,50 @@ metadata:
 });
 
 describe('kubeplus-isolation explain and check on the real control plane', () => {
+  let webhook: RunningWebhook | undefined;
+  let files = '';
+  const configName = uniqueName('e2e-cli-node-isolation');
+  const suite = operatorSuite({
+    name: 'cli',
+    waitForServiceAccount: false,
+    beforeTeardown: async ({ kc }) => {
+      await unregisterWebhook(kc, configName);
+      await webhook?.stop();
+    },
+    afterTeardown: async () => {
+      if (files) rmSync(files, { recursive: true, force: true });
+    },
+  });
   let cluster: Cluster;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let operator: TestOperator | undefined;
-  let webhook: RunningWebhook | undefined;
-  const namespaces: string[] = [];
-  const configName = uniqueName('e2e-cli-node-isolation');
   const pool = uniqueName('cli-pool');
   const mandate = poolMandate(pool);
   const agent = uniqueName('cli-agent');
   let ns = '';
-  let files = '';
   const kube = (): string[] => ['--kubeconfig', cluster.kubeconfigPath];
 
   beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
+    ({ cluster, kc } = suite);
     core = kc.makeApiClient(CoreV1Api);
     files = mkdtempSync(join(tmpdir(), 'kpi-cli-check-'));
-    await ensureAgentCrd(kc);
-    const leaseNamespace = await createTestNamespace(kc, 'kpi-cli-system', { waitForServiceAccount: false });
-    namespaces.push(leaseNamespace);
-    operator = await startTestOperator(cluster, { name: 'op-cli', leaseNamespace, leaseName: uniqueName('op-cli') });
     webhook = await startWebhook(cluster);
-    ns = await createTestNamespace(kc, 'kpi-cli-tenant', { waitForServiceAccount: false });
-    namespaces.push(ns);
+    ns = await suite.tenantNamespace('kpi-cli-tenant');
     // Admitted before any sandbox minimum exists: the policies judge only what comes later.
     expectAllowed(
       await createSandbox(kc, { kind: 'Sandbox', version: 'v1beta1', namespace: ns, name: 'old-sbx' }, undefined),
       'a Sandbox without a runtime class before the minimum',
     );
     await createAgent(kc, ns, agent, {
-      [NODE_ISOLATION]: JSON.stringify(mandate),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'runsc' }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'runsc' }),
     });
     await waitForNamespace(kc, ns, 'to carry the resolved mandate', (n) =>
-      Boolean(n?.metadata?.annotations?.[RESOLVED_ANNOTATION]),
+      Boolean(n?.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION]),
     );
     await waitForSettled(kc, { namespace: ns, name: agent }, expectedSandboxObjects(ns, agent, true));
     await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: configName });
     await waitForWebhookActive(kc, ns, mandate.nodeSelector);
-  });
-
-  afterAll(async () => {
-    await unregisterWebhook(kc, configName);
-    await webhook?.stop();
-    if (kc) await deleteAgentsAndCrd(kc);
-    await operator?.stop();
-    await Promise.all(namespaces.map((n) => deleteNamespace(kc, n)));
-    if (files) rmSync(files, { recursive: true, force: true });
   });
 
   const podFile = (name: string): string => {

@@ -18,9 +18,10 @@
 import { release } from 'node:os';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { type RealNodeCluster, RUNSC_RUNTIME_CLASS, waitFor } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, NodeV1Api, type V1Pod } from '@kubernetes/client-node';
 import { KERNEL_PROBE_PORT, kernelLine, kernelProbeSandbox } from '../src/demo/manifests.js';
-import { createAgent, NODE_ISOLATION, patchAgent, SANDBOX_ISOLATION } from './support/operator.js';
+import { createAgent, patchAgent } from './support/operator.js';
 import {
   kubectl,
   kubectlWithInput,
@@ -74,8 +75,8 @@ describe('Sandboxes that run inside gVisor on the real node', () => {
     );
   const isolate = async (tenant: string, minRuntimeClass: string, enforce: boolean): Promise<void> => {
     await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, {
-      [NODE_ISOLATION]: JSON.stringify(MANDATE),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass, enforce }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass, enforce }),
     });
     await waitFor(
       `the ServiceAccount of ${tenant}`,
@@ -230,7 +231,7 @@ describe('Sandboxes that run inside gVisor on the real node', () => {
   test("tightening runsc → kata: the running gVisor Sandbox stays; a new one, held to kata, stays unstarted with the kubelet's reason", async () => {
     const before = await podOf('team-g', 'coder');
     await patchAgent(cluster.cp.kc, PLATFORM_NS, 'team-g', {
-      annotations: { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }) },
+      annotations: { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }) },
     });
     // In force: the platform's gvisor class, allowed at runsc, is refused now.
     await refusing('team-g', RUNSC_RUNTIME_CLASS);

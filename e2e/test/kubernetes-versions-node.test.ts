@@ -14,8 +14,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { e2eStatePath, minorOf, nodeMinor, type RealNodeCluster, readState, waitFor } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ANNOTATION, NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { createAgent, ENABLED_LABEL, NODE_ISOLATION } from './support/operator.js';
+import { createAgent } from './support/operator.js';
 import {
   helm,
   installChart,
@@ -73,12 +74,12 @@ const MANDATE = poolMandate(POOL);
       const core = cluster.cp.kc.makeApiClient(CoreV1Api);
       // The pool node is tainted for the tenant (seed 1 step 1): only a Pod carrying the mandate runs there.
       await kubectl(cluster, 'taint', 'node', cluster.nodeName, `dedicated=${POOL}:NoSchedule`);
-      await createAgent(cluster.cp.kc, PLATFORM_NS, INSTANCE, { [NODE_ISOLATION]: JSON.stringify(MANDATE) });
+      await createAgent(cluster.cp.kc, PLATFORM_NS, INSTANCE, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE) });
       await waitFor(
         `the operator to isolate namespace ${INSTANCE}`,
         async () => {
           const n = await core.readNamespace({ name: INSTANCE }).catch(() => undefined);
-          return n?.metadata?.labels?.[ENABLED_LABEL] === 'true' || undefined;
+          return n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' || undefined;
         },
         { timeoutMs: 60_000 },
       );

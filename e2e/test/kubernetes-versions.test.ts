@@ -32,11 +32,14 @@ import {
   minorOf,
   nodeMinor,
   policyApiSupport,
+  type RunningOperator,
   repoRoot,
   requestedMinor,
   servedPolicyApis,
   startControlPlane,
+  startOperator,
 } from '@kubeplus-isolation/e2e';
+import { SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import {
@@ -46,9 +49,6 @@ import {
   expectedSandboxObjects,
   policyName,
   runtimeClassName,
-  SANDBOX_ISOLATION,
-  startTestOperator,
-  type TestOperator,
   waitForEvent,
   waitForOwned,
 } from './support/operator.js';
@@ -76,20 +76,20 @@ async function proveAdvisory(c: Cluster, kc: KubeConfig, label: string): Promise
   const served = await servedPolicyApis(kc);
   await ensureAgentCrd(kc);
   const namespaces: string[] = [];
-  let operator: TestOperator | undefined;
+  let operator: RunningOperator | undefined;
   try {
     const lease = await createTestNamespace(kc, 'kpi-versions-system', { waitForServiceAccount: false });
     namespaces.push(lease);
-    operator = await startTestOperator(c, {
-      name: `versions-${label}`,
-      leaseNamespace: lease,
-      leaseName: uniqueName('versions'),
+    const operatorName = uniqueName(`versions-${label}`);
+    operator = await startOperator(c, {
+      name: `operator-${operatorName}`,
+      leaderElection: { namespace: lease, id: uniqueName('versions'), identity: operatorName, lease: 'fast' },
     });
     const ns = await createTestNamespace(kc, 'kpi-versions-advisory', { waitForServiceAccount: false });
     namespaces.push(ns);
     const name = uniqueName('advisory-agent');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: ADVISORY });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: ADVISORY });
     const owned = await waitForOwned(
       kc,
       name,

@@ -11,8 +11,9 @@
  * allows (32), keys and values of the longest valid length, each of the Pod's equal to a mandated
  * one in every field but tolerationSeconds — is still patched.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { type Cluster, connectE2eCluster, createTestNamespace, deleteNamespace } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
 import {
   installPolicyEngine,
@@ -23,7 +24,6 @@ import {
 } from './support/policy-engine.js';
 import { describeIf, POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY } from './support/versions.js';
 
-const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
 /** The cap, as the engine file states it (its ValidatingAdmissionPolicy's `maxTolerations` variable). */
 function engineCap(): number | undefined {
   const vap = policyEngineObjects().find((o) => o.kind === 'ValidatingAdmissionPolicy') as
@@ -98,7 +98,9 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
       kc = cluster.kc;
       core = kc.makeApiClient(CoreV1Api);
       engine = await installPolicyEngine(kc);
-      governed = await createTestNamespace(kc, 'kpi-engine-cost', { labels: { [ENABLED_LABEL]: 'true' } });
+      governed = await createTestNamespace(kc, 'kpi-engine-cost', {
+        labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+      });
       await writeNodeIsolationParameter(kc, governed, MANDATE);
       await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);
     });

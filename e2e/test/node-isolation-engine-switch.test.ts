@@ -5,13 +5,10 @@
  * during the switch must carry the mandated nodeSelector and toleration, and Pods must have been
  * admitted in every phase (the switch was exercised, not slept through).
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, expect, test } from '@jest/globals';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   isApiStatus,
+  type RunningOperator,
   type RunningWebhook,
   registerWebhook,
   startWebhook,
@@ -19,19 +16,12 @@ import {
   unregisterWebhook,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ANNOTATION, NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import { waitForWebhookActive } from './support/node-isolation.js';
-import {
-  createAgent,
-  deleteAgentsAndCrd,
-  ENABLED_LABEL,
-  ensureAgentCrd,
-  NODE_ISOLATION,
-  startTestOperator,
-  type TestOperator,
-  waitForNamespace,
-} from './support/operator.js';
+import { createAgent, waitForNamespace } from './support/operator.js';
+import { operatorSuite } from './support/operator-suite.js';
 import { installPolicyEngine, NODE_ISOLATION_PARAMS, type PolicyEngine } from './support/policy-engine.js';
 import { describeIf, POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY } from './support/versions.js';
 
@@ -40,54 +30,47 @@ type Phase = 'webhook' | 'both' | 'webhook-removed' | 'admission-policy';
 describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
   'node isolation: switching from the webhook to the admission-policy engine leaves no window',
   () => {
-    let cluster: Cluster;
-    let kc: KubeConfig;
     let webhook: RunningWebhook | undefined;
     let policyEngine: PolicyEngine | undefined;
-    let operator: TestOperator | undefined;
-    let leaseNamespace = '';
-    const leaseName = uniqueName('switch-lease');
+    let operator: RunningOperator | undefined;
     const webhookConfig = uniqueName('e2e-switch');
-    const namespaces: string[] = [];
     const pool = uniqueName('switch-pool');
     const mandate = {
       nodeSelector: { pool },
       tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
     };
 
-    const startOperator = (engine: string): Promise<TestOperator> =>
-      startTestOperator(cluster, {
-        name: `switch-${engine}`,
-        leaseNamespace,
-        leaseName,
-        extraArgs: [`--node-isolation-engine=${engine}`],
-      });
+    const startOperator = (engine: string): Promise<RunningOperator> =>
+      suite.startOperator({ name: `switch-${engine}`, args: [`--node-isolation-engine=${engine}`] });
 
-    beforeAll(async () => {
-      cluster = await connectE2eCluster();
-      kc = cluster.kc;
-      await ensureAgentCrd(kc);
-      leaseNamespace = await createTestNamespace(kc, 'kpi-switch-system');
-      namespaces.push(leaseNamespace);
-      webhook = await startWebhook(cluster);
-      await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig });
-      operator = await startOperator('webhook');
+    const suite = operatorSuite({
+      name: 'switch',
+      startOperator: false,
+      beforeOperator: async ({ cluster, kc }) => {
+        webhook = await startWebhook(cluster);
+        await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig });
+        operator = await startOperator('webhook');
+      },
+      afterTeardown: async ({ kc }) => {
+        await unregisterWebhook(kc, webhookConfig);
+        await webhook?.stop();
+        await policyEngine?.uninstall();
+      },
     });
-
-    afterAll(async () => {
-      if (kc) await deleteAgentsAndCrd(kc);
-      await operator?.stop();
-      if (kc) await unregisterWebhook(kc, webhookConfig);
-      await webhook?.stop();
-      await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-      await policyEngine?.uninstall();
+    let kc: KubeConfig;
+    beforeAll(() => {
+      kc = suite.kc;
     });
 
     test('Pods created continuously through webhook → both → admission-policy are all isolated', async () => {
-      const ns = await createTestNamespace(kc, 'kpi-switch-tenant');
-      namespaces.push(ns);
-      await createAgent(kc, ns, uniqueName('switch-agent'), { [NODE_ISOLATION]: JSON.stringify(mandate) });
-      await waitForNamespace(kc, ns, 'to be isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
+      const ns = await suite.tenantNamespace('kpi-switch-tenant');
+      await createAgent(kc, ns, uniqueName('switch-agent'), { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate) });
+      await waitForNamespace(
+        kc,
+        ns,
+        'to be isolated',
+        (n) => n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
+      );
       await waitForWebhookActive(kc, ns, mandate.nodeSelector);
 
       // The load: Pods created back to back for the whole switch, each remembered with its phase.

@@ -11,8 +11,9 @@
  * DefaultTolerationSeconds, run before any webhook or policy).
  */
 
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { type Cluster, connectE2eCluster, createTestNamespace, deleteNamespace } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import jsonpatch from 'fast-json-patch';
@@ -25,7 +26,6 @@ import {
 } from './support/policy-engine.js';
 import { describeIf, POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY } from './support/versions.js';
 
-const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
 type NodeIsolationSpec = Parameters<typeof buildNodeIsolationPatch>[1];
 type Toleration = NodeIsolationSpec['tolerations'][number];
 
@@ -110,7 +110,9 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
         'ValidatingAdmissionPolicy',
         'ValidatingAdmissionPolicyBinding',
       ]);
-      governed = await createTestNamespace(kc, 'kpi-engine-policy', { labels: { [ENABLED_LABEL]: 'true' } });
+      governed = await createTestNamespace(kc, 'kpi-engine-policy', {
+        labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+      });
       plain = await createTestNamespace(kc, 'kpi-engine-plain');
       await writeNodeIsolationParameter(kc, governed, MANDATE);
       await waitForPolicyResult(kc, governed, MANDATE.nodeSelector);

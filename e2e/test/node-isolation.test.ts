@@ -16,6 +16,7 @@ import {
   waitFor,
   waitForPodBound,
 } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -37,7 +38,6 @@ import { uniqueName } from './support/names.js';
 import {
   admissionCounts,
   createIsolatedNamespace,
-  ENABLED_LABEL,
   isolationMetadata,
   placement,
   poolMandate,
@@ -403,7 +403,7 @@ describe('node isolation (seed 1): the webhook on the real API server', () => {
     await waitForPodBound(kc, doomed, 'doomed');
     await deleteNamespace(kc, doomed);
     await expect(core.readNamespace({ name: doomed })).rejects.toMatchObject({ code: 404 });
-    const labeled = await core.listNamespace({ labelSelector: `${ENABLED_LABEL}=true` });
+    const labeled = await core.listNamespace({ labelSelector: `${NODE_ISOLATION_ENABLED_LABEL}=true` });
     expect(labeled.items.map((n) => n.metadata?.name)).not.toContain(doomed);
     await expect(core.readNamespacedPod({ namespace: doomed, name: 'doomed' })).rejects.toMatchObject({ code: 404 });
   });

@@ -17,13 +17,18 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ApiProxy,
   type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   isApiStatus,
+  LEASE_PRESETS,
+  type RunningOperator,
   startApiProxy,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  FINALIZER,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import { CoordinationV1Api, CustomObjectsApi, type KubeConfig, NodeV1Api } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import {
@@ -31,36 +36,29 @@ import {
   agentKey,
   createAgent,
   deleteAgent,
-  deleteAgentsAndCrd,
-  ENABLED_LABEL,
-  ensureAgentCrd,
   expectedSandboxObjects,
-  FAST_LEASE,
-  FINALIZER,
   getAgent,
   isolationKeys,
-  NODE_ISOLATION,
   ownedObjects,
   patchAgent,
   readNamespace,
-  SANDBOX_ISOLATION,
   sharedClusterDefaults,
-  startTestOperator,
-  type TestOperator,
   waitForNamespace,
   waitForOwned,
   waitForSettled,
 } from './support/operator.js';
+import { operatorSuite } from './support/operator-suite.js';
 
+const FAST_LEASE = LEASE_PRESETS.fast;
 const RECONCILES = 'kubeplus_operator_reconcile_total';
 const LEADER = 'kubeplus_operator_leader';
 
 const annotations = (pool: string, enforce: boolean): Record<string, string> => ({
-  [NODE_ISOLATION]: JSON.stringify({
+  [NODE_ISOLATION_ANNOTATION]: JSON.stringify({
     nodeSelector: { pool },
     tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
   }),
-  [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce }),
+  [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce }),
 });
 
 async function leaseHolder(kc: KubeConfig, namespace: string, name: string): Promise<string | undefined> {
@@ -74,7 +72,7 @@ async function leaseHolder(kc: KubeConfig, namespace: string, name: string): Pro
 }
 
 /** Waits until the operator's queues are empty, nothing runs, and the reconcile count holds still between two scrapes. */
-async function waitIdle(op: TestOperator): Promise<void> {
+async function waitIdle(op: RunningOperator): Promise<void> {
   let previous = -1;
   await waitFor(
     `operator ${op.identity} to be idle (empty queues, nothing in flight, no new reconciles)`,
@@ -97,36 +95,23 @@ async function waitIdle(op: TestOperator): Promise<void> {
 }
 
 describe('operator: controller machinery on the real control plane', () => {
+  const suite = operatorSuite({ name: 'op-ctl', startOperator: false, waitForServiceAccount: false });
+  const { tenantNamespace } = suite;
   let cluster: Cluster;
   let kc: KubeConfig;
   let leaseNamespace = '';
-  const namespaces: string[] = [];
-  const tenantNamespace = async (prefix: string): Promise<string> => {
-    const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
-    namespaces.push(ns);
-    return ns;
-  };
-
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    await ensureAgentCrd(kc);
-    leaseNamespace = await tenantNamespace('kpi-op-ctl-system');
-  });
-
-  afterAll(async () => {
-    if (kc) await deleteAgentsAndCrd(kc);
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
+  beforeAll(() => {
+    ({ cluster, kc, leaseNamespace } = suite);
   });
 
   describe('two replicas on one Lease', () => {
     const lease = uniqueName('op-ctl-lease');
-    const operators: TestOperator[] = [];
+    const operators: RunningOperator[] = [];
     let ns = '';
-    let leader: TestOperator;
-    let standby: TestOperator;
-    const start = async (name: string): Promise<TestOperator> => {
-      const op = await startTestOperator(cluster, { name, leaseNamespace, leaseName: lease });
+    let leader: RunningOperator;
+    let standby: RunningOperator;
+    const start = async (name: string): Promise<RunningOperator> => {
+      const op = await suite.startOperator({ name, leaseName: lease });
       operators.push(op);
       return op;
     };
@@ -157,7 +142,7 @@ describe('operator: controller machinery on the real control plane', () => {
         { timeoutMs: 20_000 },
       );
       leader = holder;
-      standby = operators.find((o) => o !== holder) as TestOperator;
+      standby = operators.find((o) => o !== holder) as RunningOperator;
       await waitFor(`the leader gauge of ${leader.identity} to be 1`, async () => (await leader.metric(LEADER)) === 1, {
         timeoutMs: 10_000,
       });
@@ -165,7 +150,12 @@ describe('operator: controller machinery on the real control plane', () => {
       const name = uniqueName('elected-agent');
       await createAgent(kc, ns, name, annotations(uniqueName('pool'), true));
       await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
-      await waitForNamespace(kc, ns, 'to be node-isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
+      await waitForNamespace(
+        kc,
+        ns,
+        'to be node-isolated',
+        (n) => n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
+      );
       // The objects exist before the reconcile that wrote them has finished and been counted.
       await leader.waitReconciled(agentKey(ns, name), 0);
       await waitIdle(leader);
@@ -192,8 +182,8 @@ describe('operator: controller machinery on the real control plane', () => {
     });
 
     test('SIGKILL of the leader: the standby takes over within the lease duration plus a few seconds and reconciles a new instance', async () => {
-      leader.kill('SIGKILL');
-      const exit = await leader.service.process.exit;
+      leader.signal('SIGKILL');
+      const exit = await leader.process.exit;
       expect(exit.signal).toBe('SIGKILL');
       // A standby waits out the lease duration after the last renewal it saw, retrying every retry period.
       const boundMs = (FAST_LEASE.durationS + 2.2 * FAST_LEASE.retryPeriodS + 5) * 1000;
@@ -210,7 +200,7 @@ describe('operator: controller machinery on the real control plane', () => {
 
       const name = uniqueName('after-kill-agent');
       const mark = standby.logMark();
-      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'runsc' }) });
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'runsc' }) });
       await standby.waitReconciled(agentKey(ns, name), mark);
       const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
       expect(owned.find((o) => o.kind === 'RuntimeClass')?.raw.handler).toBe('runsc');
@@ -226,8 +216,8 @@ describe('operator: controller machinery on the real control plane', () => {
       );
       expect(await next.metric(LEADER)).toBe(0);
 
-      leader.kill('SIGTERM');
-      const exit = await leader.service.process.exit;
+      leader.signal('SIGTERM');
+      const exit = await leader.process.exit;
       expect(exit).toEqual({ code: 0, signal: null });
       expect(leader.logLines().some((l) => l.msg === 'released leader lease')).toBe(true);
       // The leader exits only after releasing: the Lease no longer names it, although its lease
@@ -243,22 +233,21 @@ describe('operator: controller machinery on the real control plane', () => {
         { timeoutMs: (2.2 * FAST_LEASE.retryPeriodS + 5) * 1000, intervalMs: 100 },
       );
       const name = uniqueName('after-term-agent');
-      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'kata' }) });
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata' }) });
       await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     });
   });
 
   describe('one replica behind a recording API proxy', () => {
     let proxy: ApiProxy;
-    let operator: TestOperator | undefined;
+    let operator: RunningOperator | undefined;
     let ns = '';
     const name = uniqueName('steady-agent');
     const lease = uniqueName('op-ctl-proxy-lease');
     const leasePath = (): string => `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${lease}`;
-    const start = async (): Promise<TestOperator> => {
-      operator = await startTestOperator(cluster, {
+    const start = async (): Promise<RunningOperator> => {
+      operator = await suite.startOperator({
         name: 'op-ctl-proxied',
-        leaseNamespace,
         leaseName: lease,
         kubeconfigPath: proxy.kubeconfigPath,
       });
@@ -279,7 +268,7 @@ describe('operator: controller machinery on the real control plane', () => {
       }
       const namespace = await readNamespace(kc, ns);
       out[`Namespace/${ns}`] = namespace?.metadata?.resourceVersion;
-      out.label = namespace?.metadata?.labels?.[ENABLED_LABEL];
+      out.label = namespace?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL];
       return out;
     };
 
@@ -296,10 +285,15 @@ describe('operator: controller machinery on the real control plane', () => {
     });
 
     test('an up-to-date instance costs no write: forced resyncs (an unrelated label, an unrelated RuntimeClass) only read', async () => {
-      const op = operator as TestOperator;
+      const op = operator as RunningOperator;
       await createAgent(kc, ns, name, annotations(uniqueName('pool'), false));
       await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
-      await waitForNamespace(kc, ns, 'to be node-isolated', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true');
+      await waitForNamespace(
+        kc,
+        ns,
+        'to be node-isolated',
+        (n) => n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
+      );
       await waitIdle(op);
       // Creating it did write (through the proxy): the recording sees the operator's writes.
       expect(writesSince(0).length).toBeGreaterThan(0);
@@ -333,7 +327,7 @@ describe('operator: controller machinery on the real control plane', () => {
     });
 
     test('its API request metrics count exactly the requests the proxy saw, method by method (watches: once they end)', async () => {
-      const op = operator as TestOperator;
+      const op = operator as RunningOperator;
       await waitIdle(op);
       const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
       const seen = (): Record<string, number> =>
@@ -395,7 +389,7 @@ describe('operator: controller machinery on the real control plane', () => {
       expect(held?.metadata.deletionTimestamp).toBeDefined();
       expect(held?.metadata.finalizers).toContain(FINALIZER);
       expect((await ownedObjects(kc, name)).length).toBe(expectedSandboxObjects(ns, name, false).length);
-      expect((await readNamespace(kc, ns))?.metadata?.labels?.[ENABLED_LABEL]).toBe('true');
+      expect((await readNamespace(kc, ns))?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
 
       await start();
       await waitFor(

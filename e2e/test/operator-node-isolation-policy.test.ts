@@ -14,36 +14,20 @@
  *   admitted unpatched, and the operator's fail-open audit reports it as for the webhook.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, expect, test } from '@jest/globals';
+import { isApiStatus, testPod, waitFor } from '@kubeplus-isolation/e2e';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
-  isApiStatus,
-  testPod,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
-import {
-  AGENT,
-  createAgent,
-  deleteAgentsAndCrd,
-  ENABLED_LABEL,
-  ensureAgentCrd,
-  MANAGED_BY,
-  MANAGED_BY_VALUE,
-  mergePatch,
-  NODE_ISOLATION,
-  OWNER_ANNOTATION,
-  patchAgent,
-  RESOLVED_ANNOTATION,
-  startTestOperator,
-  type TestOperator,
-  waitForEvent,
-  waitForNamespace,
-} from './support/operator.js';
+import { AGENT, createAgent, mergePatch, patchAgent, waitForEvent, waitForNamespace } from './support/operator.js';
+import { operatorSuite } from './support/operator-suite.js';
 import {
   installPolicyEngine,
   NODE_ISOLATION_PARAMS as PARAMS,
@@ -67,21 +51,32 @@ const canonicalSpec = (pool: string) => ({
 describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
   'operator: node isolation through the admission-policy engine, on the real control plane (no webhook)',
   () => {
-    let cluster: Cluster;
+    let engine: PolicyEngine | undefined;
+    const suite = operatorSuite({
+      name: 'op-nip',
+      // A short audit period, for the missing-parameter test.
+      args: ['--node-isolation-engine=admission-policy', '--audit-interval=1s'],
+      // The chart's part: the CRD and the one policy + binding. Before the operator, whose cache of
+      // NodeIsolation objects must sync before it becomes ready.
+      beforeOperator: async ({ kc }) => {
+        engine = await installPolicyEngine(kc);
+      },
+      afterTeardown: async () => {
+        await engine?.uninstall();
+      },
+    });
+    const { tenantNamespace } = suite;
     let kc: KubeConfig;
     let core: CoreV1Api;
     let custom: CustomObjectsApi;
-    let engine: PolicyEngine | undefined;
-    let operator: TestOperator | undefined;
-    const namespaces: string[] = [];
     const pool = uniqueName('pool');
     const otherPool = uniqueName('pool-v2');
 
-    const tenantNamespace = async (prefix: string): Promise<string> => {
-      const ns = await createTestNamespace(kc, prefix);
-      namespaces.push(ns);
-      return ns;
-    };
+    beforeAll(() => {
+      kc = suite.kc;
+      core = kc.makeApiClient(CoreV1Api);
+      custom = kc.makeApiClient(CustomObjectsApi);
+    });
     const readParam = async (namespace: string): Promise<Param | undefined> => {
       try {
         return (await custom.getNamespacedCustomObject({ ...PARAMS, namespace })) as Param;
@@ -107,47 +102,23 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
       return found.p;
     };
 
-    beforeAll(async () => {
-      cluster = await connectE2eCluster();
-      kc = cluster.kc;
-      core = kc.makeApiClient(CoreV1Api);
-      custom = kc.makeApiClient(CustomObjectsApi);
-      await ensureAgentCrd(kc);
-      // The chart's part: the CRD and the one policy + binding. Before the operator, whose cache of
-      // NodeIsolation objects must sync before it becomes ready.
-      engine = await installPolicyEngine(kc);
-      const leaseNamespace = await tenantNamespace('kpi-op-nip-system');
-      operator = await startTestOperator(cluster, {
-        name: 'op-nip',
-        leaseNamespace,
-        leaseName: uniqueName('op-nip-lease'),
-        // A short audit period, for the missing-parameter test.
-        extraArgs: ['--node-isolation-engine=admission-policy', '--audit-interval=1s'],
-      });
-    });
-
-    afterAll(async () => {
-      if (kc) await deleteAgentsAndCrd(kc);
-      await operator?.stop();
-      await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-      await engine?.uninstall();
-    });
-
     test('an annotated instance: its namespace gets the label, the annotation and the parameter, and a Pod created there is stored with the mandate', async () => {
       const ns = await tenantNamespace('kpi-op-nip-a');
       const name = uniqueName('agent-a');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+      await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate(pool)) });
 
       const labelled = await waitForNamespace(
         kc,
         ns,
         'to be labelled and annotated',
-        (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true',
+        (n) => n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
       );
-      expect(JSON.parse(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION] ?? 'null')).toEqual(canonicalSpec(pool));
+      expect(JSON.parse(labelled?.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] ?? 'null')).toEqual(
+        canonicalSpec(pool),
+      );
       const param = await waitForParam(ns, 'to be written', (p) => p !== undefined);
       expect(param?.spec).toEqual(canonicalSpec(pool));
-      expect(param?.metadata?.labels?.[MANAGED_BY]).toBe(MANAGED_BY_VALUE);
+      expect(param?.metadata?.labels?.[MANAGED_BY_LABEL]).toBe(MANAGED_BY_VALUE);
       expect(param?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${AGENT.group}/${AGENT.kind}/${ns}/${name}`);
 
       await waitForPolicyResult(kc, ns, canonicalSpec(pool).nodeSelector);
@@ -165,7 +136,7 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
     test('the parameter edited or deleted by hand is restored', async () => {
       const ns = await tenantNamespace('kpi-op-nip-drift');
       const name = uniqueName('agent-drift');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+      await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate(pool)) });
       const written = await waitForParam(ns, 'to be written', (p) => p !== undefined);
 
       await custom.patchNamespacedCustomObject(
@@ -190,12 +161,12 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
     test('an invalid annotation keeps the parameter exactly as it was, and says why in an Event', async () => {
       const ns = await tenantNamespace('kpi-op-nip-invalid');
       const name = uniqueName('agent-invalid');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+      await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate(pool)) });
       const good = await waitForParam(ns, 'to be written', (p) => p !== undefined);
 
       await patchAgent(kc, ns, name, {
         annotations: {
-          [NODE_ISOLATION]: JSON.stringify({
+          [NODE_ISOLATION_ANNOTATION]: JSON.stringify({
             nodeSelector: { pool: otherPool },
             tolerations: [{ key: 'dedicated', operator: 'Sideways', value: otherPool, effect: 'NoSchedule' }],
           }),
@@ -211,12 +182,17 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
     test('removing the annotation removes the parameter with the label, and new Pods are left alone', async () => {
       const ns = await tenantNamespace('kpi-op-nip-remove');
       const name = uniqueName('agent-remove');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify(mandate(pool)) });
+      await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate(pool)) });
       await waitForParam(ns, 'to be written', (p) => p !== undefined);
 
-      await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: null } });
+      await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION_ANNOTATION]: null } });
       await waitForParam(ns, 'to be deleted', (p) => p === undefined);
-      await waitForNamespace(kc, ns, 'to lose the label', (n) => n?.metadata?.labels?.[ENABLED_LABEL] === undefined);
+      await waitForNamespace(
+        kc,
+        ns,
+        'to lose the label',
+        (n) => n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === undefined,
+      );
       await waitForPolicyResult(kc, ns, undefined);
       const pod = await core.createNamespacedPod({ namespace: ns, body: testPod('free-pod') });
       expect(pod.spec?.nodeSelector).toBeUndefined();
@@ -224,16 +200,15 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
 
     test('a missing parameter admits the Pod unpatched, and the fail-open audit reports it', async () => {
       // Isolated by hand (label + resolved annotation, no instance): nobody writes its parameter.
-      const ns = await createTestNamespace(kc, 'kpi-op-nip-noparam', {
-        labels: { [ENABLED_LABEL]: 'true' },
-        annotations: { [RESOLVED_ANNOTATION]: JSON.stringify(canonicalSpec(pool)) },
+      const ns = await tenantNamespace('kpi-op-nip-noparam', {
+        labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+        annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(canonicalSpec(pool)) },
       });
-      namespaces.push(ns);
       expect(await readParam(ns)).toBeUndefined();
       const pod = await core.createNamespacedPod({ namespace: ns, body: testPod('unpatched') });
       expect(pod.spec?.nodeSelector).toBeUndefined();
 
-      const op = operator as TestOperator;
+      const op = suite.operator;
       await waitFor(
         `the audit to count the unpatched Pod in ${ns}`,
         async (observe) => {
@@ -266,15 +241,17 @@ describeIf(POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
       ];
       const ns = await tenantNamespace('kpi-op-nip-limits');
       const name = uniqueName('agent-limits');
-      await createAgent(kc, ns, name, { [NODE_ISOLATION]: JSON.stringify({ nodeSelector, tolerations }) });
+      await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify({ nodeSelector, tolerations }) });
       const param = await waitForParam(ns, 'to be written', (p) => p !== undefined);
       const labelled = await waitForNamespace(
         kc,
         ns,
         'to be isolated',
-        (n) => n?.metadata?.labels?.[ENABLED_LABEL] === 'true',
+        (n) => n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
       );
-      expect(param?.spec).toEqual(JSON.parse(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION] ?? 'null'));
+      expect(param?.spec).toEqual(
+        JSON.parse(labelled?.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] ?? 'null'),
+      );
       expect(Object.keys((param?.spec as { nodeSelector?: object } | undefined)?.nodeSelector ?? {})).toHaveLength(32);
     });
   },

@@ -18,14 +18,10 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, expect, test } from '@jest/globals';
 import {
   type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type FakeNodes,
-  isApiStatus,
   type RunningWebhook,
   registerWebhook,
   startFakeNodes,
@@ -35,31 +31,30 @@ import {
   waitFor,
   waitForPodBound,
 } from '@kubeplus-isolation/e2e';
+import {
+  FINALIZER,
+  NAMESPACE_CREATED_FOR_ANNOTATION,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Namespace, Watch } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import { placement, waitForWebhookActive, withoutDefaultTolerations } from './support/node-isolation.js';
 import {
   AGENT,
-  CREATED_FOR_ANNOTATION,
   createAgent,
   deleteAgent,
-  deleteAgentsAndCrd,
-  ENABLED_LABEL,
-  ensureAgentCrd,
-  FINALIZER,
   getAgent,
   isolationKeys,
   mergePatch,
-  NODE_ISOLATION,
-  OWNER_ANNOTATION,
   patchAgent,
-  RESOLVED_ANNOTATION,
   readNamespace,
-  startTestOperator,
-  type TestOperator,
   waitForEvent,
   waitForNamespace,
 } from './support/operator.js';
+import { operatorSuite } from './support/operator-suite.js';
 import { installPolicyEngine, NODE_ISOLATION_PARAMS, type PolicyEngine } from './support/policy-engine.js';
 import { describeIf, POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY } from './support/versions.js';
 
@@ -91,8 +86,8 @@ function canonical(pool: string): string {
 }
 
 const isolated = (ns: V1Namespace | undefined, pool: string): boolean =>
-  ns?.metadata?.labels?.[ENABLED_LABEL] === 'true' &&
-  ns.metadata.annotations?.[RESOLVED_ANNOTATION] === canonical(pool);
+  ns?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+  ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] === canonical(pool);
 
 const unisolated = (ns: V1Namespace | undefined): boolean =>
   ns !== undefined &&
@@ -111,86 +106,60 @@ for (const engine of ENGINES) {
   describeIf(engine === 'webhook' || POLICY_ENGINE_SERVED, POLICY_ENGINE_WHY)(
     `operator: node isolation (seed 1) from instance annotations, on the real control plane (engine ${engine})`,
     () => {
-      let cluster: Cluster;
-      let kc: KubeConfig;
       let core: CoreV1Api;
-      let operator: TestOperator | undefined;
       let webhook: RunningWebhook | undefined;
       let policyEngine: PolicyEngine | undefined;
       let nodes: FakeNodes | undefined;
-      let createdPlatformNamespace = false;
       const pool = uniqueName('team-a-pool');
       const otherPool = uniqueName('team-a-pool-v2');
       const pinned = uniqueName('op-ni-pool-node');
       const free = uniqueName('op-ni-free-node');
       const webhookConfig = uniqueName('e2e-op-node-isolation');
-      const namespaces: string[] = [];
-      const tenantNamespace = async (prefix: string): Promise<string> => {
-        const ns = await createTestNamespace(kc, prefix);
-        namespaces.push(ns);
-        return ns;
-      };
-
-      beforeAll(async () => {
-        cluster = await connectE2eCluster();
-        kc = cluster.kc;
-        core = kc.makeApiClient(CoreV1Api);
-        await ensureAgentCrd(kc);
-        // Demo step 1: a tainted, labelled pool node, and an ordinary one any other Pod may use.
-        nodes = await startFakeNodes(kc, [pinned, free]);
-        await nodes.taint(pinned, { key: 'dedicated', value: pool, effect: 'NoSchedule' });
-        await nodes.label(pinned, { pool });
-        if (engine === 'webhook') {
-          webhook = await startWebhook(cluster);
-          await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig });
-        } else {
-          // Before the operator: its cache of NodeIsolation objects must sync before it is ready.
-          policyEngine = await installPolicyEngine(kc);
-        }
-        try {
-          await core.createNamespace({ body: { metadata: { name: PLATFORM_NAMESPACE } } });
-          createdPlatformNamespace = true;
-        } catch (error) {
-          if (!isApiStatus(error, 409)) throw error;
-        }
-        const leaseNamespace = await tenantNamespace('kpi-op-ni-system');
-        operator = await startTestOperator(cluster, {
-          name: 'op-ni',
-          leaseNamespace,
-          leaseName: uniqueName('op-ni-lease'),
-          extraArgs: [`--node-isolation-engine=${engine}`],
-        });
+      const suite = operatorSuite({
+        name: 'op-ni',
+        platformNamespace: PLATFORM_NAMESPACE,
+        args: [`--node-isolation-engine=${engine}`],
+        beforeOperator: async ({ cluster, kc }) => {
+          // Demo step 1: a tainted, labelled pool node, and an ordinary one any other Pod may use.
+          nodes = await startFakeNodes(kc, [pinned, free]);
+          await nodes.taint(pinned, { key: 'dedicated', value: pool, effect: 'NoSchedule' });
+          await nodes.label(pinned, { pool });
+          if (engine === 'webhook') {
+            webhook = await startWebhook(cluster);
+            await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig });
+          } else {
+            // Before the operator: its cache of NodeIsolation objects must sync before it is ready.
+            policyEngine = await installPolicyEngine(kc);
+          }
+        },
+        afterTeardown: async ({ kc }) => {
+          if (webhook) await unregisterWebhook(kc, webhookConfig);
+          await nodes?.stop();
+          await webhook?.stop();
+          await policyEngine?.uninstall();
+        },
       });
-
-      afterAll(async () => {
-        // While the operator still runs, so it releases (and cleans up after) every instance.
-        if (kc) await deleteAgentsAndCrd(kc);
-        await operator?.stop();
-        if (kc && webhook) await unregisterWebhook(kc, webhookConfig);
-        // In parallel: the namespace controller takes seconds per namespace.
-        await Promise.all(
-          [...namespaces, ...(createdPlatformNamespace ? [PLATFORM_NAMESPACE] : [])].map((ns) =>
-            deleteNamespace(kc, ns),
-          ),
-        );
-        await nodes?.stop();
-        await webhook?.stop();
-        await policyEngine?.uninstall();
+      const { tenantNamespace } = suite;
+      let kc: KubeConfig;
+      let cluster: Cluster;
+      beforeAll(() => {
+        ({ cluster, kc } = suite);
+        core = kc.makeApiClient(CoreV1Api);
       });
 
       test('an instance in its own namespace: the namespace gets the label and the canonical annotation, and its Pods land only on the pool node', async () => {
         const ns = await tenantNamespace('kpi-op-ni-team-a');
         const name = uniqueName('team-a-agent');
-        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: userAnnotation(pool) });
 
         // Demo step 3: the namespace carries both the label and the resolved annotation.
         const labelled = await waitForNamespace(kc, ns, 'to be labelled and annotated by the operator', (n) =>
           isolated(n, pool),
         );
-        expect(labelled?.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBe(canonical(pool));
+        expect(labelled?.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION]).toBe(canonical(pool));
         expect(labelled?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${AGENT.group}/${AGENT.kind}/${ns}/${name}`);
         // Not created by the operator: it never claims the namespace as its own (so it never deletes it).
-        expect(labelled?.metadata?.annotations?.[CREATED_FOR_ANNOTATION]).toBeUndefined();
+        expect(labelled?.metadata?.annotations?.[NAMESPACE_CREATED_FOR_ANNOTATION]).toBeUndefined();
         expect((await getAgent(kc, ns, name))?.metadata.finalizers).toContain(FINALIZER);
         await waitForEvent(kc, ns, name, 'NodeIsolationApplied');
         if (engine === 'admission-policy') {
@@ -234,7 +203,7 @@ for (const engine of ENGINES) {
           },
         );
         try {
-          await createAgent(kc, PLATFORM_NAMESPACE, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+          await createAgent(kc, PLATFORM_NAMESPACE, name, { [NODE_ISOLATION_ANNOTATION]: userAnnotation(pool) });
           await waitFor(
             `the watch to see namespace ${name} created`,
             async (observe) => {
@@ -246,9 +215,9 @@ for (const engine of ENGINES) {
           // The very first version — what any Pod admission could ever see — is already isolated.
           const first = seen[0];
           expect(first?.type).toBe('ADDED');
-          expect(first?.labels[ENABLED_LABEL]).toBe('true');
-          expect(first?.annotations[RESOLVED_ANNOTATION]).toBe(canonical(pool));
-          expect(first?.annotations[CREATED_FOR_ANNOTATION]).toBe(
+          expect(first?.labels[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
+          expect(first?.annotations[NODE_ISOLATION_RESOLVED_ANNOTATION]).toBe(canonical(pool));
+          expect(first?.annotations[NAMESPACE_CREATED_FOR_ANNOTATION]).toBe(
             `${AGENT.group}/${AGENT.kind}/${PLATFORM_NAMESPACE}/${name}`,
           );
           await waitForEvent(kc, PLATFORM_NAMESPACE, name, 'NamespaceCreated', (m) =>
@@ -279,7 +248,7 @@ for (const engine of ENGINES) {
           await waitFor('the watch to see the DELETED event', async () => seen.at(-1)?.type === 'DELETED', {
             timeoutMs: 10_000,
           });
-          expect(seen.filter((e) => e.labels[ENABLED_LABEL] !== 'true')).toEqual([]);
+          expect(seen.filter((e) => e.labels[NODE_ISOLATION_ENABLED_LABEL] !== 'true')).toEqual([]);
         } finally {
           watch.abort();
         }
@@ -288,10 +257,10 @@ for (const engine of ENGINES) {
       test('removing the annotation removes the label and the annotation; deleting the instance removes them and keeps the namespace', async () => {
         const ns = await tenantNamespace('kpi-op-ni-team-b');
         const name = uniqueName('team-b-agent');
-        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: userAnnotation(pool) });
         await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
 
-        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: null } });
+        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION_ANNOTATION]: null } });
         await waitForNamespace(kc, ns, 'to lose the label, the annotation and the owner keys', unisolated);
         await waitFor(
           `the operator to remove its finalizer from ${ns}/${name} (it owns nothing any more)`,
@@ -308,7 +277,7 @@ for (const engine of ENGINES) {
         expect(withoutDefaultTolerations(plain.spec?.tolerations)).toEqual([]);
 
         // Isolated again, then the instance is deleted: the keys go, the namespace (not the operator's) stays.
-        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: userAnnotation(pool) } });
+        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION_ANNOTATION]: userAnnotation(pool) } });
         await waitForNamespace(kc, ns, 'to be isolated again', (n) => isolated(n, pool));
         await deleteAgent(kc, ns, name);
         const kept = await waitForNamespace(kc, ns, 'to lose the isolation keys and stay Active', unisolated);
@@ -318,14 +287,20 @@ for (const engine of ENGINES) {
       test('drift: a label or resolved annotation removed or changed by hand is restored', async () => {
         const ns = await tenantNamespace('kpi-op-ni-drift');
         const name = uniqueName('drift-agent');
-        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: userAnnotation(pool) });
         await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
 
-        await core.patchNamespace({ name: ns, body: { metadata: { labels: { [ENABLED_LABEL]: null } } } }, mergePatch);
+        await core.patchNamespace(
+          { name: ns, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: null } } } },
+          mergePatch,
+        );
         await waitForNamespace(kc, ns, 'to get the label back', (n) => isolated(n, pool));
 
         await core.patchNamespace(
-          { name: ns, body: { metadata: { annotations: { [RESOLVED_ANNOTATION]: canonical(otherPool) } } } },
+          {
+            name: ns,
+            body: { metadata: { annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: canonical(otherPool) } } },
+          },
           mergePatch,
         );
         await waitForNamespace(kc, ns, `to get the annotation back to ${pool}`, (n) => isolated(n, pool));
@@ -334,15 +309,15 @@ for (const engine of ENGINES) {
       test('an invalid annotation: a Warning Event listing the errors, the metric counts it, and the namespace keeps its last good state', async () => {
         const ns = await tenantNamespace('kpi-op-ni-team-c');
         const name = uniqueName('team-c-agent');
-        const op = operator as TestOperator;
-        await createAgent(kc, ns, name, { [NODE_ISOLATION]: userAnnotation(pool) });
+        const op = suite.operator;
+        await createAgent(kc, ns, name, { [NODE_ISOLATION_ANNOTATION]: userAnnotation(pool) });
         await waitForNamespace(kc, ns, 'to be isolated', (n) => isolated(n, pool));
         const good = (await readNamespace(kc, ns)) as V1Namespace;
-        const countBefore = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION });
+        const countBefore = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION_ANNOTATION });
 
         await patchAgent(kc, ns, name, {
           annotations: {
-            [NODE_ISOLATION]: JSON.stringify({
+            [NODE_ISOLATION_ANNOTATION]: JSON.stringify({
               nodeSelector: { pool: otherPool },
               tolerations: [{ key: 'dedicated', operator: 'Sideways', value: otherPool, effect: 'Never' }],
             }),
@@ -353,9 +328,9 @@ for (const engine of ENGINES) {
         expect(event.message).toContain('tolerations[0].operator must be one of Exists, Equal');
         expect(event.message).toContain('tolerations[0].effect must be one of NoSchedule, PreferNoSchedule, NoExecute');
         await waitFor(
-          `${INVALID_METRIC}{annotation="${NODE_ISOLATION}"} to move past ${countBefore}`,
+          `${INVALID_METRIC}{annotation="${NODE_ISOLATION_ANNOTATION}"} to move past ${countBefore}`,
           async (observe) => {
-            const now = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION });
+            const now = await op.metric(INVALID_METRIC, { annotation: NODE_ISOLATION_ANNOTATION });
             observe(now);
             return now > countBefore;
           },
@@ -365,10 +340,10 @@ for (const engine of ENGINES) {
         const after = (await readNamespace(kc, ns)) as V1Namespace;
         expect(after.metadata?.resourceVersion).toBe(good.metadata?.resourceVersion);
         expect(isolationKeys(after)).toEqual(isolationKeys(good));
-        expect(after.metadata?.annotations?.[RESOLVED_ANNOTATION]).toBe(canonical(pool));
+        expect(after.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION]).toBe(canonical(pool));
 
         // A valid annotation again is applied at once (the instance is not stuck).
-        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION]: userAnnotation(otherPool) } });
+        await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION_ANNOTATION]: userAnnotation(otherPool) } });
         await waitForNamespace(kc, ns, `to be isolated to ${otherPool}`, (n) => isolated(n, otherPool));
       });
     },

@@ -18,22 +18,24 @@
  *   instance's own class, which the operator recreated with the kata handler; the annotation
  *   made invalid leaves the Report as it was (judged by the last good minimum).
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ApiProxy,
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type InstanceKind,
   installOpenReportsCrds,
   isApiStatus,
+  type RunningOperator,
   scrapeMetrics,
   startApiProxy,
   sumMetric,
   testPod,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import {
   ApiextensionsV1Api,
   CoreV1Api,
@@ -44,19 +46,12 @@ import {
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
-import {
-  applyChartOperatorRbac,
-  type ChartOperator,
-  type ChartRbac,
-  createInstanceCrd,
-  deleteInstanceCrd,
-  startChartOperator,
-} from './faults/support/chart-rbac-operator.js';
+import { createInstanceCrd, deleteInstanceCrd } from './faults/support/chart-rbac-operator.js';
 import { uniqueName } from './support/names.js';
 import { poolMandate } from './support/node-isolation.js';
+import { operatorSuite } from './support/operator-suite.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
 /** No scheduler serves this name: nothing but the test and the audit ever touches these Pods. */
 const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 const PERIOD_S = 3;
@@ -109,14 +104,8 @@ async function deleteReportCrds(kc: KubeConfig): Promise<void> {
 }
 
 describe('operator: compliance reports (OpenReports) on the real control plane', () => {
-  let cluster: Cluster;
-  let kc: KubeConfig;
-  let core: CoreV1Api;
-  let custom: CustomObjectsApi;
-  let rbac: ChartRbac | undefined;
   let proxy: ApiProxy | undefined;
-  let operator: ChartOperator | undefined;
-  const release = uniqueName('kpi-rep');
+  let operator: RunningOperator | undefined;
   const suffix = uniqueName('rep');
   const widgets: InstanceKind = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
   const widget = { group: widgets.group, version: 'v1', plural: widgets.plural };
@@ -124,10 +113,74 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
   const ownClass = `kubeplus-sandbox-${instance}`;
   const plainClass = uniqueName('kpi-rep-plain');
   const mandate = poolMandate(`${suffix}-pool`);
-  const operatorName = `${release}-op`;
-  const namespaces: string[] = [];
   let crdCreated = false;
   let plainCreated = false;
+  const suite = operatorSuite({
+    name: 'rep',
+    chart: { values: { operator: { instanceGroups: [{ group: widgets.group, resources: [widgets.plural] }] } } },
+    // The operator's requests, recorded, forwarded with the chart ServiceAccount's identity.
+    kubeconfigPath: () => proxy?.kubeconfigPath ?? '',
+    args: [`--audit-interval=${PERIOD_S}s`],
+    startOperator: false,
+    beforeOperator: async ({ cluster, kc, leaseNamespace, rbac }) => {
+      // This suite decides when the Report API exists.
+      await deleteReportCrds(kc);
+      tenantNs = await suite.tenantNamespace('kpi-rep-tenant');
+      await createInstanceCrd(kc, widgets);
+      crdCreated = true;
+      // A platform RuntimeClass of runc strength: allowed while the minimum is runc.
+      await kc.makeApiClient(NodeV1Api).createRuntimeClass({
+        body: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: plainClass }, handler: 'runc' },
+      });
+      plainCreated = true;
+      proxy = await startApiProxy(cluster, {
+        upstreamUser: {
+          name: rbac.user,
+          groups: ['system:serviceaccounts', `system:serviceaccounts:${leaseNamespace}`],
+        },
+      });
+      operator = await suite.startOperator();
+    },
+    // The instance deleted while the operator runs: it removes what it generated (RuntimeClass, policies).
+    beforeTeardown: async () => {
+      try {
+        await custom.deleteNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
+        await waitFor(
+          `instance ${instance} to be finalized by the operator`,
+          async () => {
+            try {
+              await custom.getNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
+              return false;
+            } catch (error) {
+              if (isApiStatus(error, 404)) return true;
+              throw error;
+            }
+          },
+          { timeoutMs: 30_000, intervalMs: 250 },
+        );
+      } catch (error) {
+        if (!isApiStatus(error, 404)) process.stderr.write(`[reports] cleanup: ${String(error)}\n`);
+      }
+    },
+    afterOperatorsStop: async ({ kc }) => {
+      await proxy?.close();
+      try {
+        await custom.patchNamespacedCustomObject(
+          { ...widget, namespace: tenantNs, name: instance, body: { metadata: { finalizers: null } } },
+          mergePatch,
+        );
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+      if (crdCreated) await deleteInstanceCrd(kc, widgets);
+      if (plainCreated) await kc.makeApiClient(NodeV1Api).deleteRuntimeClass({ name: plainClass });
+      await deleteReportCrds(kc);
+    },
+  });
+  const operatorName = `${suite.release}-op`;
+  let kc: KubeConfig;
+  let core: CoreV1Api;
+  let custom: CustomObjectsApi;
   let releaseNs = '';
   let tenantNs = '';
 
@@ -191,78 +244,15 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         ...widget,
         namespace: tenantNs,
         name: instance,
-        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': sandboxAnnotation(minRuntimeClass) } } },
+        body: { metadata: { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation(minRuntimeClass) } } },
       },
       mergePatch,
     );
 
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
+  beforeAll(() => {
+    ({ kc, leaseNamespace: releaseNs } = suite);
     core = kc.makeApiClient(CoreV1Api);
     custom = kc.makeApiClient(CustomObjectsApi);
-    // This suite decides when the Report API exists.
-    await deleteReportCrds(kc);
-    releaseNs = await createTestNamespace(kc, 'kpi-rep-release');
-    tenantNs = await createTestNamespace(kc, 'kpi-rep-tenant');
-    namespaces.push(releaseNs, tenantNs);
-    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {
-      operator: { instanceGroups: [{ group: widgets.group, resources: [widgets.plural] }] },
-    });
-    await createInstanceCrd(kc, widgets);
-    crdCreated = true;
-    // A platform RuntimeClass of runc strength: allowed while the minimum is runc.
-    await kc.makeApiClient(NodeV1Api).createRuntimeClass({
-      body: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: plainClass }, handler: 'runc' },
-    });
-    plainCreated = true;
-    proxy = await startApiProxy(cluster, {
-      upstreamUser: { name: rbac.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${releaseNs}`] },
-    });
-    operator = await startChartOperator(cluster, {
-      name: operatorName,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: proxy.kubeconfigPath,
-      args: [`--audit-interval=${PERIOD_S}s`],
-    });
-  });
-
-  afterAll(async () => {
-    // The instance deleted while the operator runs: it removes what it generated (RuntimeClass, policies).
-    try {
-      await custom.deleteNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
-      await waitFor(
-        `instance ${instance} to be finalized by the operator`,
-        async () => {
-          try {
-            await custom.getNamespacedCustomObject({ ...widget, namespace: tenantNs, name: instance });
-            return false;
-          } catch (error) {
-            if (isApiStatus(error, 404)) return true;
-            throw error;
-          }
-        },
-        { timeoutMs: 30_000, intervalMs: 250 },
-      );
-    } catch (error) {
-      if (!isApiStatus(error, 404)) process.stderr.write(`[reports] cleanup: ${String(error)}\n`);
-    }
-    await operator?.service.stop();
-    await proxy?.close();
-    try {
-      await custom.patchNamespacedCustomObject(
-        { ...widget, namespace: tenantNs, name: instance, body: { metadata: { finalizers: null } } },
-        mergePatch,
-      );
-    } catch (error) {
-      if (!isApiStatus(error, 404)) throw error;
-    }
-    if (crdCreated) await deleteInstanceCrd(kc, widgets);
-    if (plainCreated) await kc.makeApiClient(NodeV1Api).deleteRuntimeClass({ name: plainClass });
-    await rbac?.remove();
-    await deleteReportCrds(kc);
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
   });
 
   test('without the Report API: one Warning Event on the operator Pod, the gauge at 0, and isolation goes on', async () => {
@@ -275,8 +265,8 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         metadata: {
           name: instance,
           annotations: {
-            'kubeplus.io/node-isolation': JSON.stringify(mandate),
-            'kubeplus.io/sandbox-isolation': sandboxAnnotation('runc'),
+            [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate),
+            [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('runc'),
           },
         },
       },
@@ -286,7 +276,10 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
       async () => {
         const ns = await core.readNamespace({ name: tenantNs });
         const classes = await kc.makeApiClient(NodeV1Api).listRuntimeClass();
-        return ns.metadata?.labels?.[ENABLED] === 'true' && classes.items.some((rc) => rc.metadata?.name === ownClass);
+        return (
+          ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+          classes.items.some((rc) => rc.metadata?.name === ownClass)
+        );
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
@@ -414,7 +407,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         namespace: tenantNs,
         name: instance,
         body: {
-          metadata: { annotations: { 'kubeplus.io/node-isolation': null, 'kubeplus.io/sandbox-isolation': null } },
+          metadata: { annotations: { [NODE_ISOLATION_ANNOTATION]: null, [SANDBOX_ISOLATION_ANNOTATION]: null } },
         },
       },
       mergePatch,
@@ -428,17 +421,10 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
   });
 
   test('auditing hourly, a sandbox policy applied, raised and removed is reported at once', async () => {
-    if (rbac === undefined || proxy === undefined) throw new Error('no operator RBAC or proxy');
     // The suite's operator (3 s period) makes way for one auditing hourly: whatever is reported
     // from now on comes from a change, never from a period.
-    await operator?.service.stop();
-    operator = await startChartOperator(cluster, {
-      name: operatorName,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: proxy.kubeconfigPath,
-      args: ['--audit-interval=1h'],
-    });
+    await operator?.stop();
+    operator = await suite.startOperator({ name: operatorName, args: ['--audit-interval=1h'] });
     const sandboxFailures = (r: ReportObject): string[] =>
       (r.results ?? []).filter((x) => x.policy === 'sandbox-isolation').map((x) => x.resources[0]?.name ?? '');
     const within = { timeoutMs: 60_000, intervalMs: 250 };
@@ -482,7 +468,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         ...widget,
         namespace: tenantNs,
         name: instance,
-        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': '{"minRuntimeClass":' } } },
+        body: { metadata: { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: '{"minRuntimeClass":' } } },
       },
       mergePatch,
     );
@@ -505,7 +491,7 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
         ...widget,
         namespace: tenantNs,
         name: instance,
-        body: { metadata: { annotations: { 'kubeplus.io/sandbox-isolation': null } } },
+        body: { metadata: { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: null } } },
       },
       mergePatch,
     );

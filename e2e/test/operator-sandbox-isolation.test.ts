@@ -5,15 +5,16 @@
  * 1.36) judges Sandbox and SandboxTemplate objects of the Agent Sandbox CRDs, at v1beta1 and
  * v1alpha1. One operator process for the file; every test has its own namespace and instance.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
-  isApiStatus,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+  FINALIZER,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_ANNOTATION,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
@@ -26,23 +27,14 @@ import {
   agentKey,
   createAgent,
   deleteAgent,
-  deleteAgentsAndCrd,
-  ENABLED_LABEL,
-  ensureAgentCrd,
   expectedSandboxObjects,
-  FINALIZER,
   getAgent,
-  NODE_ISOLATION,
   ownedObjects,
   patchAgent,
   policyName,
-  RESOLVED_ANNOTATION,
   readNamespace,
   runtimeClassName,
-  SANDBOX_ISOLATION,
   sharedClusterDefaults,
-  startTestOperator,
-  type TestOperator,
   waitForEvent,
   waitForNamespace,
   waitForOwned,
@@ -62,6 +54,7 @@ import {
   type SandboxVersion,
   waitForAdmission,
 } from './support/operator-sandbox.js';
+import { operatorSuite } from './support/operator-suite.js';
 
 const sandboxAnnotation = (minRuntimeClass: string, enforce?: boolean): string =>
   JSON.stringify(enforce === undefined ? { minRuntimeClass } : { minRuntimeClass, enforce });
@@ -91,41 +84,20 @@ const bodyFields = (rc: V1RuntimeClass): string[] =>
     .sort();
 
 describe('operator: sandbox isolation (seed 2) from instance annotations, on the real control plane', () => {
-  let cluster: Cluster;
+  const suite = operatorSuite({ name: 'op-sbx', waitForServiceAccount: false });
+  const { tenantNamespace } = suite;
   let kc: KubeConfig;
-  let operator: TestOperator | undefined;
-  const namespaces: string[] = [];
+  beforeAll(() => {
+    kc = suite.kc;
+  });
   const classes = (): RuntimeClasses => new RuntimeClasses(kc);
-  const tenantNamespace = async (prefix: string): Promise<string> => {
-    const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
-    namespaces.push(ns);
-    return ns;
-  };
   const ref = (namespace: string, name: string, version: SandboxVersion = 'v1beta1', kind: SandboxKind = 'Sandbox') =>
     ({ kind, version, namespace, name }) satisfies SandboxRef;
-
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    await ensureAgentCrd(kc);
-    const leaseNamespace = await tenantNamespace('kpi-op-sbx-system');
-    operator = await startTestOperator(cluster, {
-      name: 'op-sbx',
-      leaseNamespace,
-      leaseName: uniqueName('op-sbx-lease'),
-    });
-  });
-
-  afterAll(async () => {
-    if (kc) await deleteAgentsAndCrd(kc);
-    await operator?.stop();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-  });
 
   test('an instance without the annotation: no RuntimeClass, no policies, no finalizer, and Sandboxes are unconstrained', async () => {
     const ns = await tenantNamespace('kpi-op-sbx-none');
     const name = uniqueName('plain-agent');
-    const op = operator as TestOperator;
+    const op = suite.operator;
     const mark = op.logMark();
     await createAgent(kc, ns, name, { 'example.com/unrelated': 'yes' });
     // The operator has seen and reconciled it: from here on, its absence of action is a result.
@@ -162,8 +134,8 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       // A class with a gVisor handler exists from the start: runsc is weaker than kata.
       const gvisor = await rcs.create(uniqueName('kpi-gvisor'), 'runsc');
       await createAgent(kc, ns, name, {
-        [NODE_ISOLATION]: JSON.stringify({ nodeSelector: { pool: 'team-a-pool' } }),
-        [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true),
+        [NODE_ISOLATION_ANNOTATION]: JSON.stringify({ nodeSelector: { pool: 'team-a-pool' } }),
+        [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true),
       });
       const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
       // Exactly one RuntimeClass overall for the instance: its own, carrying only a kata handler.
@@ -179,8 +151,8 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
         ns,
         'to be node-isolated as well',
         (n) =>
-          n?.metadata?.labels?.[ENABLED_LABEL] === 'true' &&
-          n.metadata.annotations?.[RESOLVED_ANNOTATION] !== undefined,
+          n?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+          n.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined,
       );
       await waitForEvent(kc, ns, name, 'SandboxIsolationApplied', (m) => m.includes('minimum kata, enforced'));
 
@@ -241,11 +213,11 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const ns = await tenantNamespace('kpi-op-sbx-team-b');
     const name = uniqueName('team-b-agent-instance');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', false) });
     const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     expect(owned.find((o) => o.kind === 'RuntimeClass')?.raw.handler).toBe('kata');
     // No node isolation was asked for, and none appears: the two annotations are independent.
-    expect((await readNamespace(kc, ns))?.metadata?.labels?.[ENABLED_LABEL]).toBeUndefined();
+    expect((await readNamespace(kc, ns))?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBeUndefined();
 
     // Defaulted where the cluster serves MutatingAdmissionPolicy (1.36+); on an older minor the
     // documented fallback: left unset, admitted (kubernetes-versions.test.ts: its Warning Event).
@@ -295,8 +267,8 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const node = kc.makeApiClient(NodeV1Api);
     try {
       const platformKata = await rcs.create(uniqueName('kpi-kata'), 'kata');
-      await createAgent(kc, nsA, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
-      await createAgent(kc, nsB, b, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+      await createAgent(kc, nsA, a, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
+      await createAgent(kc, nsB, b, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
       await waitForOwned(kc, a, expectedSandboxObjects(nsA, a, true));
       await waitForOwned(kc, b, expectedSandboxObjects(nsB, b, true));
       expect(await handlerOf(kc, runtimeClassName(b))).toBe('kata');
@@ -325,7 +297,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       }
 
       // The same instance name in a third namespace (advisory): a's class holds its RuntimeClass name.
-      await createAgent(kc, nsZ, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
+      await createAgent(kc, nsZ, a, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', false) });
       const conflict = await waitForEvent(kc, nsZ, a, 'RuntimeClassConflict');
       expect(conflict.message).toContain(`belongs to cloudark.io/Agent/${nsA}/${a}`);
       expect(conflict.message).toMatch(new RegExp(`may use: .*${platformKata}`));
@@ -357,10 +329,9 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
           } catch (error) {
             if (!isApiStatus(error, 404)) throw error;
           }
-          observe({ owner: rc?.metadata?.annotations?.['kubeplus.io/owner'], handler: rc?.handler });
+          observe({ owner: rc?.metadata?.annotations?.[OWNER_ANNOTATION], handler: rc?.handler });
           return (
-            rc?.metadata?.annotations?.['kubeplus.io/owner'] === `cloudark.io/Agent/${nsZ}/${a}` &&
-            rc.handler === 'kata'
+            rc?.metadata?.annotations?.[OWNER_ANNOTATION] === `cloudark.io/Agent/${nsZ}/${a}` && rc.handler === 'kata'
           );
         },
         // Either path takes it: the RuntimeClass deletion re-queues nsZ's instance, and so does its conflict requeue (60 s).
@@ -385,14 +356,16 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const rcs = classes();
     try {
       const gvisor = await rcs.create(uniqueName('kpi-gvisor'), 'runsc');
-      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('runsc', true) });
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('runsc', true) });
       const before = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true), (o) =>
         o.some((x) => x.kind === 'RuntimeClass' && x.raw.handler === 'runsc'),
       );
       await waitForAdmission(kc, ref(ns, 'probe'), gvisor, 'to be admitted (runsc meets runsc)', allowedWithout);
       const existing = expectAllowed(await createSandbox(kc, ref(ns, 'existing'), gvisor), 'a runsc Sandbox').object;
 
-      await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) } });
+      await patchAgent(kc, ns, name, {
+        annotations: { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) },
+      });
       const after = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true), (o) =>
         o.some((x) => x.kind === 'RuntimeClass' && x.raw.handler === 'kata'),
       );
@@ -444,12 +417,14 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       }
     };
 
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
     const enforcing = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     const rcUid = enforcing.find((o) => o.kind === 'RuntimeClass')?.uid;
     await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied (enforce)', denied);
 
-    await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) } });
+    await patchAgent(kc, ns, name, {
+      annotations: { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', false) },
+    });
     const advisory = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     expect(advisory.find((o) => o.kind === 'RuntimeClass')?.uid).toBe(rcUid); // kept in place
     expect(await gone(() => adm.readValidatingAdmissionPolicy({ name: policyName(ns, name, 'enforce') }))).toBe(true);
@@ -460,7 +435,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
       a.allowed ? a.warnings.some((w) => w.includes('weaker than kata')) : false,
     );
 
-    await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata') } }); // enforce defaults to true
+    await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata') } }); // enforce defaults to true
     const again = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     expect(again.find((o) => o.kind === 'RuntimeClass')?.uid).toBe(rcUid);
     for (const [kind, read] of [
@@ -487,11 +462,11 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const ns = await tenantNamespace('kpi-op-sbx-cleanup');
     const name = uniqueName('cleanup-agent');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
     await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'probe'), undefined, 'to be denied', denied);
 
-    await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: null } });
+    await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION_ANNOTATION]: null } });
     await waitForOwned(kc, name, []);
     expect(await handlerOf(kc, own)).toBeUndefined();
     await waitFor(
@@ -502,7 +477,9 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     await waitForAdmission(kc, ref(ns, 'probe'), undefined, 'to be admitted again (no constraint)', allowedWithout);
 
     // Isolated again; Sandboxes are created; then the instance is deleted.
-    await patchAgent(kc, ns, name, { annotations: { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) } });
+    await patchAgent(kc, ns, name, {
+      annotations: { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) },
+    });
     await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'probe'), own, 'to be admitted', allowedWithout);
     const sandboxes = [
@@ -526,21 +503,23 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
   test('an invalid annotation: a Warning Event listing the error, the metric counts it, and the policy last applied stays in force', async () => {
     const ns = await tenantNamespace('kpi-op-sbx-invalid');
     const name = uniqueName('invalid-agent');
-    const op = operator as TestOperator;
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+    const op = suite.operator;
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
     await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be denied', denied);
     const good = await waitForSettled(kc, name, expectedSandboxObjects(ns, name, true));
-    const countBefore = await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION });
+    const countBefore = await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION_ANNOTATION });
 
     await patchAgent(kc, ns, name, {
-      annotations: { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass: 'firecracker', enforce: false }) },
+      annotations: {
+        [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'firecracker', enforce: false }),
+      },
     });
     const event = await waitForEvent(kc, ns, name, 'InvalidSandboxIsolation');
     expect(event.type).toBe('Warning');
     expect(event.message).toContain('minRuntimeClass must be one of runc, runsc, kata');
     await waitFor(
-      `${INVALID_METRIC}{annotation="${SANDBOX_ISOLATION}"} to move past ${countBefore}`,
-      async () => (await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION })) > countBefore,
+      `${INVALID_METRIC}{annotation="${SANDBOX_ISOLATION_ANNOTATION}"} to move past ${countBefore}`,
+      async () => (await op.metric(INVALID_METRIC, { annotation: SANDBOX_ISOLATION_ANNOTATION })) > countBefore,
       { timeoutMs: 10_000 },
     );
     // Neither relaxed to advisory nor removed: the same objects, unwritten, still denying.
@@ -556,7 +535,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     const own = runtimeClassName(name);
     const adm = kc.makeApiClient(AdmissionregistrationV1Api);
     const node = kc.makeApiClient(NodeV1Api);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', false) });
     const owned = await waitForOwned(kc, name, expectedSandboxObjects(ns, name, false));
     const uidOf = (kind: string): string | undefined => owned.find((o) => o.kind === kind)?.uid;
 

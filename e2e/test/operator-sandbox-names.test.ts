@@ -15,31 +15,23 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   isApiStatus,
   legacyInstancePolicyName,
+  type RunningOperator,
   repoRoot,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import { OWNER_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api, CoreV1Api, type KubeConfig, NodeV1Api } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import {
   createAgent,
   deleteAgent,
-  deleteAgentsAndCrd,
-  ensureAgentCrd,
   expectedSandboxObjects,
-  OWNER_ANNOTATION,
   policyName,
   runtimeClassName,
-  SANDBOX_ISOLATION,
-  startTestOperator,
-  type TestOperator,
   waitForEvent,
   waitForOwned,
 } from './support/operator.js';
@@ -53,6 +45,7 @@ import {
   type SandboxRef,
   waitForAdmission,
 } from './support/operator-sandbox.js';
+import { operatorSuite } from './support/operator-suite.js';
 
 const run = promisify(execFile);
 /** The operator before issue 21's hole 2: policy names from the instance name alone. */
@@ -60,43 +53,33 @@ const PREVIOUS_OPERATOR_REF = 'a5e60e5';
 const KATA_ENFORCED = JSON.stringify({ minRuntimeClass: 'kata', enforce: true });
 
 describe('operator: one set of policy names per instance identity (issue 21, hole 2)', () => {
-  let cluster: Cluster;
-  let kc: KubeConfig;
-  let leaseNamespace: string;
-  const leaseName = uniqueName('op-names-lease');
-  let operator: TestOperator | undefined;
-  const namespaces: string[] = [];
-  const tenantNamespace = async (prefix: string): Promise<string> => {
-    const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
-    namespaces.push(ns);
-    return ns;
+  /** This checkout's operator, started once (the upgrade test starts it after the previous one). */
+  let operator: RunningOperator | undefined;
+  const currentOperator = async (): Promise<RunningOperator> => {
+    operator ??= await suite.startOperator();
+    return operator;
   };
+  const suite = operatorSuite({
+    name: 'op-names',
+    startOperator: false,
+    waitForServiceAccount: false,
+    // Deleting the Agents needs an operator.
+    beforeTeardown: () =>
+      currentOperator().then(
+        () => undefined,
+        () => undefined,
+      ),
+  });
+  const { tenantNamespace } = suite;
+  let kc: KubeConfig;
+  beforeAll(() => {
+    kc = suite.kc;
+  });
   const ref = (namespace: string, name: string): SandboxRef => ({
     kind: 'Sandbox',
     version: 'v1beta1',
     namespace,
     name,
-  });
-  /** This checkout's operator, started once (the upgrade test starts it after the previous one). */
-  const currentOperator = async (): Promise<TestOperator> => {
-    operator ??= await startTestOperator(cluster, { name: 'op-names', leaseNamespace, leaseName });
-    return operator;
-  };
-
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    await ensureAgentCrd(kc);
-    leaseNamespace = await tenantNamespace('kpi-op-names-system');
-  });
-
-  afterAll(async () => {
-    if (kc) {
-      await currentOperator().catch(() => undefined); // deleting the Agents needs an operator
-      await deleteAgentsAndCrd(kc);
-    }
-    await operator?.stop();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
   });
 
   test('upgrade from the operator that named policies after the instance alone: the new names are written before the old ones go, and no weak Sandbox is admitted during the switch', async () => {
@@ -109,12 +92,7 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
     const adm = kc.makeApiClient(AdmissionregistrationV1Api);
     const legacy = legacyInstancePolicyName(name, 'enforce');
 
-    const previous = await startTestOperator(cluster, {
-      name: 'op-names-previous',
-      leaseNamespace,
-      leaseName,
-      entry: previousEntry,
-    });
+    const previous = await suite.startOperator({ name: 'op-names-previous', entry: previousEntry });
     let streaming = true;
     let stream: Promise<void> | undefined;
     /** Every streamed CREATE's outcome, in order. */
@@ -122,7 +100,7 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
     const judge = (o: Admission): string | undefined =>
       o.allowed ? undefined : /ValidatingAdmissionPolicy '([^']+)'/.exec(o.message)?.[1];
     try {
-      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: KATA_ENFORCED });
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: KATA_ENFORCED });
       await waitForOwned(
         kc,
         { namespace: ns, name },
@@ -197,9 +175,9 @@ describe('operator: one set of policy names per instance identity (issue 21, hol
     const rcs = new RuntimeClasses(kc);
     try {
       const platformKata = await rcs.create(uniqueName('kpi-kata'), 'kata');
-      await createAgent(kc, nsA, name, { [SANDBOX_ISOLATION]: KATA_ENFORCED });
+      await createAgent(kc, nsA, name, { [SANDBOX_ISOLATION_ANNOTATION]: KATA_ENFORCED });
       await waitForAdmission(kc, ref(nsA, 'probe'), 'runc', 'to be denied', denied);
-      await createAgent(kc, nsB, name, { [SANDBOX_ISOLATION]: KATA_ENFORCED });
+      await createAgent(kc, nsB, name, { [SANDBOX_ISOLATION_ANNOTATION]: KATA_ENFORCED });
 
       // The hole: nsB's policy name was nsA's, nothing was written for nsB, and runc was admitted there.
       const refused = await waitForAdmission(kc, ref(nsB, 'probe'), 'runc', 'to be denied', denied);

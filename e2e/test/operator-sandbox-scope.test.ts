@@ -11,21 +11,16 @@
  *   so neither could use its own), the weaker instance is told with a Warning, a metric counts
  *   such namespaces, and deleting one instance leaves the other's policy in force.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { type Cluster, connectE2eCluster, createTestNamespace, deleteNamespace } from '@kubeplus-isolation/e2e';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import {
   createAgent,
   deleteAgent,
-  deleteAgentsAndCrd,
-  ensureAgentCrd,
   expectedSandboxObjects,
   runtimeClassName,
-  SANDBOX_ISOLATION,
   sharedClusterDefaults,
-  startTestOperator,
-  type TestOperator,
   waitForEvent,
   waitForOwned,
   waitForSettled,
@@ -45,6 +40,7 @@ import {
   type SandboxVersion,
   waitForAdmission,
 } from './support/operator-sandbox.js';
+import { operatorSuite } from './support/operator-suite.js';
 
 const sandboxAnnotation = (minRuntimeClass: string, enforce: boolean): string =>
   JSON.stringify({ minRuntimeClass, enforce });
@@ -54,15 +50,12 @@ const MIXED_METRIC = 'kubeplus_operator_sandbox_mixed_policy_namespaces';
 const DEFAULTING = sharedClusterDefaults();
 
 describe('operator: what a sandbox policy governs (every served version; every instance of a namespace)', () => {
-  let cluster: Cluster;
+  const suite = operatorSuite({ name: 'op-scope', waitForServiceAccount: false });
+  const { tenantNamespace } = suite;
   let kc: KubeConfig;
-  let operator: TestOperator;
-  const namespaces: string[] = [];
-  const tenantNamespace = async (prefix: string): Promise<string> => {
-    const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
-    namespaces.push(ns);
-    return ns;
-  };
+  beforeAll(() => {
+    kc = suite.kc;
+  });
   const ref = (
     namespace: string,
     name: string,
@@ -76,31 +69,13 @@ describe('operator: what a sandbox policy governs (every served version; every i
         .listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${instance}` })
     ).items.map((e) => e.reason ?? '');
 
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    await ensureAgentCrd(kc);
-    const leaseNamespace = await tenantNamespace('kpi-op-scope-system');
-    operator = await startTestOperator(cluster, {
-      name: 'op-scope',
-      leaseNamespace,
-      leaseName: uniqueName('op-scope-lease'),
-    });
-  });
-
-  afterAll(async () => {
-    if (kc) await deleteAgentsAndCrd(kc);
-    await operator?.stop();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-  });
-
   test('a version added to the Sandbox and SandboxTemplate CRDs after the policies were written is judged like v1beta1: enforced, and defaulted in advisory mode', async () => {
     const enforced = await tenantNamespace('kpi-op-scope-v1-enforce');
     const advisory = await tenantNamespace('kpi-op-scope-v1-advisory');
     const e = uniqueName('v1-enforced-agent');
     const a = uniqueName('v1-advisory-agent');
-    await createAgent(kc, enforced, e, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
-    await createAgent(kc, advisory, a, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', false) });
+    await createAgent(kc, enforced, e, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
+    await createAgent(kc, advisory, a, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', false) });
     await waitForOwned(kc, e, expectedSandboxObjects(enforced, e, true));
     await waitForOwned(kc, a, expectedSandboxObjects(advisory, a, false));
     await waitForAdmission(kc, ref(enforced, 'probe'), 'runc', 'to be denied', denied);
@@ -175,7 +150,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
       const first = uniqueName('pair-agent');
       const second = uniqueName('pair-agent');
       for (const name of inOrder([first, second] as const)) {
-        await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: sandboxAnnotation('kata', true) });
+        await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: sandboxAnnotation('kata', true) });
         await waitForSettled(kc, name, expectedSandboxObjects(ns, name, true));
       }
       // Admission policies load asynchronously: once a weak class is refused, at least one is in
@@ -228,10 +203,10 @@ describe('operator: what a sandbox policy governs (every served version; every i
       const ns = await tenantNamespace('kpi-op-scope-mixed');
       const strict = uniqueName('strict-agent');
       const weak = uniqueName('weak-agent');
-      const baseline = await operator.metric(MIXED_METRIC);
+      const baseline = await suite.operator.metric(MIXED_METRIC);
       const annotations = { [strict]: sandboxAnnotation('kata', true), [weak]: sandboxAnnotation('runsc', false) };
       for (const name of inOrder([strict, weak] as const)) {
-        await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotations[name] as string });
+        await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotations[name] as string });
         await waitForOwned(kc, name, expectedSandboxObjects(ns, name, name === strict));
       }
 
@@ -240,7 +215,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
       expect(warning.message).toContain(`cloudark.io/Agent/${ns}/${strict} (minimum kata, enforced)`);
       expect(warning.message).toContain('minimum runsc, advisory');
       expect(await eventReasons(ns, strict)).not.toContain('StricterSandboxPolicy');
-      expect(await operator.metric(MIXED_METRIC)).toBe(baseline + 1);
+      expect(await suite.operator.metric(MIXED_METRIC)).toBe(baseline + 1);
 
       // The strictest governs: the weaker instance's own runsc class is refused by the kata policy,
       // and its advisory default is the stricter instance's class, which both policies accept.
@@ -283,7 +258,7 @@ describe('operator: what a sandbox policy governs (every served version; every i
             : false,
       );
       await waitForAdmission(kc, ref(ns, 'probe'), runtimeClassName(weak), 'to be admitted', allowedWithout);
-      expect(await operator.metric(MIXED_METRIC)).toBe(baseline);
+      expect(await suite.operator.metric(MIXED_METRIC)).toBe(baseline);
     });
   });
 });

@@ -8,17 +8,24 @@
  * missing parameter, the migration from the per-instance layout without a gap, deletion, and that
  * N tenants cost the API server no extra policy.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   installCrds,
   isApiStatus,
+  type RunningOperator,
   sandboxIsolationParamsCrd,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  OWNER_ANNOTATION,
+  SANDBOX_ISOLATION_ANNOTATION,
+  SANDBOX_ISOLATION_PARAMS_API_VERSION,
+  SANDBOX_ISOLATION_PARAMS_RESOURCE,
+  SHARED_SANDBOX_POLICY_COMPONENT,
+  SHARED_SANDBOX_POLICY_NAME,
+} from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -32,18 +39,11 @@ import { uniqueName } from './support/names.js';
 import {
   createAgent,
   deleteAgent,
-  deleteAgentsAndCrd,
-  ensureAgentCrd,
-  MANAGED_BY,
-  MANAGED_BY_VALUE,
   mutatingPolicies,
   ownedObjects,
   policyName,
   runtimeClassName,
-  SANDBOX_ISOLATION,
   sharedClusterDefaults,
-  startTestOperator,
-  type TestOperator,
   waitForOwned,
 } from './support/operator.js';
 import {
@@ -55,10 +55,12 @@ import {
   type SandboxRef,
   waitForAdmission,
 } from './support/operator-sandbox.js';
+import { operatorSuite } from './support/operator-suite.js';
 
-const SHARED = 'kubeplus-isolation-sandbox';
-const SHARED_COMPONENT = 'sandbox-isolation-shared-policy';
-const PARAMS = { group: 'isolation.kubeplus.io', version: 'v1alpha1', plural: 'sandboxisolations' } as const;
+const SHARED = SHARED_SANDBOX_POLICY_NAME;
+const SHARED_COMPONENT = SHARED_SANDBOX_POLICY_COMPONENT;
+const [PARAMS_GROUP = '', PARAMS_VERSION = ''] = SANDBOX_ISOLATION_PARAMS_API_VERSION.split('/');
+const PARAMS = { group: PARAMS_GROUP, version: PARAMS_VERSION, plural: SANDBOX_ISOLATION_PARAMS_RESOURCE } as const;
 const CRD_NAME = `${PARAMS.plural}.${PARAMS.group}`;
 const DEFAULTING = sharedClusterDefaults();
 const annotation = (minRuntimeClass: string, enforce: boolean): string => JSON.stringify({ minRuntimeClass, enforce });
@@ -79,7 +81,7 @@ async function readParams(kc: KubeConfig, name: string): Promise<any | undefined
 async function managedPolicies(kc: KubeConfig): Promise<string[]> {
   const list = await kc
     .makeApiClient(AdmissionregistrationV1Api)
-    .listValidatingAdmissionPolicy({ labelSelector: `${MANAGED_BY}=${MANAGED_BY_VALUE}` });
+    .listValidatingAdmissionPolicy({ labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` });
   return list.items.map((p) => p.metadata?.name ?? '').sort();
 }
 
@@ -137,56 +139,41 @@ async function removeSharedLayout(kc: KubeConfig): Promise<void> {
 }
 
 describe('operator: the shared sandbox policy layout, on the real control plane', () => {
-  let cluster: Cluster;
-  let kc: KubeConfig;
-  let operator: TestOperator | undefined;
-  let leaseNamespace = '';
   /** What starting the shared layout's operator before its CRD existed ended with. */
   let refusal: string | undefined;
-  const namespaces: string[] = [];
-  const tenantNamespace = async (prefix: string): Promise<string> => {
-    const ns = await createTestNamespace(kc, prefix, { waitForServiceAccount: false });
-    namespaces.push(ns);
-    return ns;
-  };
+  const start = (layout: 'shared' | 'per-instance', leaseName: string): Promise<RunningOperator> =>
+    suite.startOperator({ name: `op-shared-${layout}`, leaseName, args: [`--sandbox-policy-layout=${layout}`] });
+  const suite = operatorSuite({
+    name: 'op-shared',
+    startOperator: false,
+    waitForServiceAccount: false,
+    beforeOperator: async ({ kc }) => {
+      // Before the CRD exists: the operator must refuse to start, saying why (asserted below).
+      refusal = await start('shared', uniqueName('op-shared-no-crd')).then(
+        async (op) => {
+          await op.stop();
+          return undefined;
+        },
+        (error: unknown) => (error as Error).message,
+      );
+      await installCrds(kc, [sandboxIsolationParamsCrd()]);
+      operator = await start('shared', uniqueName('op-shared-lease'));
+    },
+    // Nothing of the shared layout may outlive the suite: a later suite's operator would see the
+    // shared policies as objects the operator manages (they carry managed-by).
+    afterTeardown: ({ kc }) => removeSharedLayout(kc),
+  });
+  const { tenantNamespace } = suite;
+  let kc: KubeConfig;
+  let operator: RunningOperator | undefined;
+  beforeAll(() => {
+    kc = suite.kc;
+  });
   const ref = (namespace: string, name: string): SandboxRef => ({
     kind: 'Sandbox',
     version: 'v1beta1',
     namespace,
     name,
-  });
-  const start = (layout: 'shared' | 'per-instance', leaseName: string): Promise<TestOperator> =>
-    startTestOperator(cluster, {
-      name: `op-shared-${layout}`,
-      leaseNamespace,
-      leaseName,
-      extraArgs: [`--sandbox-policy-layout=${layout}`],
-    });
-
-  beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    await ensureAgentCrd(kc);
-    leaseNamespace = await tenantNamespace('kpi-op-shared-system');
-    // Before the CRD exists: the operator must refuse to start, saying why (asserted below).
-    refusal = await start('shared', uniqueName('op-shared-no-crd')).then(
-      async (op) => {
-        await op.stop();
-        return undefined;
-      },
-      (error: unknown) => (error as Error).message,
-    );
-    await installCrds(kc, [sandboxIsolationParamsCrd()]);
-    operator = await start('shared', uniqueName('op-shared-lease'));
-  });
-
-  afterAll(async () => {
-    if (kc) await deleteAgentsAndCrd(kc);
-    await operator?.stop();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-    // Nothing of the shared layout may outlive the suite: a later suite's operator would see the
-    // shared policies as objects the operator manages (they carry managed-by).
-    if (kc) await removeSharedLayout(kc);
   });
 
   test('without the SandboxIsolation CRD the operator refuses to start, naming the CRD and both ways out', () => {
@@ -200,7 +187,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     const ns = await tenantNamespace('kpi-shared-team-a');
     const name = uniqueName('team-a-agent-instance');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('kata', true) });
     const owned = await waitForOwned(kc, name, expectedShared(ns, name, true));
     const binding = owned.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding')?.raw;
     expect(binding.spec.policyName).toBe(SHARED);
@@ -217,7 +204,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
       enforce: true,
       recommendedRuntimeClass: own,
     });
-    expect(params.metadata.annotations['kubeplus.io/owner']).toBe(`cloudark.io/Agent/${ns}/${name}`);
+    expect(params.metadata.annotations[OWNER_ANNOTATION]).toBe(`cloudark.io/Agent/${ns}/${name}`);
     // No policy of its own: the cluster's only managed policy is the shared one.
     expect(await managedPolicies(kc)).toEqual([SHARED]);
     // The controller-manager type-checks it against the CRD's schema (params.spec.*): no warning.
@@ -254,7 +241,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     const ns = await tenantNamespace('kpi-shared-team-b');
     const name = uniqueName('team-b-agent-instance');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('kata', false) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('kata', false) });
     await waitForOwned(kc, name, expectedShared(ns, name, false));
     const unsetBecomes = DEFAULTING ? own : undefined;
     await waitForAdmission(kc, ref(ns, 'probe'), undefined, `to be admitted as ${unsetBecomes ?? 'unset'}`, (a) =>
@@ -285,7 +272,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     for (const i of [1, 2, 3]) {
       const ns = await tenantNamespace(`kpi-shared-many-${i}`);
       const name = uniqueName(`many-${i}`);
-      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('runsc', true) });
+      await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('runsc', true) });
       made.push({ ns, name });
     }
     for (const { ns, name } of made) await waitForOwned(kc, name, expectedShared(ns, name, true));
@@ -297,7 +284,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
   test('a tenant with admin rights in its namespace cannot read, change or delete its SandboxIsolation parameter (cluster-scoped)', async () => {
     const ns = await tenantNamespace('kpi-shared-rbac');
     const name = uniqueName('rbac-agent');
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('kata', true) });
     await waitFor('its parameter', () => readParams(kc, paramsName(ns, name)), { timeoutMs: 30_000 });
     const user = `tenant-${ns}`;
     await kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
@@ -336,7 +323,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     const ns = await tenantNamespace('kpi-shared-failclosed');
     const name = uniqueName('failclosed-agent');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('kata', true) });
     await waitForOwned(kc, name, expectedShared(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'probe'), own, 'the own class to be admitted', (a) => a.allowed);
     await operator?.stop();
@@ -355,7 +342,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     const name = uniqueName('migrate-agent');
     await operator?.stop();
     operator = await start('per-instance', uniqueName('op-per-instance-lease'));
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('kata', true) });
     await waitForOwned(kc, name, [
       `RuntimeClass/${runtimeClassName(name)}`,
       `ValidatingAdmissionPolicy/${policyName(ns, name, 'enforce')}`,
@@ -396,7 +383,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     const ns = await tenantNamespace('kpi-shared-delete');
     const name = uniqueName('delete-agent');
     const own = runtimeClassName(name);
-    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION]: annotation('kata', true) });
+    await createAgent(kc, ns, name, { [SANDBOX_ISOLATION_ANNOTATION]: annotation('kata', true) });
     await waitForOwned(kc, name, expectedShared(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'kept'), own, 'the own class to be admitted', (a) => a.allowed);
     expectAllowed(await createSandbox(kc, ref(ns, 'kept'), own), 'a Sandbox with the own class');
@@ -411,7 +398,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     // Unconstrained again: the binding is gone with the instance.
     await waitForAdmission(kc, ref(ns, 'free'), 'runc', 'runc to be admitted', (a) => a.allowed);
     const adm = kc.makeApiClient(AdmissionregistrationV1Api);
-    expect((await adm.readValidatingAdmissionPolicy({ name: SHARED })).metadata?.labels?.[MANAGED_BY]).toBe(
+    expect((await adm.readValidatingAdmissionPolicy({ name: SHARED })).metadata?.labels?.[MANAGED_BY_LABEL]).toBe(
       MANAGED_BY_VALUE,
     );
   });

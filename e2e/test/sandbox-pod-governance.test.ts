@@ -18,8 +18,9 @@
 
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
-import { createAgent, NODE_ISOLATION, patchAgent, SANDBOX_ISOLATION } from './support/operator.js';
+import { createAgent, patchAgent } from './support/operator.js';
 import { kubectl, kubectlWithInput, PLATFORM_NS, poolMandate, startSandboxNode } from './support/real-node.js';
 import { isReady, podOfSandbox, readSandbox, SANDBOX_IMAGE, sandboxYaml } from './support/sandboxes.js';
 
@@ -69,8 +70,8 @@ describe("a Sandbox's Pod meets the namespace's minimum, however the tenant trie
     );
   const isolate = async (tenant: string, minRuntimeClass: string): Promise<void> => {
     await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, {
-      [NODE_ISOLATION]: JSON.stringify(MANDATE),
-      [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass, enforce: true }),
+      [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
+      [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass, enforce: true }),
     });
     await waitFor(
       'the tenant namespace',
@@ -83,7 +84,7 @@ describe("a Sandbox's Pod meets the namespace's minimum, however the tenant trie
   };
   const tighten = async (tenant: string, minRuntimeClass: string): Promise<void> => {
     await patchAgent(cluster.cp.kc, PLATFORM_NS, tenant, {
-      annotations: { [SANDBOX_ISOLATION]: JSON.stringify({ minRuntimeClass, enforce: true }) },
+      annotations: { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass, enforce: true }) },
     });
     await policyInForce(tenant, minRuntimeClass);
   };

@@ -21,6 +21,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { type RealNodeCluster, scrapeApiServerMetrics, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_WEBHOOK_NAME } from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
 import {
   admitDryRunWhile,
@@ -42,7 +43,6 @@ import {
 
 const POOL = 'team-a-pool';
 const MANDATE = poolMandate(POOL);
-const ENTRY = 'node-isolation.kubeplus.io';
 const WEBHOOK_PORT = 8443;
 const SHORT_LIFETIMES = [
   '--set',
@@ -108,7 +108,7 @@ describe('webhook certificates kept by the operator, on a real node', () => {
 
   const failOpens = async (): Promise<number> =>
     sumMetric(await scrapeApiServerMetrics(cluster.cp.kc), 'apiserver_admission_webhook_fail_open_count', {
-      name: ENTRY,
+      name: NODE_ISOLATION_WEBHOOK_NAME,
     });
 
   const isolateTenantAndWait = async (): Promise<void> => {

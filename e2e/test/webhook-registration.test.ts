@@ -11,6 +11,11 @@ import {
   unregisterWebhook,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  ADMISSION_REVIEW_API_VERSION,
+  ADMISSION_REVIEW_KIND,
+  NODE_ISOLATION_ENABLED_LABEL,
+} from '@kubeplus-isolation/spec';
 import { AdmissionregistrationV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 
@@ -51,8 +56,8 @@ function startRecordingWebhook(cert: { certPem: string; keyPem: string }, review
       const patch = [{ op: 'add', path: '/metadata/annotations', value: { [MARK]: 'harness-test' } }];
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
-          apiVersion: 'admission.k8s.io/v1',
-          kind: 'AdmissionReview',
+          apiVersion: ADMISSION_REVIEW_API_VERSION,
+          kind: ADMISSION_REVIEW_KIND,
           response: {
             uid: review.request.uid,
             allowed: true,
@@ -88,7 +93,7 @@ describe('e2e harness: webhook registration from the chart entry', () => {
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('webhook test server has no port');
     isolated = await createTestNamespace(kc, 'e2e-webhook-labeled', {
-      labels: { 'kubeplus.io/node-isolation-enabled': 'true' },
+      labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
     });
     plain = await createTestNamespace(kc, 'e2e-webhook-plain');
     namespaces.push(isolated, plain);

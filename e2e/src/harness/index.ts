@@ -74,6 +74,18 @@ export {
 export { createTestNamespace, deleteNamespace, type NamespaceOptions } from './namespaces.js';
 export * from './node/index.js';
 export { isApiStatus, labelNode, taintNode, untaintNode } from './node-api.js';
+export {
+  LEASE_PRESETS,
+  type LeaderElection,
+  type LeasePreset,
+  type LeaseTimings,
+  type LogLine,
+  leaseFlags,
+  type OperatorOptions,
+  operatorFlags,
+  type RunningOperator,
+  startOperator,
+} from './operator.js';
 export { type CertAndKey, CertificateAuthority } from './pki.js';
 export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedulable } from './pods.js';
 export { instancePolicyName, legacyInstancePolicyName, type PolicyRole } from './policy-names.js';
@@ -85,11 +97,9 @@ export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
 export { getSecureMetrics, metricsReaderToken, scrapeSecureMetrics } from './secure-metrics.js';
 export { writeServiceAccountKubeconfig } from './service-accounts.js';
 export {
-  type OperatorOptions,
   type RunningService,
   type RunningWebhook,
   type ServiceOptions,
-  startOperator,
   startService,
   startWebhook,
   type WebhookOptions,

@@ -163,28 +163,6 @@ export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}):
   };
 }
 
-export interface OperatorOptions {
-  args: readonly string[];
-  /** Polled until 200 before returning, e.g. the operator's health endpoint. */
-  readiness?: ServiceOptions['readiness'];
-  env?: NodeJS.ProcessEnv;
-  name?: string;
-  /** Another build's main.js instead of this checkout's, e.g. a previous version's (upgrade tests). */
-  entry?: string;
-}
-
-/**
- * Starts services/operator/dist/main.js with `args` (its flags are the operator's own). Its HTTP
- * port is plain and /metrics open (METRICS_SECURE=false, which `args` or `env` may override; an
- * older build ignores the variable): the suites read it over loopback, where no Prometheus token
- * exists; the chart's secure metrics are the chart tests'.
- */
-export function startOperator(cluster: Cluster, opts: OperatorOptions): Promise<RunningService> {
-  return startService(cluster, {
-    name: opts.name ?? 'operator',
-    entry: opts.entry ?? join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
-    args: opts.args,
-    env: { METRICS_SECURE: 'false', ...opts.env },
-    readiness: opts.readiness,
-  });
-}
+// The operator's launcher is operator.ts; re-exported here only because e2e/src/demo/environment.ts
+// imports it from this module (to be dropped once the demo imports it from operator.js).
+export { startOperator } from './operator.js';

@@ -18,8 +18,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ControlPlane,
   createTestNamespace,
-  freePorts,
-  type RunningService,
+  type RunningOperator,
   type RunningWebhook,
   registerWebhook,
   startControlPlane,
@@ -28,17 +27,16 @@ import {
   testPod,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_RESOLVED_ANNOTATION } from '@kubeplus-isolation/spec';
 import { CoreV1Api, NodeV1Api } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
 import {
   createInstanceKind,
-  ENABLED,
   type InstanceKind,
   instanceAnnotations,
   instanceApi,
   mandateOf,
   mergePatch,
-  RESOLVED,
 } from './support/operator.js';
 import { getStatus, patchOf, podReview, postReview } from './support/webhook-client.js';
 
@@ -52,7 +50,7 @@ async function readyz(url: string, caPem?: string): Promise<{ status: number; bo
 describe('fault: kube-apiserver and etcd restart under the webhook and the operator', () => {
   let cp: ControlPlane | undefined;
   let webhook: RunningWebhook | undefined;
-  let operator: RunningService | undefined;
+  let operator: RunningOperator | undefined;
   let kind: InstanceKind;
   let platform = '';
   let operatorReadyz = '';
@@ -71,36 +69,26 @@ describe('fault: kube-apiserver and etcd restart under the webhook and the opera
     kind = await createInstanceKind(kc, `${id}.faults.e2e.kubeplus.io`);
     platform = await createTestNamespace(kc, `${id}-platform`);
     const isolated = (pool: string) => ({
-      labels: { [ENABLED]: 'true' },
-      annotations: { [RESOLVED]: JSON.stringify(mandateOf(pool)) },
+      labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+      annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(mandateOf(pool)) },
     });
     remandated = await createTestNamespace(kc, `${id}-remandated`, isolated(oldPool));
     unlabeled = await createTestNamespace(kc, `${id}-unlabeled`, isolated(oldPool));
 
     webhook = await startWebhook(cp, { extraArgs: ['--max-informer-staleness=2s'] });
     await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem });
-    const [metricsPort] = (await freePorts(1)) as [number];
-    operatorReadyz = `http://127.0.0.1:${metricsPort}/readyz`;
     operator = await startOperator(cp, {
       name: `${id}-operator`,
-      args: [
-        `--kubeconfig=${cp.kubeconfigPath}`,
-        `--instance-kinds=${kind.group}`,
-        `--platform-namespace=${platform}`,
-        `--leader-election-namespace=${platform}`,
-        `--leader-election-id=${id}-operator`,
-        `--leader-election-identity=${id}-operator`,
+      leaderElection: {
+        namespace: platform,
+        id: `${id}-operator`,
+        identity: `${id}-operator`,
         // Long enough to keep the Lease across the outage (renewals fail meanwhile).
-        '--lease-duration=60s',
-        '--renew-deadline=45s',
-        '--retry-period=1s',
-        '--drain-timeout=2s',
-        '--shutdown-timeout=50s',
-        `--metrics-port=${metricsPort}`,
-        '--bind-address=127.0.0.1',
-      ],
-      readiness: { url: operatorReadyz, timeoutMs: 60_000 },
+        lease: { durationS: 60, renewDeadlineS: 45, retryPeriodS: 1, drainTimeoutS: 2, shutdownTimeoutS: 50 },
+      },
+      args: [`--instance-kinds=${kind.group}`, `--platform-namespace=${platform}`],
     });
+    operatorReadyz = operator.readyzUrl;
     const api = instanceApi(kc, kind);
     await api.create(platform, { name: tampered, pool: `${id}-tampered-pool` });
     await api.create(platform, { name: late });
@@ -125,7 +113,8 @@ describe('fault: kube-apiserver and etcd restart under the webhook and the opera
     );
     await waitFor(
       `the operator to create namespace ${tampered}, labeled`,
-      async () => (await core.readNamespace({ name: tampered })).metadata?.labels?.[ENABLED] === 'true',
+      async () =>
+        (await core.readNamespace({ name: tampered })).metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
       { timeoutMs: 60_000 },
     );
   });
@@ -165,11 +154,22 @@ describe('fault: kube-apiserver and etcd restart under the webhook and the opera
     const core = kc.makeApiClient(CoreV1Api);
     // At once, while the webhook and operator are still backing off from the outage.
     await core.patchNamespace(
-      { name: remandated, body: { metadata: { annotations: { [RESOLVED]: JSON.stringify(mandateOf(newPool)) } } } },
+      {
+        name: remandated,
+        body: {
+          metadata: { annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(mandateOf(newPool)) } },
+        },
+      },
       mergePatch,
     );
-    await core.patchNamespace({ name: unlabeled, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch);
-    await core.patchNamespace({ name: tampered, body: { metadata: { labels: { [ENABLED]: null } } } }, mergePatch);
+    await core.patchNamespace(
+      { name: unlabeled, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: null } } } },
+      mergePatch,
+    );
+    await core.patchNamespace(
+      { name: tampered, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: null } } } },
+      mergePatch,
+    );
     await instanceApi(kc, kind).annotate(
       platform,
       late,
@@ -218,8 +218,8 @@ describe('fault: kube-apiserver and etcd restart under the webhook and the opera
           .catch(() => undefined);
         observe({ labels: ns?.metadata?.labels, handler: rc?.handler });
         return (
-          ns?.metadata?.labels?.[ENABLED] === 'true' &&
-          JSON.stringify(JSON.parse(ns.metadata.annotations?.[RESOLVED] ?? 'null')) ===
+          ns?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+          JSON.stringify(JSON.parse(ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] ?? 'null')) ===
             JSON.stringify(mandateOf(`${id}-late-pool`)) &&
           rc?.handler === 'kata'
         );
@@ -228,7 +228,8 @@ describe('fault: kube-apiserver and etcd restart under the webhook and the opera
     );
     await waitFor(
       `the operator to restore the isolation label of ${tampered}`,
-      async () => (await core.readNamespace({ name: tampered })).metadata?.labels?.[ENABLED] === 'true',
+      async () =>
+        (await core.readNamespace({ name: tampered })).metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true',
       { timeoutMs: 60_000 },
     );
     await waitFor('the operator /readyz to be 200', async () => (await readyz(operatorReadyz)).status === 200, {

@@ -23,7 +23,6 @@
  * Before the fix each term's watch started from "now": both counts stayed 0 (checked by running
  * this suite against the operator without the change).
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type Cluster,
@@ -31,6 +30,8 @@ import {
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  type LogLine,
+  type RunningOperator,
   type RunningWebhook,
   registerWebhook,
   scrapeMetrics,
@@ -54,7 +55,6 @@ import { uniqueName } from '../support/names.js';
 import { isolationMetadata, poolMandate, waitForWebhookActive } from '../support/node-isolation.js';
 import {
   applyChartOperatorRbac,
-  type ChartOperator,
   type ChartRbac,
   operatorKubeconfig,
   startChartOperator,
@@ -66,29 +66,8 @@ const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 /** The protocol, literally: the Lease annotation the leader keeps its Pod watch position in. */
 const POSITION = 'isolation.kubeplus.io/pod-watch-position';
 const ADMITTED_UNPLACED = 'Pod admitted without the node placement its namespace mandates';
-/** Short Lease timings (as the other failover suites): a killed leader is replaced within ~6 s. */
-const FAST_LEASE = ['--lease-duration=4s', '--renew-deadline=3s', '--retry-period=1s'];
 
-interface LogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
-
-function logLines(operator: ChartOperator): LogLine[] {
-  return readFileSync(operator.service.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l) as LogLine];
-      } catch {
-        return []; // a line being written
-      }
-    });
-}
-
-const metric = async (op: ChartOperator, name: string, labels: Record<string, string> = {}) =>
+const metric = async (op: RunningOperator, name: string, labels: Record<string, string> = {}) =>
   sumMetric(await scrapeMetrics(op.metricsUrl), name, labels);
 
 /** One scenario's world: an isolated namespace, the webhook, the chart's RBAC, and the operators started. */
@@ -98,7 +77,7 @@ class Handover {
   readonly release = uniqueName('kpi-handover');
   readonly mandate = poolMandate(uniqueName('ho-pool'));
   private readonly configName = uniqueName('e2e-handover-webhook');
-  private readonly operators: ChartOperator[] = [];
+  private readonly operators: RunningOperator[] = [];
   private rbac: ChartRbac | undefined;
   private kubeconfigPath = '';
   private webhook: RunningWebhook | undefined;
@@ -122,7 +101,7 @@ class Handover {
   }
 
   async tearDown(): Promise<void> {
-    for (const op of this.operators) await op.service.stop();
+    for (const op of this.operators) await op.stop();
     await unregisterWebhook(this.kc, this.configName);
     await this.webhook?.stop();
     await this.rbac?.remove();
@@ -130,14 +109,16 @@ class Handover {
   }
 
   /** Starts an operator on the chart's Lease and waits until it leads. */
-  async startLeader(name: string): Promise<ChartOperator> {
+  async startLeader(name: string): Promise<RunningOperator> {
     if (this.rbac === undefined) throw new Error('not set up');
     const op = await startChartOperator(this.cluster, {
       name: `${this.release}-${name}`,
       namespace: this.releaseNs,
       rbac: this.rbac,
       kubeconfigPath: this.kubeconfigPath,
-      args: ['--audit-interval=10m', ...FAST_LEASE],
+      args: ['--audit-interval=10m'],
+      // Short Lease timings (as the other failover suites): a killed leader is replaced within ~6 s.
+      lease: 'fast',
     });
     this.operators.push(op);
     await waitFor(
@@ -178,12 +159,12 @@ class Handover {
   }
 
   /** The webhook stops answering, then the leader dies (SIGKILL both): nobody patches, nobody watches. */
-  async killWebhookAndLeader(leader: ChartOperator): Promise<void> {
+  async killWebhookAndLeader(leader: RunningOperator): Promise<void> {
     this.webhook?.signal('SIGKILL');
     await this.webhook?.process.exit;
     this.webhook = undefined;
-    leader.service.signal('SIGKILL');
-    await leader.service.process.exit;
+    leader.signal('SIGKILL');
+    await leader.process.exit;
   }
 
   /** Runs a one-Pod Job in the tenant namespace; returns its Pod once it has finished (Succeeded). */
@@ -231,22 +212,22 @@ class Handover {
   }
 
   /** Waits until `leader` has counted `pod` and returns the log lines naming Pods of the tenant namespace. */
-  async counted(leader: ChartOperator, pod: V1Pod): Promise<LogLine[]> {
+  async counted(leader: RunningOperator, pod: V1Pod): Promise<LogLine[]> {
     await waitFor(
       'the new leader to count and log the finished Pod admitted while no leader watched',
       async (observe) => {
         const both = await metric(leader, 'kubeplus_operator_unisolated_pod_admissions_total', { missing: 'both' });
-        const named = logLines(leader).some((l) => l.msg === ADMITTED_UNPLACED && l.pod === pod.metadata?.name);
+        const named = leader.logLines().some((l) => l.msg === ADMITTED_UNPLACED && l.pod === pod.metadata?.name);
         observe({ both, named });
         return both >= 1 && named;
       },
       { timeoutMs: 30_000, intervalMs: 250 },
     );
-    return logLines(leader).filter((l) => l.msg === ADMITTED_UNPLACED && l.namespace === this.tenantNs);
+    return leader.logLines().filter((l) => l.msg === ADMITTED_UNPLACED && l.namespace === this.tenantNs);
   }
 
   /** The periodic audit alone would never see the Pod: it skips finished Pods. */
-  async auditSeesNothing(leader: ChartOperator): Promise<void> {
+  async auditSeesNothing(leader: RunningOperator): Promise<void> {
     await waitFor(
       'the new leader’s audit of the tenant namespace',
       async () => (await metric(leader, 'kubeplus_operator_audit_pod_list_requests_total')) >= 1,
@@ -303,7 +284,7 @@ describe('fault: a Pod admitted unplaced and finished while no leader watched is
         via: 'watch',
       }),
     ]);
-    expect(logLines(next).find((l) => l.msg === 'Pod watch resumes where the previous term left it')).toBeDefined();
+    expect(next.logLines().find((l) => l.msg === 'Pod watch resumes where the previous term left it')).toBeDefined();
     expect(await metric(next, 'kubeplus_operator_pod_watch_catch_ups_total')).toBe(0);
     await world.auditSeesNothing(next);
     expect(position?.resourceVersion).toMatch(/^\d+$/);
@@ -352,7 +333,7 @@ describe('fault: the same, when the killed leader’s position is too old to res
     ]);
     // Its own control plane: no other isolated namespace, so the count is exactly this Pod.
     expect(await metric(next, 'kubeplus_operator_unisolated_pod_admissions_total', { missing: 'both' })).toBe(1);
-    expect(logLines(next).find((l) => l.msg.startsWith('Pod watch caught up'))).toMatchObject({
+    expect(next.logLines().find((l) => l.msg.startsWith('Pod watch caught up'))).toMatchObject({
       reason: 'expired',
       unisolated: 1,
     });

@@ -12,44 +12,35 @@
  * - Pods created with the mandate, or in a namespace that is not isolated, are not counted.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
-  scrapeMetrics,
-  sumMetric,
-  testPod,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { type RunningOperator, scrapeMetrics, sumMetric, testPod, waitFor } from '@kubeplus-isolation/e2e';
 import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
 import { isolationMetadata, poolMandate } from '../support/node-isolation.js';
-import {
-  applyChartOperatorRbac,
-  type ChartOperator,
-  type ChartRbac,
-  operatorKubeconfig,
-  startChartOperator,
-} from './support/chart-rbac-operator.js';
+import { operatorSuite } from '../support/operator-suite.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** No scheduler serves this name: nothing but the test and the operator touches these Pods. */
 const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 
 describe('fault: a short-lived Pod admitted without its mandate is reported before the next audit period', () => {
-  let cluster: Cluster;
-  let kc: KubeConfig;
-  let core: CoreV1Api;
-  let rbac: ChartRbac | undefined;
-  let operator: ChartOperator | undefined;
-  const release = uniqueName('kpi-shortlived');
+  let operator: RunningOperator | undefined;
   const mandate = poolMandate(uniqueName('sl-pool'));
-  const namespaces: string[] = [];
-  let releaseNs = '';
   let isolatedNs = '';
   let plainNs = '';
+  const suite = operatorSuite({
+    name: 'shortlived',
+    chart: {},
+    args: ['--audit-interval=10m'],
+    beforeOperator: async () => {
+      // Isolated by hand, and no webhook registered for it: every Pod here is admitted unpatched,
+      // exactly as during an outage (failurePolicy Ignore).
+      isolatedNs = await suite.tenantNamespace('kpi-shortlived-tenant', isolationMetadata(mandate));
+      plainNs = await suite.tenantNamespace('kpi-shortlived-plain');
+    },
+  });
+  let kc: KubeConfig;
+  let core: CoreV1Api;
 
   const admissions = async (): Promise<Record<string, number>> => {
     const samples = await scrapeMetrics(operator?.metricsUrl ?? '');
@@ -61,23 +52,8 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
   };
 
   beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
+    ({ kc, operator } = suite);
     core = kc.makeApiClient(CoreV1Api);
-    releaseNs = await createTestNamespace(kc, 'kpi-shortlived-release');
-    // Isolated by hand, and no webhook registered for it: every Pod here is admitted unpatched,
-    // exactly as during an outage (failurePolicy Ignore).
-    isolatedNs = await createTestNamespace(kc, 'kpi-shortlived-tenant', isolationMetadata(mandate));
-    plainNs = await createTestNamespace(kc, 'kpi-shortlived-plain');
-    namespaces.push(releaseNs, isolatedNs, plainNs);
-    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {});
-    operator = await startChartOperator(cluster, {
-      name: `${release}-op`,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: await operatorKubeconfig(cluster, releaseNs, rbac),
-      args: ['--audit-interval=10m'],
-    });
     // The leader's first audits (at the start of its term) are done before the Pods come.
     await waitFor(
       'the operator to audit the isolated namespace once',
@@ -86,12 +62,6 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
         1,
       { timeoutMs: 60_000, intervalMs: 250 },
     );
-  });
-
-  afterAll(async () => {
-    await operator?.service.stop();
-    await rbac?.remove();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
   });
 
   test('a Pod that finishes right after its unpatched admission is counted and logged within seconds', async () => {
@@ -129,7 +99,7 @@ describe('fault: a short-lived Pod admitted without its mandate is reported befo
     );
     expect(Date.now() - createdAt).toBeLessThan(30_000);
     expect(await admissions()).toEqual({ node_selector: 0, tolerations: 0, both: 1 });
-    const line = readFileSync(operator?.service.logPath ?? '', 'utf8')
+    const line = readFileSync(operator?.logPath ?? '', 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>)

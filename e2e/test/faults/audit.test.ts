@@ -14,17 +14,14 @@
  *   namespace's Pods, and the list + watch of new Pods of audit/pod-admissions.ts), and costs one
  *   LIST per isolated namespace per period (measured here).
  */
-import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ApiProxy,
   type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type InstanceKind,
   isApiStatus,
   type ProxiedRequest,
+  type RunningOperator,
   type RunningWebhook,
   registerWebhook,
   scrapeMetrics,
@@ -36,6 +33,11 @@ import {
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
+import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
@@ -45,34 +47,13 @@ import {
 } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
 import { poolMandate, waitForWebhookActive } from '../support/node-isolation.js';
-import {
-  applyChartOperatorRbac,
-  type ChartOperator,
-  type ChartRbac,
-  createInstanceCrd,
-  deleteInstanceCrd,
-  startChartOperator,
-} from './support/chart-rbac-operator.js';
+import { operatorSuite } from '../support/operator-suite.js';
+import { createInstanceCrd, deleteInstanceCrd } from './support/chart-rbac-operator.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
-const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 /** No scheduler serves this name: nothing but the test and the audit ever touches these Pods. */
 const UNSCHEDULED = 'kpi-e2e-no-scheduler';
 const PERIOD_S = 3;
-
-interface LogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
-
-function logLines(operator: ChartOperator): LogLine[] {
-  return readFileSync(operator.service.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
-}
 
 const POD_LIST = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/;
 /** The Pod watch's list and watch (every namespace). */
@@ -82,20 +63,16 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   let cluster: Cluster;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let rbac: ChartRbac | undefined;
   let proxy: ApiProxy | undefined;
   let webhook: RunningWebhook | undefined;
-  let operator: ChartOperator | undefined;
-  const release = uniqueName('kpi-audit');
+  let operator: RunningOperator | undefined;
   const suffix = uniqueName('audit');
   const widgets: InstanceKind = { group: `${suffix}.e2e.kubeplus.io`, kind: 'Widget', plural: 'widgets' };
   const widget = { group: widgets.group, version: 'v1', plural: widgets.plural };
   const instance = 'widget-1';
   const mandate = poolMandate(`${suffix}-pool`);
   const configName = uniqueName('e2e-audit-webhook');
-  const namespaces: string[] = [];
   let crdCreated = false;
-  let releaseNs = '';
   let tenantNs = '';
   let manualNs = '';
   /** The proxy's request mark when the periodic operator started. */
@@ -121,16 +98,33 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     return pod;
   }
 
-  async function startOperator(name: string, auditInterval: string): Promise<ChartOperator> {
-    if (rbac === undefined || proxy === undefined) throw new Error('not set up');
-    return startChartOperator(cluster, {
-      name,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: proxy.kubeconfigPath,
-      args: [`--audit-interval=${auditInterval}`],
-    });
-  }
+  const suite = operatorSuite({
+    name: 'audit',
+    chart: { values: { operator: { instanceGroups: [{ group: widgets.group, resources: [widgets.plural] }] } } },
+    // The operator's requests, recorded, forwarded with the chart ServiceAccount's identity.
+    kubeconfigPath: () => proxy?.kubeconfigPath ?? '',
+    // The tests start theirs.
+    startOperator: false,
+    afterOperatorsStop: async () => {
+      await unregisterWebhook(kc, configName);
+      await webhook?.stop();
+      await proxy?.close();
+      try {
+        await kc
+          .makeApiClient(CustomObjectsApi)
+          .patchNamespacedCustomObject(
+            { ...widget, namespace: tenantNs, name: instance, body: { metadata: { finalizers: null } } },
+            mergePatch,
+          );
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+      if (crdCreated) await deleteInstanceCrd(kc, widgets);
+    },
+  });
+  const release = suite.release;
+  const startOperator = (name: string, auditInterval: string): Promise<RunningOperator> =>
+    suite.startOperator({ name, args: [`--audit-interval=${auditInterval}`] });
 
   async function instanceEvents(reason: string) {
     const list = await core.listNamespacedEvent({
@@ -141,44 +135,20 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
   }
 
   beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
+    ({ cluster, kc } = suite);
     core = kc.makeApiClient(CoreV1Api);
-    releaseNs = await createTestNamespace(kc, 'kpi-audit-release');
-    tenantNs = await createTestNamespace(kc, 'kpi-audit-tenant');
-    manualNs = await createTestNamespace(kc, 'kpi-audit-manual');
-    namespaces.push(releaseNs, tenantNs, manualNs);
-    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {
-      operator: { instanceGroups: [{ group: widgets.group, resources: [widgets.plural] }] },
-    });
+    tenantNs = await suite.tenantNamespace('kpi-audit-tenant');
+    manualNs = await suite.tenantNamespace('kpi-audit-manual');
     await createInstanceCrd(kc, widgets);
     crdCreated = true;
-    // The operator's requests, recorded, forwarded with the chart ServiceAccount's identity.
     proxy = await startApiProxy(cluster, {
-      upstreamUser: { name: rbac.user, groups: ['system:serviceaccounts', `system:serviceaccounts:${releaseNs}`] },
+      upstreamUser: {
+        name: suite.rbac.user,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${suite.leaseNamespace}`],
+      },
     });
     webhook = await startWebhook(cluster);
     await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: configName });
-  });
-
-  afterAll(async () => {
-    await operator?.service.stop();
-    await unregisterWebhook(kc, configName);
-    await webhook?.stop();
-    await proxy?.close();
-    try {
-      await kc
-        .makeApiClient(CustomObjectsApi)
-        .patchNamespacedCustomObject(
-          { ...widget, namespace: tenantNs, name: instance, body: { metadata: { finalizers: null } } },
-          mergePatch,
-        );
-    } catch (error) {
-      if (!isApiStatus(error, 404)) throw error;
-    }
-    if (crdCreated) await deleteInstanceCrd(kc, widgets);
-    await rbac?.remove();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
   });
 
   test('with the webhook running, the instance’s namespace is isolated and its Pods are placed', async () => {
@@ -189,14 +159,17 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       body: {
         apiVersion: `${widgets.group}/v1`,
         kind: widgets.kind,
-        metadata: { name: instance, annotations: { 'kubeplus.io/node-isolation': JSON.stringify(mandate) } },
+        metadata: { name: instance, annotations: { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate) } },
       },
     });
     await waitFor(
       `the operator to isolate namespace ${tenantNs}`,
       async () => {
         const ns = await core.readNamespace({ name: tenantNs });
-        return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+        return (
+          ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+          ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined
+        );
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
@@ -245,7 +218,12 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     await core.patchNamespace(
       {
         name: manualNs,
-        body: { metadata: { labels: { [ENABLED]: 'true' }, annotations: { [RESOLVED]: JSON.stringify(mandate) } } },
+        body: {
+          metadata: {
+            labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+            annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(mandate) },
+          },
+        },
       },
       mergePatch,
     );
@@ -264,14 +242,14 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
     expect(await unisolated()).toEqual({ node_selector: 1, tolerations: 1, both: 2 });
     const lists = (proxy?.requests(listsBefore) ?? []).filter((r) => r.method === 'GET' && POD_LIST.test(r.path));
     expect(lists.map((r) => POD_LIST.exec(r.path)?.[1])).toEqual([manualNs]);
-    const line = logLines(op).find((l) => l.namespace === manualNs && l.msg.startsWith('Pods lack'));
+    const line = op.logLines().find((l) => l.namespace === manualNs && l.msg.startsWith('Pods lack'));
     expect(line).toMatchObject({
       level: 'warn',
       unisolated: 1,
       unisolatedPods: ['manual-1 (nodeSelector, tolerations)'],
       event: 'none (no watched instance owns the namespace)',
     });
-    await op.service.stop();
+    await op.stop();
     operator = undefined;
   });
 
@@ -344,7 +322,7 @@ describe('fault: Pods admitted while the webhook fails open are found by the aud
       },
       { timeoutMs: 5 * PERIOD_S * 1000, intervalMs: 250 },
     );
-    const lines = logLines(op).filter((l) => l.msg.startsWith('Pods lack') && l.namespace === tenantNs);
+    const lines = op.logLines().filter((l) => l.msg.startsWith('Pods lack') && l.namespace === tenantNs);
     expect(lines.at(-1)).toMatchObject({
       level: 'warn',
       owner: `${widgets.group}/${widgets.kind}/${tenantNs}/${instance}`,

@@ -9,21 +9,22 @@
  * for the other group is granted later — a ClusterRole aggregated into the chart's — the same
  * process watches it and isolates its instance, without a restart.
  */
-import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  type Cluster,
-  connectE2eCluster,
-  createTestNamespace,
-  deleteNamespace,
   type InstanceKind,
   isApiStatus,
   loadKubeConfig,
+  type RunningOperator,
   reportsRefusal,
   scrapeMetrics,
   sumMetric,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -33,42 +34,16 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
-import {
-  applyChartOperatorRbac,
-  type ChartOperator,
-  type ChartRbac,
-  can,
-  createInstanceCrd,
-  deleteInstanceCrd,
-  operatorKubeconfig,
-  startChartOperator,
-} from './support/chart-rbac-operator.js';
+import { operatorSuite } from '../support/operator-suite.js';
+import { can, createInstanceCrd, deleteInstanceCrd, operatorKubeconfig } from './support/chart-rbac-operator.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const ENABLED = 'kubeplus.io/node-isolation-enabled';
-const RESOLVED = 'kubeplus.io/node-isolation-resolved';
 const AGGREGATE_LABEL = 'isolation.kubeplus.io/aggregate-to-operator';
 
-interface LogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
-
-function logLines(operator: ChartOperator): LogLine[] {
-  return readFileSync(operator.service.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
-}
-
 describe('fault: an instance Kind the operator may not read', () => {
-  let cluster: Cluster;
   let kc: KubeConfig;
-  let rbac: ChartRbac | undefined;
-  let operator: ChartOperator | undefined;
+  let operator: RunningOperator | undefined;
   let operatorKc: KubeConfig;
-  const release = uniqueName('kpi-fk');
   const suffix = uniqueName('fk');
   const permitted: InstanceKind = {
     group: `permitted-${suffix}.e2e.kubeplus.io`,
@@ -83,11 +58,51 @@ describe('fault: an instance Kind the operator may not read', () => {
   const forbiddenGvr = `${forbidden.group}/v1/${forbidden.plural}`;
   const grant = uniqueName('kpi-fk-grant');
   const crds: InstanceKind[] = [];
-  const namespaces: string[] = [];
-  let releaseNs = '';
   let widgetNs = '';
   let gadgetNs = '';
   const mandate = { nodeSelector: { pool: `${suffix}-pool` }, tolerations: [] };
+  const suite = operatorSuite({
+    name: 'fk',
+    chart: {
+      values: {
+        operator: {
+          instanceGroups: [{ group: permitted.group, resources: [permitted.plural] }],
+          instanceRoleAggregation: true,
+        },
+      },
+    },
+    // The tests start it.
+    startOperator: false,
+    afterOperatorsStop: async () => {
+      const custom = kc.makeApiClient(CustomObjectsApi);
+      for (const [crd, namespace, name] of [
+        [permitted, widgetNs, 'widget-1'],
+        [forbidden, gadgetNs, 'gadget-1'],
+      ] as const) {
+        try {
+          await custom.patchNamespacedCustomObject(
+            {
+              group: crd.group,
+              version: 'v1',
+              plural: crd.plural,
+              namespace,
+              name,
+              body: { metadata: { finalizers: null } },
+            },
+            mergePatch,
+          );
+        } catch (error) {
+          if (!isApiStatus(error, 404)) throw error;
+        }
+      }
+      for (const crd of crds) await deleteInstanceCrd(kc, crd);
+      try {
+        await kc.makeApiClient(RbacAuthorizationV1Api).deleteClusterRole({ name: grant });
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    },
+  });
 
   const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
     sumMetric(await scrapeMetrics(operator?.metricsUrl ?? ''), name, labels);
@@ -101,34 +116,28 @@ describe('fault: an instance Kind the operator may not read', () => {
       body: {
         apiVersion: `${crd.group}/v1`,
         kind: crd.kind,
-        metadata: { name, annotations: { 'kubeplus.io/node-isolation': JSON.stringify(mandate) } },
+        metadata: { name, annotations: { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate) } },
       },
     });
   }
 
   async function isolated(namespace: string): Promise<boolean> {
     const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: namespace });
-    return ns.metadata?.labels?.[ENABLED] === 'true' && ns.metadata.annotations?.[RESOLVED] !== undefined;
+    return (
+      ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL] === 'true' &&
+      ns.metadata.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] !== undefined
+    );
   }
 
   beforeAll(async () => {
-    cluster = await connectE2eCluster();
-    kc = cluster.kc;
-    releaseNs = await createTestNamespace(kc, 'kpi-fk-release');
-    widgetNs = await createTestNamespace(kc, 'kpi-fk-widgets');
-    gadgetNs = await createTestNamespace(kc, 'kpi-fk-gadgets');
-    namespaces.push(releaseNs, widgetNs, gadgetNs);
-    rbac = await applyChartOperatorRbac(cluster, release, releaseNs, {
-      operator: {
-        instanceGroups: [{ group: permitted.group, resources: [permitted.plural] }],
-        instanceRoleAggregation: true,
-      },
-    });
+    kc = suite.kc;
+    widgetNs = await suite.tenantNamespace('kpi-fk-widgets');
+    gadgetNs = await suite.tenantNamespace('kpi-fk-gadgets');
     for (const crd of [permitted, forbidden]) {
       await createInstanceCrd(kc, crd);
       crds.push(crd);
     }
-    operatorKc = loadKubeConfig(await operatorKubeconfig(cluster, releaseNs, rbac));
+    operatorKc = loadKubeConfig(await operatorKubeconfig(suite.cluster, suite.leaseNamespace, suite.rbac));
     // The aggregation controller has filled the chart's instances role: the permitted Kind is
     // readable, the other one is not.
     await waitFor(
@@ -139,50 +148,10 @@ describe('fault: an instance Kind the operator may not read', () => {
     expect(await can(operatorKc, 'list', forbidden.group, forbidden.plural)).toBe(false);
   });
 
-  afterAll(async () => {
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    await operator?.service.stop();
-    for (const [crd, namespace, name] of [
-      [permitted, widgetNs, 'widget-1'],
-      [forbidden, gadgetNs, 'gadget-1'],
-    ] as const) {
-      try {
-        await custom.patchNamespacedCustomObject(
-          {
-            group: crd.group,
-            version: 'v1',
-            plural: crd.plural,
-            namespace,
-            name,
-            body: { metadata: { finalizers: null } },
-          },
-          mergePatch,
-        );
-      } catch (error) {
-        if (!isApiStatus(error, 404)) throw error;
-      }
-    }
-    for (const crd of crds) await deleteInstanceCrd(kc, crd);
-    try {
-      await kc.makeApiClient(RbacAuthorizationV1Api).deleteClusterRole({ name: grant });
-    } catch (error) {
-      if (!isApiStatus(error, 404)) throw error;
-    }
-    await rbac?.remove();
-    await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-  });
-
   test('the operator becomes ready, naming the forbidden Kind and counting it', async () => {
-    if (rbac === undefined) throw new Error('no RBAC');
-    // Readiness (200) is what startChartOperator waits for.
+    // Readiness (200) is what the launcher waits for.
     const startedAt = Date.now();
-    operator = await startChartOperator(cluster, {
-      name: `${release}-operator`,
-      namespace: releaseNs,
-      rbac,
-      kubeconfigPath: await operatorKubeconfig(cluster, releaseNs, rbac),
-      args: ['--log-level=debug'],
-    });
+    operator = await suite.startOperator({ name: `${suite.release}-operator`, args: ['--log-level=debug'] });
     process.stdout.write(`[forbidden-kind] process start → /readyz 200 in ${Date.now() - startedAt} ms\n`);
     await waitFor(
       'the operator to count one forbidden and one synced instance Kind',
@@ -222,15 +191,15 @@ describe('fault: an instance Kind the operator may not read', () => {
     await waitFor(
       'the operator to have retried the forbidden Kind at least four times',
       async (observe) => {
-        const retries = logLines(op).filter(
-          (l) => l.informer === forbiddenGvr && l.msg === 'informer list/watch failed; restarting',
-        );
+        const retries = op
+          .logLines()
+          .filter((l) => l.informer === forbiddenGvr && l.msg === 'informer list/watch failed; restarting');
         observe(retries.map((l) => `${l.level} failures=${String(l.failures)}`));
         return retries.length >= 4;
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );
-    const lines = logLines(op);
+    const lines = op.logLines();
     const retries = lines.filter((l) => l.informer === forbiddenGvr && l.msg.startsWith('informer list/watch failed'));
     expect(retries.every((l) => l.level === 'debug' && /forbidden/i.test(String(l.error)))).toBe(true);
     const warnings = lines.filter((l) => l.level === 'warn' || l.level === 'error');
@@ -247,7 +216,7 @@ describe('fault: an instance Kind the operator may not read', () => {
   test('RBAC granted later through the chart’s aggregation is picked up without a restart', async () => {
     if (operator === undefined) throw new Error('no operator');
     const op = operator;
-    const pid = op.service.process.pid;
+    const pid = op.process.pid;
     const forbiddenBefore = await metric('kubeplus_operator_instance_kinds', { state: 'forbidden' });
     await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRole({
       body: {
@@ -272,10 +241,10 @@ describe('fault: an instance Kind the operator may not read', () => {
       { timeoutMs: 60_000, intervalMs: 500 },
     );
     process.stdout.write(`[forbidden-kind] granted → watched and isolated in ${Date.now() - grantedAt} ms\n`);
-    expect(op.service.process.pid).toBe(pid);
-    expect(op.service.process.exited()).toBeUndefined();
+    expect(op.process.pid).toBe(pid);
+    expect(op.process.exited()).toBeUndefined();
     expect(await metric('kubeplus_operator_instance_kinds', { state: 'synced' })).toBeGreaterThanOrEqual(2);
-    expect(logLines(op).filter((l) => l.msg === 'instance Kind readable again: watching its instances')).toEqual([
+    expect(op.logLines().filter((l) => l.msg === 'instance Kind readable again: watching its instances')).toEqual([
       expect.objectContaining({ level: 'info', gvr: forbiddenGvr }),
     ]);
     expect((await fetch(op.readyzUrl)).status).toBe(200);

@@ -19,9 +19,11 @@ import {
   deleteNamespace,
   type Hold,
   type ProxiedRequest,
+  type RunningOperator,
   startApiProxy,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import { FINALIZER, OWNER_NAME_LABEL } from '@kubeplus-isolation/spec';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
 import {
@@ -29,12 +31,10 @@ import {
   deleteInstanceKind,
   deleteLeftovers,
   expectedObjects,
-  FINALIZER,
   type InstanceKind,
   type InstanceSpec,
   instanceApi,
   type Level,
-  type OperatorReplica,
   ownedObjects,
   sortObjects,
   startReplica,
@@ -57,8 +57,8 @@ describe('fault: the operator leader is SIGKILLed mid-reconcile', () => {
   let kind: InstanceKind | undefined;
   let proxy: ApiProxy | undefined;
   let gate: Hold | undefined;
-  let a: OperatorReplica | undefined;
-  let b: OperatorReplica | undefined;
+  let a: RunningOperator | undefined;
+  let b: RunningOperator | undefined;
   let platform = '';
   const id = uniqueName('lk');
   const leaseName = `${id}-operator`;
@@ -113,8 +113,8 @@ describe('fault: the operator leader is SIGKILLed mid-reconcile', () => {
         { timeoutMs: 60_000 },
       ).catch(() => undefined);
     }
-    await b?.service.stop();
-    await a?.service.stop();
+    await b?.stop();
+    await a?.stop();
     await proxy?.close();
     if (platform) {
       const left = await deleteLeftovers(kc, platform);
@@ -166,7 +166,7 @@ describe('fault: the operator leader is SIGKILLed mid-reconcile', () => {
     const inProgress = new Set(
       (gate as Hold).held().map((h) => {
         const body = JSON.parse(h.data) as { metadata?: { name?: string; labels?: Record<string, string> } };
-        return body.metadata?.labels?.['kubeplus.io/owner-name'] ?? body.metadata?.name ?? '';
+        return body.metadata?.labels?.[OWNER_NAME_LABEL] ?? body.metadata?.name ?? '';
       }),
     );
     process.stderr.write(
@@ -191,13 +191,13 @@ describe('fault: the operator leader is SIGKILLed mid-reconcile', () => {
   });
 
   test('SIGKILL of the leader: the standby takes the Lease once it expires', async () => {
-    const leader = a as OperatorReplica;
-    expect(leader.service.signal('SIGKILL')).toBe(true);
-    const exit = await leader.service.process.exit;
+    const leader = a as RunningOperator;
+    expect(leader.signal('SIGKILL')).toBe(true);
+    const exit = await leader.process.exit;
     expect(exit.signal).toBe('SIGKILL');
     // The dead leader's last renewal stands until --lease-duration (4 s) has passed.
     await waitForLeader(kc, platform, leaseName, `${id}-b`, 30_000, 'after the leader was SIGKILLed');
-    expect((b as OperatorReplica).service.process.exited()).toBeUndefined();
+    expect((b as RunningOperator).process.exited()).toBeUndefined();
   });
 
   test('B finishes the batch: exactly one of everything per instance, nothing for deleted ones', async () => {
@@ -240,7 +240,7 @@ describe('fault: the operator leader is SIGKILLed mid-reconcile', () => {
       expect(await state()).toEqual(expected);
     }
     // B did the work as the leader, without an error it could not recover from.
-    const log = (b as OperatorReplica).service.logTail(10_000);
+    const log = (b as RunningOperator).logTail(10_000);
     expect(log).toContain('became leader');
   });
 });

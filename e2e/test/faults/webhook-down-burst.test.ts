@@ -26,15 +26,10 @@ import {
   unregisterWebhook,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_WEBHOOK_NAME } from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { uniqueName } from '../support/names.js';
-import {
-  createIsolatedNamespace,
-  type Mandate,
-  poolMandate,
-  WEBHOOK_ENTRY_NAME,
-  waitForWebhookActive,
-} from '../support/node-isolation.js';
+import { createIsolatedNamespace, type Mandate, poolMandate, waitForWebhookActive } from '../support/node-isolation.js';
 
 const CREATORS = 4;
 /** Between one creator's requests: the burst stays a few dozen Pods per second. */
@@ -120,7 +115,7 @@ describe('fault: the webhook is killed during a burst of Pod creations', () => {
     const core = kc.makeApiClient(CoreV1Api);
     const failOpenCount = async (): Promise<number> =>
       sumMetric(await scrapeApiServerMetrics(kc), 'apiserver_admission_webhook_fail_open_count', {
-        name: WEBHOOK_ENTRY_NAME,
+        name: NODE_ISOLATION_WEBHOOK_NAME,
       });
     failOpenBefore = await failOpenCount();
 

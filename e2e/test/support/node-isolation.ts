@@ -7,13 +7,12 @@ import {
   testPod,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  NODE_ISOLATION_WEBHOOK_NAME,
+} from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
-
-/** The seed's protocol, spelled out literally (a typo in the services' constants must fail here). */
-export const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
-export const RESOLVED_ANNOTATION = 'kubeplus.io/node-isolation-resolved';
-/** The webhooks[] entry name, which the API server's webhook metrics carry as `name`. */
-export const WEBHOOK_ENTRY_NAME = 'node-isolation.kubeplus.io';
 
 export interface Mandate {
   nodeSelector: Record<string, string>;
@@ -34,8 +33,10 @@ export function isolationMetadata(mandate: Mandate | string): {
   annotations: Record<string, string>;
 } {
   return {
-    labels: { [ENABLED_LABEL]: 'true' },
-    annotations: { [RESOLVED_ANNOTATION]: typeof mandate === 'string' ? mandate : JSON.stringify(mandate, null, 2) },
+    labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
+    annotations: {
+      [NODE_ISOLATION_RESOLVED_ANNOTATION]: typeof mandate === 'string' ? mandate : JSON.stringify(mandate, null, 2),
+    },
   };
 }
 
@@ -106,10 +107,10 @@ export async function admissionCounts(kc: KubeConfig, webhook: RunningWebhook | 
     failOpenByReason: byLabel(mine, 'kubeplus_webhook_failopen_total', 'reason'),
     liveLookupsByResult: byLabel(mine, 'kubeplus_webhook_live_lookups_total', 'result'),
     apiServerCalls: sumMetric(apiServer, 'apiserver_admission_webhook_admission_duration_seconds_count', {
-      name: WEBHOOK_ENTRY_NAME,
+      name: NODE_ISOLATION_WEBHOOK_NAME,
     }),
     apiServerFailOpen: sumMetric(apiServer, 'apiserver_admission_webhook_fail_open_count', {
-      name: WEBHOOK_ENTRY_NAME,
+      name: NODE_ISOLATION_WEBHOOK_NAME,
     }),
   };
 }

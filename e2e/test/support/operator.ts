@@ -1,26 +1,24 @@
 /**
  * Helpers for the operator suites (e2e/test/operator*.test.ts): the `Agent` instance Kind as
- * KubePlus registers it, the operator process (services/operator/dist/main.js) with its own Lease,
- * its JSON log and its metrics, and reads of the objects it owns.
+ * KubePlus registers it, and reads of the objects the operator owns. The suites' setup (cluster,
+ * CRD, Lease namespace, operator) is `operatorSuite` (operator-suite.ts); the operator process is
+ * the harness's `startOperator`.
  *
- * The protocol (annotation, label and finalizer names, object names) is spelled out literally
- * here, not imported from the services: a typo there must fail these tests.
+ * The protocol's keys (annotations, labels, finalizer) come from @kubeplus-isolation/spec, the one
+ * definition the operator, the webhook and the chart tests share; object names are spelled out here.
  */
-import { readFileSync } from 'node:fs';
+import { instanceKindCrd, instancePolicyName, isApiStatus, type PolicyRole, waitFor } from '@kubeplus-isolation/e2e';
 import {
-  type Cluster,
-  FatalWaitError,
-  instanceKindCrd,
-  instancePolicyName,
-  isApiStatus,
-  type MetricSample,
-  type PolicyRole,
-  type RunningService,
-  scrapeMetrics,
-  startOperator,
-  sumMetric,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
+  FINALIZER,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_ANNOTATION,
+  OWNER_NAME_LABEL,
+  OWNER_NAMESPACE_LABEL,
+  RUNTIME_CLASS_PREFIX,
+} from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   AdmissionregistrationV1beta1Api,
@@ -34,22 +32,12 @@ import {
   setHeaderOptions,
   type V1Namespace,
 } from '@kubernetes/client-node';
-import { uniqueName } from './names.js';
 import { POLICY_ENGINE_SERVED } from './versions.js';
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-// ---- the protocol, literally ----------------------------------------------------------------
-export const NODE_ISOLATION = 'kubeplus.io/node-isolation';
-export const SANDBOX_ISOLATION = 'kubeplus.io/sandbox-isolation';
-export const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
-export const RESOLVED_ANNOTATION = 'kubeplus.io/node-isolation-resolved';
-export const FINALIZER = 'isolation.kubeplus.io/cleanup';
-export const MANAGED_BY = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY_VALUE = 'kubeplus-isolation';
-export const OWNER_ANNOTATION = 'kubeplus.io/owner';
-export const CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
-export const runtimeClassName = (instance: string): string => `kubeplus-sandbox-${instance}`;
+// ---- object names --------------------------------------------------------------------------
+export const runtimeClassName = (instance: string): string => `${RUNTIME_CLASS_PREFIX}${instance}`;
 /** The admission policy (and binding) name of the Agent `namespace/instance` (harness `instancePolicyName`). */
 export const policyName = (namespace: string, instance: string, role: PolicyRole): string =>
   instancePolicyName({ group: AGENT.group, kind: AGENT.kind, namespace, name: instance }, role);
@@ -238,164 +226,6 @@ export async function waitAgentGone(
 
 // ---- the operator process --------------------------------------------------------------------
 
-/** One JSON log line of the operator. */
-export interface LogLine {
-  ts: string;
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
-
-export interface TestOperator {
-  readonly name: string;
-  /** Its Lease holder identity (`--leader-election-identity`). */
-  readonly identity: string;
-  readonly service: RunningService;
-  /** http://127.0.0.1:<port>: /metrics, /healthz, /readyz. */
-  readonly baseUrl: string;
-  /** Parsed JSON log lines; with `since` (a `logMark()`), only the later ones. */
-  logLines(since?: number): LogLine[];
-  logMark(): number;
-  metrics(): Promise<MetricSample[]>;
-  /** Sum of a metric's samples (with these labels) from a fresh scrape. */
-  metric(name: string, labels?: Record<string, string>): Promise<number>;
-  /** Waits for a `reconciled` line of the instances controller for `key` after `since`. */
-  waitReconciled(key: string, since: number, timeoutMs?: number): Promise<LogLine>;
-  /** Sends `signal` to the operator's process group. */
-  kill(signal: NodeJS.Signals): void;
-  stop(): Promise<void>;
-}
-
-export interface TestOperatorOptions {
-  /** Short name: log file `operator-<name>-<random>.log`, identity `<name>_<random>`. */
-  name: string;
-  leaseNamespace: string;
-  /** The Lease (`--leader-election-id`): unique per suite, so suites' operators never share an election. */
-  leaseName: string;
-  /** Default: the admin kubeconfig. */
-  kubeconfigPath?: string;
-  /** Appended last, so they override the defaults. */
-  extraArgs?: readonly string[];
-  /** Another operator build's main.js (e2e/scripts/build-previous-operator.sh), instead of this checkout's. */
-  entry?: string;
-}
-
-/**
- * Lease timings short enough for failover tests (a SIGKILLed leader is replaced within about
- * 4 s + 2.2 × 1 s), valid under the operator's rules (renew < lease, renew > 1.2 × retry).
- */
-export const FAST_LEASE = { durationS: 4, renewDeadlineS: 3, retryPeriodS: 1 } as const;
-
-function readLog(path: string): LogLine[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return [];
-  }
-  const lines: LogLine[] = [];
-  for (const raw of text.split('\n')) {
-    if (!raw.startsWith('{')) continue; // the harness's '# …' header and anything not JSON
-    try {
-      lines.push(JSON.parse(raw) as LogLine);
-    } catch {
-      // a line being written right now
-    }
-  }
-  return lines;
-}
-
-/**
- * Starts the operator (`--metrics-port 0`, loopback, its own Lease with FAST_LEASE timings) and
- * returns once it serves /readyz 200 (every informer synced). It does not wait for leadership.
- */
-export async function startTestOperator(cluster: Cluster, opts: TestOperatorOptions): Promise<TestOperator> {
-  const suffix = uniqueName(opts.name);
-  const identity = `${opts.name}_${suffix.slice(opts.name.length + 1)}`;
-  const service = await startOperator(cluster, {
-    ...(opts.entry === undefined ? {} : { entry: opts.entry }),
-    name: `operator-${suffix}`,
-    args: [
-      `--kubeconfig=${opts.kubeconfigPath ?? cluster.kubeconfigPath}`,
-      `--leader-election-namespace=${opts.leaseNamespace}`,
-      `--leader-election-id=${opts.leaseName}`,
-      `--leader-election-identity=${identity}`,
-      `--lease-duration=${FAST_LEASE.durationS}s`,
-      `--renew-deadline=${FAST_LEASE.renewDeadlineS}s`,
-      `--retry-period=${FAST_LEASE.retryPeriodS}s`,
-      '--metrics-port=0',
-      '--bind-address=127.0.0.1',
-      ...(opts.extraArgs ?? []),
-    ],
-  });
-  const logPath = service.logPath;
-  const stopWithTail = async (error: unknown): Promise<never> => {
-    await service.stop();
-    throw new Error(`${(error as Error).message}\n----- ${service.name} log tail -----\n${service.logTail(30)}`, {
-      cause: error,
-    });
-  };
-  let baseUrl = '';
-  try {
-    const port = await waitFor(
-      `operator ${identity} to log 'operator starting' with its httpPort`,
-      async () => {
-        const exit = service.process.exited();
-        if (exit) throw new FatalWaitError(`operator ${identity} exited during start-up (${JSON.stringify(exit)})`);
-        const line = readLog(logPath).find((l) => l.msg === 'operator starting');
-        return typeof line?.httpPort === 'number' ? line.httpPort : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 100 },
-    );
-    baseUrl = `http://127.0.0.1:${port}`;
-    await waitFor(
-      `operator ${identity} to answer 200 at ${baseUrl}/readyz (every informer synced)`,
-      async (observe) => {
-        const exit = service.process.exited();
-        if (exit) throw new FatalWaitError(`operator ${identity} exited during start-up (${JSON.stringify(exit)})`);
-        const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(5_000) });
-        observe(`HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
-        return res.status === 200;
-      },
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
-  } catch (error) {
-    return stopWithTail(error);
-  }
-  const op: TestOperator = {
-    name: service.name,
-    identity,
-    service,
-    baseUrl,
-    logLines: (since = 0) => readLog(logPath).slice(since),
-    logMark: () => readLog(logPath).length,
-    metrics: () => scrapeMetrics(`${baseUrl}/metrics`),
-    async metric(name, labels = {}) {
-      return sumMetric(await op.metrics(), name, labels);
-    },
-    waitReconciled(key, since, timeoutMs = 30_000) {
-      return waitFor(
-        `operator ${identity} to log a 'reconciled' line for ${key}`,
-        async (observe) => {
-          const lines = readLog(logPath).slice(since);
-          observe(lines.slice(-5));
-          return lines.find((l) => l.msg === 'reconciled' && l.controller === 'instances' && l.key === key);
-        },
-        { timeoutMs, intervalMs: 100 },
-      );
-    },
-    kill(signal) {
-      try {
-        process.kill(-service.process.pid, signal);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
-      }
-    },
-    stop: () => service.stop(),
-  };
-  return op;
-}
-
 // ---- what the operator owns ------------------------------------------------------------------
 
 export interface OwnedObject {
@@ -419,8 +249,8 @@ export type InstanceRef = string | { namespace: string; name: string };
 export async function ownedObjects(kc: KubeConfig, instance: InstanceRef): Promise<OwnedObject[]> {
   const labelSelector =
     typeof instance === 'string'
-      ? `${MANAGED_BY}=${MANAGED_BY_VALUE},kubeplus.io/owner-name=${instance}`
-      : `${MANAGED_BY}=${MANAGED_BY_VALUE},kubeplus.io/owner-name=${instance.name},kubeplus.io/owner-namespace=${instance.namespace}`;
+      ? `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${OWNER_NAME_LABEL}=${instance}`
+      : `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${OWNER_NAME_LABEL}=${instance.name},${OWNER_NAMESPACE_LABEL}=${instance.namespace}`;
   const adm = kc.makeApiClient(AdmissionregistrationV1Api);
   const lists = await Promise.all([
     kc
@@ -606,10 +436,10 @@ export async function readNamespace(kc: KubeConfig, name: string): Promise<V1Nam
 /** The keys the node-isolation path controls on a namespace, for comparisons and messages. */
 export function isolationKeys(ns: V1Namespace | undefined): Record<string, string | undefined> {
   return {
-    label: ns?.metadata?.labels?.[ENABLED_LABEL],
-    resolved: ns?.metadata?.annotations?.[RESOLVED_ANNOTATION],
+    label: ns?.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL],
+    resolved: ns?.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION],
     owner: ns?.metadata?.annotations?.[OWNER_ANNOTATION],
-    ownerName: ns?.metadata?.labels?.['kubeplus.io/owner-name'],
+    ownerName: ns?.metadata?.labels?.[OWNER_NAME_LABEL],
   };
 }
 

@@ -8,6 +8,11 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { isApiStatus, repoRoot, testPod, waitFor } from '@kubeplus-isolation/e2e';
 import {
+  NODE_ISOLATION_PARAMS_API_VERSION,
+  NODE_ISOLATION_PARAMS_KIND,
+  NODE_ISOLATION_PARAMS_NAME,
+} from '@kubeplus-isolation/spec';
+import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -17,12 +22,13 @@ import {
   loadAllYaml,
 } from '@kubernetes/client-node';
 
+const [PARAMS_GROUP = '', PARAMS_VERSION = ''] = NODE_ISOLATION_PARAMS_API_VERSION.split('/');
 export const NODE_ISOLATION_PARAMS = {
-  group: 'isolation.kubeplus.io',
-  version: 'v1alpha1',
+  group: PARAMS_GROUP,
+  version: PARAMS_VERSION,
   plural: 'nodeisolations',
-  kind: 'NodeIsolation',
-  name: 'node-isolation',
+  kind: NODE_ISOLATION_PARAMS_KIND,
+  name: NODE_ISOLATION_PARAMS_NAME,
 } as const;
 const CRD = `${NODE_ISOLATION_PARAMS.plural}.${NODE_ISOLATION_PARAMS.group}`;
 

@@ -13,9 +13,10 @@ import {
   startRealNodeCluster,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ANNOTATION, NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type KubectlResult, kubectl as runKubectl } from '../../src/demo/kubectl.js';
-import { createAgent, ENABLED_LABEL, ensureAgentCrd, NODE_ISOLATION } from './operator.js';
+import { createAgent, ensureAgentCrd } from './operator.js';
 
 const run = promisify(execFile);
 
@@ -245,12 +246,13 @@ export async function admitDryRunWhile(
  */
 export async function isolateTenant(cluster: RealNodeCluster, tenant: string, mandate: unknown): Promise<void> {
   const core = cluster.cp.kc.makeApiClient(CoreV1Api);
-  await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION]: JSON.stringify(mandate) });
+  await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandate) });
   await waitFor(
     `namespace ${tenant} isolated`,
     async () =>
-      (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[ENABLED_LABEL] ===
-        'true' || undefined,
+      (await core.readNamespace({ name: tenant }).catch(() => undefined))?.metadata?.labels?.[
+        NODE_ISOLATION_ENABLED_LABEL
+      ] === 'true' || undefined,
     { timeoutMs: 60_000 },
   );
   await waitFor(

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:https';
 import type { CertAndKey } from '@kubeplus-isolation/e2e';
+import { ADMISSION_REVIEW_API_VERSION, ADMISSION_REVIEW_KIND } from '@kubeplus-isolation/spec';
 import type { V1Pod } from '@kubernetes/client-node';
 
 /** What an in-test mutating webhook saw of one AdmissionReview. */
@@ -38,8 +39,8 @@ export async function startTestWebhook(
       const patch = mutate(object);
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
-          apiVersion: 'admission.k8s.io/v1',
-          kind: 'AdmissionReview',
+          apiVersion: ADMISSION_REVIEW_API_VERSION,
+          kind: ADMISSION_REVIEW_KIND,
           response: {
             uid,
             allowed: true,

@@ -1,3 +1,4 @@
+export * from './admission-review.js';
 export * from './instance-kinds.js';
 export * from './k8s-validation.js';
 export * from './keys.js';

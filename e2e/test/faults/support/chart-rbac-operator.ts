@@ -8,7 +8,6 @@
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -17,9 +16,10 @@ import {
   installCrds,
   instanceKindCrd,
   isApiStatus,
-  type RunningService,
+  type LeasePreset,
+  type RunningOperator,
   repoRoot,
-  startService,
+  startOperator,
   waitFor,
   writeServiceAccountKubeconfig,
 } from '@kubeplus-isolation/e2e';
@@ -34,19 +34,6 @@ import {
 
 const run = promisify(execFile);
 const CHART = join(repoRoot(), 'deploy', 'kubeplus-isolation');
-
-/** A free loopback TCP port. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 export interface ChartRbac {
   /** `system:serviceaccount:<namespace>:<release>-operator` */
@@ -118,39 +105,29 @@ export async function can(kc: KubeConfig, verb: string, group: string, resource:
   return review.status?.allowed === true;
 }
 
-export interface ChartOperator {
-  readonly service: RunningService;
-  readonly metricsUrl: string;
-  readonly readyzUrl: string;
-}
-
 /**
- * Starts services/operator/dist/main.js as the chart's Deployment configures it (leader election
- * on the chart's Lease in the release namespace) against `kubeconfigPath`, plus `args`; returns
- * once /readyz answers 200.
+ * Starts the operator as the chart's Deployment configures it (leader election on the chart's
+ * Lease in the release namespace, its Pod's namespace and name in the environment) against
+ * `kubeconfigPath`, plus `args`; returns once /readyz answers 200.
  */
-export async function startChartOperator(
+export function startChartOperator(
   cluster: Cluster,
-  opts: { name: string; namespace: string; rbac: ChartRbac; kubeconfigPath: string; args?: readonly string[] },
-): Promise<ChartOperator> {
-  const port = await freePort();
-  const service = await startService(cluster, {
+  opts: {
+    name: string;
+    namespace: string;
+    rbac: ChartRbac;
+    kubeconfigPath: string;
+    args?: readonly string[];
+    lease?: LeasePreset;
+  },
+): Promise<RunningOperator> {
+  return startOperator(cluster, {
     name: opts.name,
-    entry: join(repoRoot(), 'services', 'operator', 'dist', 'main.js'),
-    args: [
-      '--leader-elect=true',
-      `--leader-election-namespace=${opts.namespace}`,
-      `--leader-election-id=${opts.rbac.leaseName}`,
-      `--metrics-port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--kubeconfig=${opts.kubeconfigPath}`,
-      ...(opts.args ?? []),
-    ],
-    // Plain HTTP and open /metrics, read over loopback (the harness's startOperator says why).
-    env: { POD_NAMESPACE: opts.namespace, POD_NAME: opts.name, METRICS_SECURE: 'false' },
-    readiness: { url: `http://127.0.0.1:${port}/readyz`, timeoutMs: 60_000 },
+    kubeconfigPath: opts.kubeconfigPath,
+    leaderElection: { namespace: opts.namespace, id: opts.rbac.leaseName, lease: opts.lease ?? 'default' },
+    args: opts.args ?? [],
+    env: { POD_NAMESPACE: opts.namespace, POD_NAME: opts.name },
   });
-  return { service, metricsUrl: `http://127.0.0.1:${port}/metrics`, readyzUrl: `http://127.0.0.1:${port}/readyz` };
 }
 
 /** A kubeconfig authenticating as the chart's operator ServiceAccount (bound token). */

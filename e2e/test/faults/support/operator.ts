@@ -3,21 +3,33 @@
  * short leader-election timings, and an inventory of everything the operator owns for a set of
  * instances, compared against what each instance asks for.
  *
- * The protocol (labels, annotations, names) is spelled out literally here, as in the other
- * suites: a typo in the services' constants must fail these tests, not be mirrored by them.
+ * The protocol's keys (labels, annotations, finalizer) come from @kubeplus-isolation/spec, the
+ * one definition the services and the chart tests share; object names are spelled out here.
  */
 import {
   type Cluster,
-  freePorts,
   installCrds,
   instanceKindCrd,
   instancePolicyName,
   isApiStatus,
   type PolicyRole,
-  type RunningService,
+  type RunningOperator,
   startOperator,
   waitFor,
 } from '@kubeplus-isolation/e2e';
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  NAMESPACE_CREATED_FOR_ANNOTATION,
+  NODE_ISOLATION_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  OWNER_NAME_LABEL,
+  OWNER_NAMESPACE_LABEL,
+  OWNER_UID_LABEL,
+  RUNTIME_CLASS_PREFIX,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -33,18 +45,6 @@ import {
 import { mutatingPolicies, sharedClusterDefaults } from '../../support/operator.js';
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-export const MANAGED_BY = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY_VALUE = 'kubeplus-isolation';
-export const OWNER_NAME = 'kubeplus.io/owner-name';
-export const OWNER_NAMESPACE = 'kubeplus.io/owner-namespace';
-export const OWNER_UID = 'kubeplus.io/owner-uid';
-export const CREATED_FOR = 'kubeplus.io/created-for';
-export const ENABLED = 'kubeplus.io/node-isolation-enabled';
-export const RESOLVED = 'kubeplus.io/node-isolation-resolved';
-export const NODE_ISOLATION = 'kubeplus.io/node-isolation';
-export const SANDBOX_ISOLATION = 'kubeplus.io/sandbox-isolation';
-export const FINALIZER = 'isolation.kubeplus.io/cleanup';
 
 // ---- an instance Kind per suite -----------------------------------------------------------------
 
@@ -93,9 +93,9 @@ export function mandateOf(pool: string): { nodeSelector: Record<string, string>;
 
 export function instanceAnnotations(spec: InstanceSpec): Record<string, string> {
   const annotations: Record<string, string> = {};
-  if (spec.pool !== undefined) annotations[NODE_ISOLATION] = JSON.stringify(mandateOf(spec.pool));
+  if (spec.pool !== undefined) annotations[NODE_ISOLATION_ANNOTATION] = JSON.stringify(mandateOf(spec.pool));
   if (spec.sandbox !== undefined) {
-    annotations[SANDBOX_ISOLATION] = JSON.stringify({
+    annotations[SANDBOX_ISOLATION_ANNOTATION] = JSON.stringify({
       minRuntimeClass: spec.sandbox.level,
       enforce: spec.sandbox.enforce,
     });
@@ -152,12 +152,6 @@ export function instanceApi(kc: KubeConfig, kind: InstanceKind) {
 
 // ---- operator replicas --------------------------------------------------------------------------
 
-export interface OperatorReplica {
-  identity: string;
-  service: RunningService;
-  metricsPort: number;
-}
-
 export interface ReplicaOptions {
   name: string;
   identity: string;
@@ -169,38 +163,17 @@ export interface ReplicaOptions {
 }
 
 /**
- * Short leader election, valid for the operator's own checks (lease > renew deadline > 1.2 × retry;
- * shutdown > drain + renew deadline): a standby takes over at most ~4.5 s after the leader's last
- * renewal. The renew deadline stays at 3 s so a loaded 2-core machine does not lose the Lease.
+ * One operator replica on the suite's Lease with the `failover` timings (a standby takes over at
+ * most ~4.5 s after the leader's last renewal); resolves once /readyz is 200 (its caches synced),
+ * leader or not.
  */
-export const LEASE_FLAGS = [
-  '--lease-duration=4s',
-  '--renew-deadline=3s',
-  '--retry-period=500ms',
-  '--drain-timeout=1s',
-  '--shutdown-timeout=5s',
-] as const;
-
-/** One operator replica; resolves once /readyz is 200 (its caches synced), leader or not. */
-export async function startReplica(cluster: Cluster, o: ReplicaOptions): Promise<OperatorReplica> {
-  const [metricsPort] = (await freePorts(1)) as [number];
-  const service = await startOperator(cluster, {
+export function startReplica(cluster: Cluster, o: ReplicaOptions): Promise<RunningOperator> {
+  return startOperator(cluster, {
     name: o.name,
-    args: [
-      `--kubeconfig=${o.kubeconfigPath}`,
-      `--instance-kinds=${o.kind.group}`,
-      `--platform-namespace=${o.platformNamespace}`,
-      `--leader-election-namespace=${o.leaseNamespace}`,
-      `--leader-election-id=${o.leaseName}`,
-      `--leader-election-identity=${o.identity}`,
-      ...LEASE_FLAGS,
-      '--concurrency=2',
-      `--metrics-port=${metricsPort}`,
-      '--bind-address=127.0.0.1',
-    ],
-    readiness: { url: `http://127.0.0.1:${metricsPort}/readyz`, timeoutMs: 60_000 },
+    kubeconfigPath: o.kubeconfigPath,
+    leaderElection: { namespace: o.leaseNamespace, id: o.leaseName, identity: o.identity, lease: 'failover' },
+    args: [`--instance-kinds=${o.kind.group}`, `--platform-namespace=${o.platformNamespace}`, '--concurrency=2'],
   });
-  return { identity: o.identity, service, metricsPort };
 }
 
 /** Waits until the Lease names `identity` as its holder; the timeout names the holder seen. */
@@ -248,10 +221,12 @@ export interface OwnedObject {
  * an owner uid, and the cluster-scoped RuntimeClasses and admission policies labelled managed-by.
  */
 export async function ownedObjects(kc: KubeConfig, ownerNamespace: string): Promise<OwnedObject[]> {
-  const selector = `${MANAGED_BY}=${MANAGED_BY_VALUE},${OWNER_NAMESPACE}=${ownerNamespace}`;
+  const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${OWNER_NAMESPACE_LABEL}=${ownerNamespace}`;
   const adm = kc.makeApiClient(AdmissionregistrationV1Api);
   const [namespaces, classes, vaps, vapbs, mutating] = await Promise.all([
-    kc.makeApiClient(CoreV1Api).listNamespace({ labelSelector: `${OWNER_NAMESPACE}=${ownerNamespace},${OWNER_UID}` }),
+    kc
+      .makeApiClient(CoreV1Api)
+      .listNamespace({ labelSelector: `${OWNER_NAMESPACE_LABEL}=${ownerNamespace},${OWNER_UID_LABEL}` }),
     kc.makeApiClient(NodeV1Api).listRuntimeClass({ labelSelector: selector }),
     adm.listValidatingAdmissionPolicy({ labelSelector: selector }),
     adm.listValidatingAdmissionPolicyBinding({ labelSelector: selector }),
@@ -261,8 +236,8 @@ export async function ownedObjects(kc: KubeConfig, ownerNamespace: string): Prom
   const entry = (kind: string, o: KubernetesObject, detail?: string): OwnedObject => ({
     kind,
     name: o.metadata?.name ?? '',
-    owner: o.metadata?.labels?.[OWNER_NAME] ?? '',
-    ownerNamespace: o.metadata?.labels?.[OWNER_NAMESPACE] ?? '',
+    owner: o.metadata?.labels?.[OWNER_NAME_LABEL] ?? '',
+    ownerNamespace: o.metadata?.labels?.[OWNER_NAMESPACE_LABEL] ?? '',
     ...(detail !== undefined && { detail }),
   });
   return [
@@ -272,12 +247,12 @@ export async function ownedObjects(kc: KubeConfig, ownerNamespace: string): Prom
         o,
         JSON.stringify({
           phase: o.status?.phase,
-          enabled: o.metadata?.labels?.[ENABLED],
+          enabled: o.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL],
           resolved:
-            o.metadata?.annotations?.[RESOLVED] === undefined
+            o.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION] === undefined
               ? undefined
-              : JSON.parse(o.metadata.annotations[RESOLVED]),
-          createdFor: o.metadata?.annotations?.[CREATED_FOR],
+              : JSON.parse(o.metadata.annotations[NODE_ISOLATION_RESOLVED_ANNOTATION]),
+          createdFor: o.metadata?.annotations?.[NAMESPACE_CREATED_FOR_ANNOTATION],
         }),
       ),
     ),
@@ -312,7 +287,7 @@ export function expectedObjects(spec: InstanceSpec, kind: InstanceKind, platform
     });
   }
   if (spec.sandbox !== undefined) {
-    const prefix = `kubeplus-sandbox-${spec.name}`;
+    const prefix = `${RUNTIME_CLASS_PREFIX}${spec.name}`;
     out.push({ kind: 'RuntimeClass', name: prefix, ...base, detail: HANDLER[spec.sandbox.level] });
     const policy = (role: PolicyRole): string =>
       instancePolicyName({ group: kind.group, kind: kind.kind, namespace: platformNamespace, name: spec.name }, role);

@@ -6,6 +6,7 @@
 import { randomUUID, X509Certificate } from 'node:crypto';
 import { Agent, request } from 'node:https';
 import type { TLSSocket } from 'node:tls';
+import { ADMISSION_REVIEW_API_VERSION, ADMISSION_REVIEW_KIND } from '@kubeplus-isolation/spec';
 
 export interface ReviewReply {
   status: number;
@@ -32,8 +33,8 @@ export function podReview(namespace: string, name: string, uid = randomUUID()): 
   const gvk = { group: '', version: 'v1', kind: 'Pod' };
   const gvr = { group: '', version: 'v1', resource: 'pods' };
   return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
+    apiVersion: ADMISSION_REVIEW_API_VERSION,
+    kind: ADMISSION_REVIEW_KIND,
     request: {
       uid,
       kind: gvk,
