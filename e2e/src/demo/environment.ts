@@ -9,10 +9,10 @@ import { type FakeNodes, startFakeNodes } from '../harness/fake-nodes.js';
 import { imageArchives } from '../harness/images.js';
 import { type MetricSample, scrapeMetrics } from '../harness/metrics.js';
 import { type RealNodeCluster, startRealNodeCluster } from '../harness/node/real-node.js';
-import { freePorts } from '../harness/ports.js';
+import { startOperator } from '../harness/operator.js';
 import { repoRoot } from '../harness/repo.js';
 import { metricsReaderToken, scrapeSecureMetrics } from '../harness/secure-metrics.js';
-import { type RunningService, type RunningWebhook, startOperator, startWebhook } from '../harness/services.js';
+import { type RunningService, type RunningWebhook, startWebhook } from '../harness/services.js';
 import { registerWebhook } from '../harness/webhook-config.js';
 import { type KubectlResult, kubectl } from './kubectl.js';
 
@@ -94,21 +94,14 @@ export class DemoEnvironment {
 
   /** The operator process, one replica without leader election, platform namespace `kubeplus` (its default). */
   async startOperator(): Promise<RunningService> {
-    const cp = this.controlPlane;
-    const [port] = (await freePorts(1)) as [number];
-    this.operatorUrl = `http://127.0.0.1:${port}`;
-    this.operator = await startOperator(cp, {
-      args: [
-        `--kubeconfig=${cp.kubeconfigPath}`,
-        '--leader-elect=false',
-        // The fail-open audit, which also writes the compliance Reports, every 5 s (default 5m), for step 11.
-        '--audit-interval=5s',
-        `--metrics-port=${port}`,
-        '--bind-address=127.0.0.1',
-      ],
-      readiness: { url: `${this.operatorUrl}/readyz`, timeoutMs: 60_000 },
+    const operator = await startOperator(this.controlPlane, {
+      leaderElection: false,
+      // The fail-open audit, which also writes the compliance Reports, every 5 s (default 5m), for step 11.
+      args: ['--audit-interval=5s'],
     });
-    return this.operator;
+    this.operatorUrl = operator.baseUrl;
+    this.operator = operator;
+    return operator;
   }
 
   /** The helm arguments of the real-node install: the chart's defaults, plus what DEMO.md lists. */

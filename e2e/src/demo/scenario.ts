@@ -1,3 +1,10 @@
+import {
+  NAMESPACE_CREATED_FOR_ANNOTATION,
+  NODE_ISOLATION_ENABLED_LABEL,
+  NODE_ISOLATION_RESOLVED_ANNOTATION,
+  NODE_ISOLATION_WEBHOOK_NAME,
+  OWNER_NAME_LABEL,
+} from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, NodeV1Api, type V1Namespace } from '@kubernetes/client-node';
 import { servedPolicyApis } from '../harness/kubernetes-versions.js';
 import { scrapeApiServerMetrics, sumMetric } from '../harness/metrics.js';
@@ -7,12 +14,13 @@ import { DemoEnvironment, type DemoMode } from './environment.js';
 import type { KubectlResult } from './kubectl.js';
 import type { Report, StepResult } from './report.js';
 
-// The design documents' protocol, spelled out.
-export const ENABLED_LABEL = 'kubeplus.io/node-isolation-enabled';
-export const RESOLVED_ANNOTATION = 'kubeplus.io/node-isolation-resolved';
-export const CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
-export const OWNER_NAME_LABEL = 'kubeplus.io/owner-name';
-export const WEBHOOK_ENTRY_NAME = 'node-isolation.kubeplus.io';
+// The design documents' protocol, from the shared spec, under the names the steps use.
+export const ENABLED_LABEL = NODE_ISOLATION_ENABLED_LABEL;
+export const RESOLVED_ANNOTATION = NODE_ISOLATION_RESOLVED_ANNOTATION;
+export const CREATED_FOR_ANNOTATION = NAMESPACE_CREATED_FOR_ANNOTATION;
+export const WEBHOOK_ENTRY_NAME = NODE_ISOLATION_WEBHOOK_NAME;
+export { OWNER_NAME_LABEL };
+
 const SANDBOX = { group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes' };
 export const AGENT = { group: 'cloudark.io', version: 'v1', plural: 'agents' };
 const VALIDATING_PLURALS = ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] as const;

@@ -162,7 +162,3 @@ export async function startWebhook(cluster: Cluster, opts: WebhookOptions = {}):
     tlsKeyFile: keyFile,
   };
 }
-
-// The operator's launcher is operator.ts; re-exported here only because e2e/src/demo/environment.ts
-// imports it from this module (to be dropped once the demo imports it from operator.js).
-export { startOperator } from './operator.js';

@@ -3,13 +3,11 @@
  * sends, and the response it expects back. Only v1 is spoken: the webhook registration
  * lists `admissionReviewVersions: ["v1"]`, so the API server never sends anything else.
  */
-import { DNS1123_SUBDOMAIN_MAX } from '@kubeplus-isolation/spec';
+import { ADMISSION_REVIEW_API_VERSION, ADMISSION_REVIEW_KIND, DNS1123_SUBDOMAIN_MAX } from '@kubeplus-isolation/spec';
 import type { Operation } from 'fast-json-patch';
 import { isObject } from './json.js';
 import type { InvalidReviewReason } from './metric-labels.js';
 
-export const ADMISSION_API_VERSION = 'admission.k8s.io/v1';
-export const ADMISSION_REVIEW_KIND = 'AdmissionReview';
 /** Real UIDs are 36-character UUIDs; anything far longer is not from an API server. */
 export const MAX_UID_LENGTH = 128;
 /** The only patch type admission.k8s.io/v1 knows. */
@@ -54,7 +52,7 @@ export interface AdmissionResponse {
 }
 
 export interface AdmissionReviewResponse {
-  apiVersion: typeof ADMISSION_API_VERSION;
+  apiVersion: typeof ADMISSION_REVIEW_API_VERSION;
   kind: typeof ADMISSION_REVIEW_KIND;
   response: AdmissionResponse;
 }
@@ -94,10 +92,10 @@ function describe(v: unknown): string {
 /** Validates a decoded request body as an admission.k8s.io/v1 AdmissionReview. Never throws. */
 export function parseAdmissionReview(body: unknown): ParsedReview {
   if (!isObject(body)) return invalid('not_an_object', 'body must be a JSON object (an AdmissionReview)');
-  if (body.apiVersion !== ADMISSION_API_VERSION) {
+  if (body.apiVersion !== ADMISSION_REVIEW_API_VERSION) {
     return invalid(
       'invalid_api_version',
-      `apiVersion must be "${ADMISSION_API_VERSION}", got ${describe(body.apiVersion)}; register the webhook with admissionReviewVersions: ["v1"]`,
+      `apiVersion must be "${ADMISSION_REVIEW_API_VERSION}", got ${describe(body.apiVersion)}; register the webhook with admissionReviewVersions: ["v1"]`,
     );
   }
   if (body.kind !== ADMISSION_REVIEW_KIND) {
@@ -171,7 +169,7 @@ export function buildReviewResponse(
     response.patch = Buffer.from(JSON.stringify(patch)).toString('base64');
   }
   if (warnings.length > 0) response.warnings = [...warnings];
-  return { apiVersion: ADMISSION_API_VERSION, kind: ADMISSION_REVIEW_KIND, response };
+  return { apiVersion: ADMISSION_REVIEW_API_VERSION, kind: ADMISSION_REVIEW_KIND, response };
 }
 
 /**
