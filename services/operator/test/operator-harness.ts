@@ -27,6 +27,20 @@ export async function settle(clock: FakeClock, ms = 0): Promise<void> {
   for (let i = 0; i < 10; i++) await clock.advance(10);
 }
 
+/**
+ * Settles (above) until `done()` holds, letting real time pass between rounds, for work that runs
+ * off the fake clock (key generation on libuv's thread pool: slower under load, as on a 2-core CI
+ * machine). Gives up after `limitMs` of real time; the caller's assertion then says what is missing.
+ */
+export async function settleUntil(clock: FakeClock, done: () => boolean, limitMs = 30_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  await settle(clock);
+  while (!done() && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await settle(clock);
+  }
+}
+
 /** The text a running operator serves at /metrics. */
 export async function operatorMetrics(operator: Operator): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${operator.server()?.port}/metrics`);

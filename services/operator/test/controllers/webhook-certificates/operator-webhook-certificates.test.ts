@@ -19,7 +19,7 @@ import {
 import { createOperator, type Operator } from '../../../src/operator.js';
 import type { ManagerExit } from '../../../src/runtime/manager.js';
 import { FakeWorld } from '../../fake-world.js';
-import { operatorMetrics, settle, testConfig } from '../../operator-harness.js';
+import { operatorMetrics, settle, settleUntil, testConfig } from '../../operator-harness.js';
 import { captureLogger, FakeClock, FakeInformerSource } from '../../runtime/fakes.js';
 
 const NAME = 'kubeplus-isolation-webhook';
@@ -90,7 +90,8 @@ describe('webhook certificates, as the operator sets them up', () => {
     const clock = new FakeClock();
     const port = new Port();
     const operator = start(clock, port);
-    await settle(clock);
+    // Key generation runs on the thread pool, off the fake clock: wait for both writes.
+    await settleUntil(clock, () => port.writes.length >= 2);
     expect(port.writes).toEqual(expect.arrayContaining([`caBundle ${NAME}`, 'Secret kubeplus-isolation/hook-certs']));
     expect(Object.keys(port.secret.data).sort()).toEqual(expect.arrayContaining(['ca.crt', 'tls.crt', 'tls.key']));
     const metrics = await operatorMetrics(operator);
