@@ -149,15 +149,27 @@ clean: ## Remove build output and generated sources (keeps .tools and node_modul
 node_modules/.modules.yaml: deploy/package.json
 
 CONTAINER_ENGINE ?= docker
-IMAGE_REGISTRY ?= ghcr.io/cloud-ark
-IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/kubeplus-isolation/Chart.yaml)
+# The defaults are the chart's: its webhook image repository without /kubeplus-isolation-webhook, and
+# the one version (VERSION, the chart's appVersion). scripts/release/release.ts keeps them in step.
+IMAGE_REGISTRY ?= $(shell sed -n 's#^  repository: \(.*\)/kubeplus-isolation-webhook$$#\1#p' deploy/kubeplus-isolation/charts/webhook/values.yaml)
+IMAGE_TAG ?= $(shell cat VERSION)
+
+# `make release VERSION=x.y.z`: the one version (the VERSION file) stamped into every chart
+# (version, appVersion, dependencies: the images' default tag), every package.json (the services'
+# --version and <prefix>_build_info, the CLI's --version), the alerts' runbook links (this
+# repository's docs/runbooks.md at tag vx.y.z) and a CHANGELOG entry; scripts/test/release.test.ts
+# fails when one place drifts. Then: make test, commit, git tag -a vx.y.z.
+.PHONY: release
+release: install ## Stamp one version everywhere (VERSION=x.y.z: VERSION file, charts, appVersion/image tags, package.json, --version, build_info, runbook links, CHANGELOG)
+	@test -n "$(VERSION)" || { echo "make release: set VERSION=x.y.z (now: $$(cat VERSION))" >&2; exit 2; }
+	node scripts/release/release.ts $(VERSION)
 
 .PHONY: images
 images: install ## Build the webhook and operator images (one OCI index each: linux/amd64 + linux/arm64) and an SPDX SBOM per image into dist/images/ WITHOUT a container engine (crane; IMAGE_REGISTRY, IMAGE_TAG, IMAGE_ARCHS)
 	deploy/image/build-images.sh webhook operator
 
 .PHONY: package
-package: install ## The artifacts to install: dist/kubeplus-isolation-<version>.tgz (helm package, image references filled in) + dist/images/*.tar, their SBOMs and SHA256SUMS (IMAGE_REGISTRY, IMAGE_TAG)
+package: install ## The artifacts to install: dist/kubeplus-isolation-<VERSION>.tgz (helm package, image references filled in) + dist/images/*.tar tagged <VERSION>, their SBOMs and SHA256SUMS (IMAGE_REGISTRY; IMAGE_TAG must equal VERSION)
 	deploy/package.sh
 
 .PHONY: images-docker

@@ -4,9 +4,10 @@
  * settings, and the operator's leader election wiring.
  */
 import { describe, expect, jest, test } from '@jest/globals';
+import { imageRepository, PROJECT, readVersion } from '../../scripts/release/release.js';
 import { parseConfig as parseOperatorConfig } from '../../services/operator/src/config.js';
 import { parseConfig as parseWebhookConfig } from '../../services/webhook/src/config.js';
-import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
+import { type K8sObject, NAMESPACE, one, RELEASE, REPO_ROOT, render, renderError } from './helm.js';
 
 jest.setTimeout(60_000);
 
@@ -258,8 +259,11 @@ describe('Deployments', () => {
     const image = (objects: K8sObject[], name: string) =>
       (podSpec(one(objects, 'Deployment', name)).containers[0] as Container).image;
     const defaults = await render();
-    expect(image(defaults, `${RELEASE}-webhook`)).toBe('ghcr.io/cloud-ark/kubeplus-isolation-webhook:0.1.0');
-    expect(image(defaults, `${RELEASE}-operator`)).toBe('ghcr.io/cloud-ark/kubeplus-isolation-operator:0.1.0');
+    // This project's own images, at the one version (VERSION: scripts/release/release.ts).
+    const version = readVersion(REPO_ROOT);
+    const stamp = { version, ...PROJECT };
+    expect(image(defaults, `${RELEASE}-webhook`)).toBe(`${imageRepository(stamp, 'webhook')}:${version}`);
+    expect(image(defaults, `${RELEASE}-operator`)).toBe(`${imageRepository(stamp, 'operator')}:${version}`);
     const digest = `sha256:${'a'.repeat(64)}`;
     const pinned = await render({
       webhook: { image: { repository: 'registry.local:5000/wh', tag: 'dev' } },

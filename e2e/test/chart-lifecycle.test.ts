@@ -2,7 +2,7 @@
  * Day 2 of the chart on the real node, as an SRE and a platform team live it (issue: the chart's
  * life on a real cluster). One real node and one release, in order:
  *
- * - the chart of the previous version (PREVIOUS_CHART_REF, read from git) is installed, then
+ * - the chart of the previous version (PREVIOUS_VERSION, read from its git tag) is installed, then
  *   upgraded to this one while Pod CREATEs go on: every Pod admitted meanwhile carries the mandate,
  *   and the Helm-generated certificate is taken over by the operator with the same CA (caBundle
  *   unchanged);
@@ -34,7 +34,7 @@
  * except during the outage, where the audit needs stored Pods.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -84,8 +84,14 @@ import {
 } from './support/real-node.js';
 
 const run = promisify(execFile);
-/** The chart as released before this one: main when the real-node work began. */
-const PREVIOUS_CHART_REF = 'be69b26';
+/**
+ * The release before this one (CHANGELOG.md), whose chart the upgrade starts from, read from its git
+ * tag (`git clone` brings tags; main when the real-node work began). On a release, move it to the
+ * version released before and revisit the steps below that depend on what that chart did (its
+ * Helm-generated certificate, its plain-HTTP probes).
+ */
+const PREVIOUS_VERSION = '0.1.0';
+const PREVIOUS_TAG = `v${PREVIOUS_VERSION}`;
 const RELEASE = 'kpi';
 const POOL = 'team-a-pool';
 const MANDATE = poolMandate(POOL);
@@ -129,9 +135,23 @@ describe('the chart over its life on a real node', () => {
     // Inside the run's own directory: removed when the cluster stops, and by the next run's sweep
     // when this one is killed (a directory of its own under /tmp outlived a killed run).
     previousChartDir = mkdtempSync(join(cluster.cp.dir, 'previous-chart-'));
+    const previousCommit = await run('git', [
+      '-C',
+      repoRoot(),
+      'rev-parse',
+      '--verify',
+      `${PREVIOUS_TAG}^{commit}`,
+    ]).then(
+      (r) => r.stdout.trim(),
+      () => {
+        throw new Error(
+          `git tag ${PREVIOUS_TAG} (the previous release, whose chart the upgrade starts from) is missing: a fresh \`git clone\` has it; a shallow or tagless fetch needs \`git fetch --tags\``,
+        );
+      },
+    );
     const { stdout } = await run(
       'git',
-      ['-C', repoRoot(), 'archive', '--format=tar', PREVIOUS_CHART_REF, 'deploy/kubeplus-isolation'],
+      ['-C', repoRoot(), 'archive', '--format=tar', previousCommit, 'deploy/kubeplus-isolation'],
       {
         encoding: 'buffer',
         maxBuffer: 64 << 20,
@@ -141,6 +161,10 @@ describe('the chart over its life on a real node', () => {
       const tar = execFile('tar', ['-x', '-C', previousChartDir], (error) => (error ? reject(error) : resolve()));
       tar.stdin?.end(stdout);
     });
+    // The tag names that version's chart.
+    expect(readFileSync(join(previousChartDir, 'deploy', 'kubeplus-isolation', 'Chart.yaml'), 'utf8')).toMatch(
+      new RegExp(`^version: ${PREVIOUS_VERSION.replace(/\./g, '\\.')}$`, 'm'),
+    );
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     apps = cluster.cp.kc.makeApiClient(AppsV1Api);
     await prepareChartNode(cluster, { pool: POOL });
@@ -152,7 +176,7 @@ describe('the chart over its life on a real node', () => {
     await cluster?.stop();
   });
 
-  test(`the previous chart (${PREVIOUS_CHART_REF}) upgrades to this one without an admission gap`, async () => {
+  test(`the previous release's chart (${PREVIOUS_VERSION}, git tag ${PREVIOUS_TAG}) upgrades to this one without an admission gap`, async () => {
     await helmNs(
       'install',
       RELEASE,
@@ -187,7 +211,11 @@ describe('the chart over its life on a real node', () => {
     );
     expect(load.admitted).toBeGreaterThan(0);
     expect(load.unpatched).toEqual([]);
-    expect(await helmNs('history', RELEASE, '--max', '1')).toMatch(/deployed\s+kubeplus-isolation-/);
+    const history = await helmNs('history', RELEASE, '--max', '2');
+    expect(history).toMatch(new RegExp(`superseded\\s+kubeplus-isolation-${PREVIOUS_VERSION}\\s`));
+    expect(history).toMatch(
+      new RegExp(`deployed\\s+kubeplus-isolation-${readFileSync(join(repoRoot(), 'VERSION'), 'utf8').trim()}\\s`),
+    );
     const certs = await core.readNamespacedSecret({ name: `${RELEASE}-webhook-certs`, namespace: RELEASE_NS });
     expect(certs.data?.['ca.crt']).toBe(helmSecret.data?.['ca.crt']);
     expect(certs.data?.['ca.key']).toBe(helmSecret.data?.['ca.key']);
