@@ -174,6 +174,7 @@ describe('monitoring', () => {
         'KubeplusIsolationWebhookDown',
         'KubeplusIsolationWebhookFailingOpen',
         'KubeplusIsolationWebhookSlow',
+        'KubeplusIsolationWebhookUnreachable',
       ].sort(),
     );
     // The API server's own counts of its calls of the webhook (issue 34): reviews anyone else
@@ -199,6 +200,17 @@ describe('monitoring', () => {
     expect(byName.KubeplusIsolationPodsAdmittedUnplaced?.expr).toContain(
       'sum(increase(kubeplus_operator_unisolated_pod_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
     );
+    // Pods admitted unplaced while the webhook counted no admission: the API server does not reach
+    // it, so its own alerts cannot fire (issue 39).
+    expect(byName.KubeplusIsolationWebhookUnreachable?.expr).toBe(
+      [
+        'sum(increase(kubeplus_operator_unisolated_pod_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
+        '  unless on()',
+        'sum(increase(kubeplus_webhook_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
+        '',
+      ].join('\n'),
+    );
+    expect(byName.KubeplusIsolationWebhookUnreachable?.labels.severity).toBe('critical');
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',
     );
@@ -223,6 +235,14 @@ describe('monitoring', () => {
     );
     expect(queried.size).toBeGreaterThan(10);
     expect([...queried].filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  test('KubeplusIsolationWebhookUnreachable is not rendered with the policy engine alone (no webhook to reach)', async () => {
+    const names = (objects: K8sObject[]) => alerts(objects).map((r) => r.alert);
+    const withEngine = (engine: string) =>
+      render({ global: { nodeIsolation: { engine } }, operator: { prometheusRule: { enabled: true } } });
+    expect(names(await withEngine('admissionPolicy'))).not.toContain('KubeplusIsolationWebhookUnreachable');
+    expect(names(await withEngine('both'))).toContain('KubeplusIsolationWebhookUnreachable');
   });
 
   test('result label values in queries are ones the services emit', async () => {
