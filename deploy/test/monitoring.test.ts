@@ -175,6 +175,7 @@ describe('monitoring', () => {
         'KubeplusIsolationWebhookFailingOpen',
         'KubeplusIsolationWebhookSlow',
         'KubeplusIsolationWebhookUnreachable',
+        'KubeplusIsolationInvalidAnnotations',
       ].sort(),
     );
     // The API server's own counts of its calls of the webhook (issue 34): reviews anyone else
@@ -211,6 +212,10 @@ describe('monitoring', () => {
       ].join('\n'),
     );
     expect(byName.KubeplusIsolationWebhookUnreachable?.labels.severity).toBe('critical');
+    // A rejected isolation annotation, by annotation key, for an hour (the Event's life; issue 39).
+    expect(byName.KubeplusIsolationInvalidAnnotations?.expr).toContain(
+      'sum by (annotation) (increase(kubeplus_operator_invalid_annotations_total{namespace="kubeplus-system"}[1h])) > 0',
+    );
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',
     );
