@@ -56,9 +56,15 @@ test-unit: generate ## Fast unit tests of every package (no cluster)
 # The binaries are built once per machine from the pinned Go modules into ~/.cache/kubeplus-isolation
 # (KUBEPLUS_ISOLATION_ASSETS=<dir> uses prebuilt ones); the script's last stdout line is their directory.
 .PHONY: components
-components: ## Build the control plane (etcd, kube-apiserver, controllers, kubectl, helm) and the real node (kubelet, kube-proxy, containerd, runc, CNI, nft) (cached)
+components: chart-crds ## Build the control plane (etcd, kube-apiserver, controllers, kubectl, helm) and the real node (kubelet, kube-proxy, containerd, runc, CNI, nft) (cached)
 	e2e/scripts/build-components.sh
 	e2e/scripts/build-components.sh node
+
+# The OpenReports CRDs the chart installs with operator.reports.installCrds, copied from their pinned
+# Go module into charts/operator/files/openreports/ (ignored by git; deploy/chart-crds.sh).
+.PHONY: chart-crds
+chart-crds: ## Put the OpenReports CRDs of the pinned Go module into the chart (operator.reports.installCrds; make package does it too)
+	deploy/chart-crds.sh >/dev/null
 
 # ---- Kubernetes versions (e2e/README.md "Kubernetes versions") ------------------------------
 # KUBEPLUS_ISOLATION_K8S=1.<minor> runs `make test-e2e` and `make demo` on that minor's control plane
@@ -184,7 +190,7 @@ images-docker: ## Build the same images from the Dockerfiles with a Docker/Podma
 	done
 
 .PHONY: chart-test
-chart-test: generate ## Helm chart, Dockerfile and image tests: helm lint/template, RBAC, PSS, TLS, schema, image archives (builds helm and crane only)
+chart-test: generate chart-crds ## Helm chart, Dockerfile and image tests: helm lint/template, RBAC, PSS, TLS, schema, image archives (builds helm and crane only)
 	HELM="$$(e2e/scripts/build-components.sh helm | tail -1)/helm" $(JEST) --selectProjects chart
 
 # ---- bench/: benchmarks (not part of `make test`; see bench/README.md) ----------------------

@@ -46,6 +46,9 @@ helm=${HELM:-$("$repo/e2e/scripts/build-components.sh" helm | tail -1)/helm}
 [[ $registry =~ ^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]+)?$ ]] || die "IMAGE_REGISTRY=$registry is not an image name prefix"
 [[ $tag =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "IMAGE_TAG=$tag is not an image tag"
 
+# The OpenReports CRDs the chart installs with operator.reports.installCrds, from their pinned Go
+# module (deploy/chart-crds.sh): in the archive, never in git.
+"$repo/deploy/chart-crds.sh" >/dev/null
 work=$(mktemp -d "${TMPDIR:-/tmp}/kpi-package-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cp -R "$chart" "$work/kubeplus-isolation"

@@ -16,7 +16,8 @@
  * - deleting every webhook Pod at once while Pods are created: they are admitted unpatched (fail
  *   open, as designed), the operator's audit reports each (Warning Event on the instance, the
  *   kubeplus_operator_unisolated_pods gauge, one result each in the namespace's OpenReports
- *   Report), and once the webhook is back new Pods are patched;
+ *   Report: the cluster had no OpenReports CRDs, the chart installs them with
+ *   operator.reports.installCrds), and once the webhook is back new Pods are patched;
  * - `helm test` passes: its Pod's dry-run Pod in a throw-away isolated namespace carries the mandate;
  * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated (the
  *   Reports included) and its finalizers; afterwards instances delete at once and no generated object remains; installed
@@ -40,7 +41,6 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   getSecureMetrics,
-  installOpenReportsCrds,
   installSandboxCrds,
   parsePrometheusText,
   type RealNodeCluster,
@@ -103,6 +103,10 @@ const VALUES = [
   '--set',
   'operator.extraArgs[0]=--audit-interval=5s',
 ];
+
+/** This checkout's chart: VALUES, and the OpenReports CRDs from the chart (the cluster has none). */
+const THIS_CHART = [...VALUES, '--set', 'operator.reports.installCrds=true'];
+const OPENREPORTS_CRDS = ['reports.openreports.io', 'clusterreports.openreports.io'];
 
 const carriesMandate = (pod: V1Pod): boolean => carriesPoolMandate(POOL, pod);
 
@@ -168,8 +172,8 @@ describe('the chart over its life on a real node', () => {
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     apps = cluster.cp.kc.makeApiClient(AppsV1Api);
     await prepareChartNode(cluster, { pool: POOL });
-    // The OpenReports CRDs, as a platform running Policy Reporter or Kyverno has them.
-    await installOpenReportsCrds(cluster.cp.kc);
+    // No OpenReports CRDs: this chart installs them (operator.reports.installCrds, THIS_CHART), so
+    // the Reports below prove that a fresh cluster with the value on gets Reports (issue 39).
   });
 
   afterAll(async () => {
@@ -201,7 +205,7 @@ describe('the chart over its life on a real node', () => {
     const bundleBefore = await caBundle();
     const helmSecret = await core.readNamespacedSecret({ name: `${RELEASE}-webhook-tls`, namespace: RELEASE_NS });
     let upgraded = false;
-    const upgrade = helmNs('upgrade', RELEASE, CHART, ...VALUES, '--wait', '--timeout', '180s').finally(() => {
+    const upgrade = helmNs('upgrade', RELEASE, CHART, ...THIS_CHART, '--wait', '--timeout', '180s').finally(() => {
       upgraded = true;
     });
     const load = await admitWhile(() => upgraded);
@@ -211,6 +215,12 @@ describe('the chart over its life on a real node', () => {
     );
     expect(load.admitted).toBeGreaterThan(0);
     expect(load.unpatched).toEqual([]);
+    // The OpenReports CRDs came with this chart, kept on uninstall (every tool's Reports live in them).
+    for (const crd of OPENREPORTS_CRDS) {
+      expect(
+        await kubectl(cluster, 'get', 'crd', crd, '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}'),
+      ).toBe('keep');
+    }
     const history = await helmNs('history', RELEASE, '--max', '2');
     expect(history).toMatch(new RegExp(`superseded\\s+kubeplus-isolation-${PREVIOUS_VERSION}\\s`));
     expect(history).toMatch(
@@ -536,11 +546,14 @@ describe('the chart over its life on a real node', () => {
   });
 
   test('a failing hook is visible and retryable; keepGeneratedObjects=true keeps the generated objects and removes the finalizers', async () => {
+    // `helm uninstall` kept the OpenReports CRDs (helm.sh/resource-policy: keep); installed again,
+    // the release takes them back.
+    for (const crd of OPENREPORTS_CRDS) expect(await kubectl(cluster, 'get', 'crd', crd, '-o', 'name')).toContain(crd);
     await helmNs(
       'install',
       RELEASE,
       CHART,
-      ...VALUES,
+      ...THIS_CHART,
       '--set',
       'operator.uninstall.keepGeneratedObjects=true',
       '--set',
@@ -590,7 +603,7 @@ describe('the chart over its life on a real node', () => {
     const kept = 'team-k';
     // The Agent Sandbox CRDs, so the kept sandbox policy has something to judge.
     await installSandboxCrds(cluster.cp.kc);
-    const values = [...VALUES, '--set', 'global.nodeIsolation.engine=both'];
+    const values = [...THIS_CHART, '--set', 'global.nodeIsolation.engine=both'];
     const crds = async (): Promise<string> =>
       kubectl(cluster, 'get', 'crd', 'nodeisolations.isolation.kubeplus.io', '-o', 'name').catch(() => '');
     await helmNs(
