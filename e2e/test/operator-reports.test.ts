@@ -427,7 +427,9 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     await operator?.stop();
     operator = await suite.startOperator({ name: operatorName, args: ['--audit-interval=1h'] });
     const sandboxFailures = (r: ReportObject): string[] =>
-      (r.results ?? []).filter((x) => x.policy === 'sandbox-isolation').map((x) => x.resources[0]?.name ?? '');
+      (r.results ?? [])
+        .filter((x) => x.policy === 'sandbox-isolation' && x.result === 'fail')
+        .map((x) => x.resources[0]?.name ?? '');
     const within = { timeoutMs: 60_000, intervalMs: 250 };
 
     await setSandboxMinimum('runc');
