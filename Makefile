@@ -56,9 +56,15 @@ test-unit: generate ## Fast unit tests of every package (no cluster)
 # The binaries are built once per machine from the pinned Go modules into ~/.cache/kubeplus-isolation
 # (KUBEPLUS_ISOLATION_ASSETS=<dir> uses prebuilt ones); the script's last stdout line is their directory.
 .PHONY: components
-components: ## Build the control plane (etcd, kube-apiserver, controllers, kubectl, helm) and the real node (kubelet, kube-proxy, containerd, runc, CNI, nft) (cached)
+components: chart-crds ## Build the control plane (etcd, kube-apiserver, controllers, kubectl, helm) and the real node (kubelet, kube-proxy, containerd, runc, CNI, nft) (cached)
 	e2e/scripts/build-components.sh
 	e2e/scripts/build-components.sh node
+
+# The OpenReports CRDs the chart installs with operator.reports.installCrds, copied from their pinned
+# Go module into charts/operator/files/openreports/ (ignored by git; deploy/chart-crds.sh).
+.PHONY: chart-crds
+chart-crds: ## Put the OpenReports CRDs of the pinned Go module into the chart (operator.reports.installCrds; make package does it too)
+	deploy/chart-crds.sh >/dev/null
 
 # ---- Kubernetes versions (e2e/README.md "Kubernetes versions") ------------------------------
 # KUBEPLUS_ISOLATION_K8S=1.<minor> runs `make test-e2e` and `make demo` on that minor's control plane
@@ -149,15 +155,27 @@ clean: ## Remove build output and generated sources (keeps .tools and node_modul
 node_modules/.modules.yaml: deploy/package.json
 
 CONTAINER_ENGINE ?= docker
-IMAGE_REGISTRY ?= ghcr.io/cloud-ark
-IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' deploy/kubeplus-isolation/Chart.yaml)
+# The defaults are the chart's: its webhook image repository without /kubeplus-isolation-webhook, and
+# the one version (VERSION, the chart's appVersion). scripts/release/release.ts keeps them in step.
+IMAGE_REGISTRY ?= $(shell sed -n 's#^  repository: \(.*\)/kubeplus-isolation-webhook$$#\1#p' deploy/kubeplus-isolation/charts/webhook/values.yaml)
+IMAGE_TAG ?= $(shell cat VERSION)
+
+# `make release VERSION=x.y.z`: the one version (the VERSION file) stamped into every chart
+# (version, appVersion, dependencies: the images' default tag), every package.json (the services'
+# --version and <prefix>_build_info, the CLI's --version), the alerts' runbook links (this
+# repository's docs/runbooks.md at tag vx.y.z) and a CHANGELOG entry; scripts/test/release.test.ts
+# fails when one place drifts. Then: make test, commit, git tag -a vx.y.z.
+.PHONY: release
+release: install ## Stamp one version everywhere (VERSION=x.y.z: VERSION file, charts, appVersion/image tags, package.json, --version, build_info, runbook links, CHANGELOG)
+	@test -n "$(VERSION)" || { echo "make release: set VERSION=x.y.z (now: $$(cat VERSION))" >&2; exit 2; }
+	node scripts/release/release.ts $(VERSION)
 
 .PHONY: images
 images: install ## Build the webhook and operator images (one OCI index each: linux/amd64 + linux/arm64) and an SPDX SBOM per image into dist/images/ WITHOUT a container engine (crane; IMAGE_REGISTRY, IMAGE_TAG, IMAGE_ARCHS)
 	deploy/image/build-images.sh webhook operator
 
 .PHONY: package
-package: install ## The artifacts to install: dist/kubeplus-isolation-<version>.tgz (helm package, image references filled in) + dist/images/*.tar, their SBOMs and SHA256SUMS (IMAGE_REGISTRY, IMAGE_TAG)
+package: install ## The artifacts to install: dist/kubeplus-isolation-<VERSION>.tgz (helm package, image references filled in) + dist/images/*.tar tagged <VERSION>, their SBOMs and SHA256SUMS (IMAGE_REGISTRY; IMAGE_TAG must equal VERSION)
 	deploy/package.sh
 
 .PHONY: images-docker
@@ -172,7 +190,7 @@ images-docker: ## Build the same images from the Dockerfiles with a Docker/Podma
 	done
 
 .PHONY: chart-test
-chart-test: generate ## Helm chart, Dockerfile and image tests: helm lint/template, RBAC, PSS, TLS, schema, image archives (builds helm and crane only)
+chart-test: generate chart-crds ## Helm chart, Dockerfile and image tests: helm lint/template, RBAC, PSS, TLS, schema, image archives (builds helm and crane only)
 	HELM="$$(e2e/scripts/build-components.sh helm | tail -1)/helm" $(JEST) --selectProjects chart
 
 # ---- bench/: benchmarks (not part of `make test`; see bench/README.md) ----------------------

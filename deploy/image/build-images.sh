@@ -27,8 +27,9 @@
 #
 # Usage (from anywhere):  deploy/image/build-images.sh [webhook|operator ...]
 # Environment:
-#   IMAGE_REGISTRY  image name prefix (default ghcr.io/cloud-ark)
-#   IMAGE_TAG       tag (default: the chart's appVersion)
+#   IMAGE_REGISTRY  image name prefix (default: the chart's, charts/webhook/values.yaml image.repository
+#                   without /kubeplus-isolation-webhook)
+#   IMAGE_TAG       tag (default: the one version, the VERSION file, which is the chart's appVersion)
 #   IMAGE_OUT_DIR   where <service>.tar and the SBOMs go (default <repo>/dist/images)
 #   IMAGE_ARCHS     the architectures (default "amd64 arm64"; a subset for a quicker local build)
 #   KUBEPLUS_ISOLATION_CACHE  cache root for crane and the base layer (default ~/.cache/kubeplus-isolation)
@@ -44,9 +45,10 @@ services=("$@")
 ((${#services[@]})) || services=(webhook operator)
 for s in "${services[@]}"; do [[ $s =~ ^(webhook|operator)$ ]] || die "unknown service '$s' (webhook or operator)"; done
 
-registry_prefix=${IMAGE_REGISTRY:-ghcr.io/cloud-ark}
-tag=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/deploy/kubeplus-isolation/Chart.yaml")}
-[[ -n $tag ]] || die "no IMAGE_TAG and no appVersion in Chart.yaml"
+registry_prefix=${IMAGE_REGISTRY:-$(sed -n 's#^  repository: \(.*\)/kubeplus-isolation-webhook$#\1#p' "$repo/deploy/kubeplus-isolation/charts/webhook/values.yaml")}
+[[ -n $registry_prefix ]] || die "no IMAGE_REGISTRY and no image.repository in charts/webhook/values.yaml"
+tag=${IMAGE_TAG:-$(tr -d '[:space:]' <"$repo/VERSION")}
+[[ -n $tag ]] || die "no IMAGE_TAG and no VERSION file"
 out_dir=${IMAGE_OUT_DIR:-$repo/dist/images}
 cache=${KUBEPLUS_ISOLATION_CACHE:-$HOME/.cache/kubeplus-isolation}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || echo 0)}

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, jest, test } from '@jest/globals';
+import { PROJECT, readVersion, runbookBaseUrl } from '../../scripts/release/release.js';
 import { registerAuditMetrics } from '../../services/operator/src/controllers/audit/audit-metrics.js';
 import { registerReportMetrics } from '../../services/operator/src/controllers/compliance/report-metrics.js';
 import { REPORT_WRITE_RESULTS } from '../../services/operator/src/controllers/compliance/reporter.js';
@@ -173,6 +174,8 @@ describe('monitoring', () => {
         'KubeplusIsolationWebhookDown',
         'KubeplusIsolationWebhookFailingOpen',
         'KubeplusIsolationWebhookSlow',
+        'KubeplusIsolationWebhookUnreachable',
+        'KubeplusIsolationInvalidAnnotations',
       ].sort(),
     );
     // The API server's own counts of its calls of the webhook (issue 34): reviews anyone else
@@ -198,6 +201,21 @@ describe('monitoring', () => {
     expect(byName.KubeplusIsolationPodsAdmittedUnplaced?.expr).toContain(
       'sum(increase(kubeplus_operator_unisolated_pod_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
     );
+    // Pods admitted unplaced while the webhook counted no admission: the API server does not reach
+    // it, so its own alerts cannot fire (issue 39).
+    expect(byName.KubeplusIsolationWebhookUnreachable?.expr).toBe(
+      [
+        'sum(increase(kubeplus_operator_unisolated_pod_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
+        '  unless on()',
+        'sum(increase(kubeplus_webhook_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
+        '',
+      ].join('\n'),
+    );
+    expect(byName.KubeplusIsolationWebhookUnreachable?.labels.severity).toBe('critical');
+    // A rejected isolation annotation, by annotation key, for an hour (the Event's life; issue 39).
+    expect(byName.KubeplusIsolationInvalidAnnotations?.expr).toContain(
+      'sum by (annotation) (increase(kubeplus_operator_invalid_annotations_total{namespace="kubeplus-system"}[1h])) > 0',
+    );
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',
     );
@@ -222,6 +240,14 @@ describe('monitoring', () => {
     );
     expect(queried.size).toBeGreaterThan(10);
     expect([...queried].filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  test('KubeplusIsolationWebhookUnreachable is not rendered with the policy engine alone (no webhook to reach)', async () => {
+    const names = (objects: K8sObject[]) => alerts(objects).map((r) => r.alert);
+    const withEngine = (engine: string) =>
+      render({ global: { nodeIsolation: { engine } }, operator: { prometheusRule: { enabled: true } } });
+    expect(names(await withEngine('admissionPolicy'))).not.toContain('KubeplusIsolationWebhookUnreachable');
+    expect(names(await withEngine('both'))).toContain('KubeplusIsolationWebhookUnreachable');
   });
 
   test('result label values in queries are ones the services emit', async () => {
@@ -275,20 +301,42 @@ describe('monitoring', () => {
   });
 });
 
+/** GitHub's anchor of a markdown heading: lower case, punctuation dropped, spaces as hyphens. */
+const headingAnchor = (heading: string): string =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+
 describe('runbooks', () => {
-  test('every alert links its own section of docs/runbooks.md, and every section is an alert', async () => {
+  test("headingAnchor is GitHub's", () => {
+    expect(headingAnchor('KubeplusIsolationWebhookDown')).toBe('kubeplusisolationwebhookdown');
+    expect(headingAnchor('The API server cannot reach the webhook (GKE, EKS)')).toBe(
+      'the-api-server-cannot-reach-the-webhook-gke-eks',
+    );
+  });
+
+  test('every alert links docs/runbooks.md of this repository at the release tag, at an anchor that exists there', async () => {
     const runbooks = readFileSync(join(REPO_ROOT, 'docs', 'runbooks.md'), 'utf8');
-    const sections = [...runbooks.matchAll(/^## (\S+)$/gm)].map((m) => m[1] as string);
+    const anchors = new Set([...runbooks.matchAll(/^#{1,6} (.+)$/gm)].map((m) => headingAnchor(m[1] as string)));
+    const base = runbookBaseUrl({ version: readVersion(REPO_ROOT), ...PROJECT });
     const rules = alerts(await render(ALL_ON));
     expect(rules.length).toBeGreaterThan(0);
     for (const rule of rules) {
-      const url = rule.annotations.runbook_url;
-      expect({ alert: rule.alert, url }).toEqual({
+      const url = rule.annotations.runbook_url ?? '';
+      const [page, anchor = ''] = url.split('#');
+      expect({ alert: rule.alert, page, anchorExists: anchors.has(anchor) }).toEqual({
         alert: rule.alert,
-        url: `https://github.com/cloud-ark/kubeplus/blob/main/docs/runbooks.md#${rule.alert.toLowerCase()}`,
+        page: base,
+        anchorExists: true,
       });
+      // Each alert has a section of its own, named after it.
+      expect(anchor).toBe(rule.alert.toLowerCase());
     }
-    expect([...sections].sort()).toEqual(rules.map((r) => r.alert).sort());
+    // And every section named like an alert is one (no runbook of a removed alert).
+    const alertSections = [...runbooks.matchAll(/^## (KubeplusIsolation\S+)$/gm)].map((m) => m[1] as string);
+    expect([...alertSections].sort()).toEqual([...new Set(rules.map((r) => r.alert))].sort());
   });
 
   test('runbookBaseUrl moves every link', async () => {

@@ -1,54 +1,82 @@
 /**
- * `make package` (deploy/package.sh): the chart archive a user installs, with maintainers and
- * sources in its Chart.yaml and the image references filled in from IMAGE_REGISTRY and IMAGE_TAG,
- * so that installing the archive pulls exactly the images `make images` tagged alike (the image
- * archives themselves are checked by image-archive.test.ts).
+ * `make package` (deploy/package.sh): the chart archive a user installs, named after the one
+ * version (VERSION), with maintainers and sources in its Chart.yaml and the image references
+ * filled in from IMAGE_REGISTRY at that version, so that installing the archive pulls exactly the
+ * images `make images` tagged alike (the image archives themselves are checked by
+ * image-archive.test.ts). An IMAGE_TAG or VERSION other than the tree's is refused (issue 39:
+ * `IMAGE_TAG=0.2.0` used to write kubeplus-isolation-0.1.0.tgz).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { load, loadAll } from 'js-yaml';
+import { readVersion } from '../../scripts/release/release.js';
 import { findHelm, type K8sObject, REPO_ROOT } from './helm.js';
 
 const REGISTRY = 'registry.test/kpi';
-const TAG = '9.9.9-test';
+const TAG = readVersion(REPO_ROOT);
 let archive = '';
+
+/** The environment package.sh runs in: no VERSION or IMAGE_TAG of the caller's. */
+function packageEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HELM: findHelm(),
+    IMAGE_REGISTRY: REGISTRY,
+    PACKAGE_CHART_ONLY: '1',
+  };
+  delete env.VERSION;
+  delete env.IMAGE_TAG;
+  return { ...env, ...extra };
+}
 
 beforeAll(() => {
   const out = mkdtempSync(join(tmpdir(), 'kpi-package-test-'));
   const stdout = execFileSync(join(REPO_ROOT, 'deploy', 'package.sh'), {
-    env: {
-      ...process.env,
-      HELM: findHelm(),
-      IMAGE_REGISTRY: REGISTRY,
-      IMAGE_TAG: TAG,
-      PACKAGE_OUT_DIR: out,
-      PACKAGE_CHART_ONLY: '1',
-    },
+    env: packageEnv({ IMAGE_TAG: TAG, PACKAGE_OUT_DIR: out }),
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   archive = stdout.trim().split('\n').at(-1) ?? '';
 }, 120_000);
 
+describe('make package: one version', () => {
+  test.each([
+    ['IMAGE_TAG', { IMAGE_TAG: '99.0.0' }],
+    ['VERSION', { VERSION: '99.0.0' }],
+  ])('%s other than the VERSION file is refused, saying to release it first; nothing is written', (_, extra) => {
+    const out = mkdtempSync(join(tmpdir(), 'kpi-package-refused-'));
+    const r = spawnSync(join(REPO_ROOT, 'deploy', 'package.sh'), {
+      env: packageEnv({ ...extra, PACKAGE_OUT_DIR: out }),
+      encoding: 'utf8',
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`is not the version of this tree (${TAG}, the VERSION file)`);
+    expect(r.stderr).toContain('make release VERSION=99.0.0');
+    expect(readdirSync(out)).toEqual([]);
+  });
+});
+
 describe('make package: the chart archive', () => {
-  test('is a helm package of the umbrella chart with maintainers, sources and the images’ tag as appVersion', () => {
-    expect(archive).toMatch(/kubeplus-isolation-\d+\.\d+\.\d+\.tgz$/);
+  test('is a helm package of the umbrella chart named after VERSION, with maintainers, sources and VERSION as appVersion', () => {
+    expect(archive).toMatch(new RegExp(`/kubeplus-isolation-${TAG.replace(/\./g, '\\.')}\\.tgz$`));
     const chart = load(execFileSync(findHelm(), ['show', 'chart', archive], { encoding: 'utf8' })) as {
       name: string;
+      version: string;
       appVersion: string;
       maintainers?: { name: string }[];
       sources?: string[];
     };
     expect(chart.name).toBe('kubeplus-isolation');
+    expect(chart.version).toBe(TAG);
     expect(chart.appVersion).toBe(TAG);
     expect(chart.maintainers?.length).toBeGreaterThan(0);
     expect(chart.sources?.length).toBeGreaterThan(0);
   });
 
-  test('installs the images IMAGE_REGISTRY and IMAGE_TAG name', () => {
+  test('installs the images IMAGE_REGISTRY names, at VERSION', () => {
     const rendered = execFileSync(
       findHelm(),
       [
@@ -86,7 +114,7 @@ describe('make package: the images, their SBOMs and the checksums to verify them
   beforeAll(() => {
     const out = mkdtempSync(join(tmpdir(), 'kpi-package-images-test-'));
     execFileSync(join(REPO_ROOT, 'deploy', 'package.sh'), {
-      env: { ...process.env, HELM: findHelm(), IMAGE_REGISTRY: REGISTRY, IMAGE_TAG: TAG, PACKAGE_OUT_DIR: out },
+      env: { ...packageEnv({ PACKAGE_OUT_DIR: out }), PACKAGE_CHART_ONLY: '' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     images = join(out, 'images');

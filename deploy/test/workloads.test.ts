@@ -4,9 +4,10 @@
  * settings, and the operator's leader election wiring.
  */
 import { describe, expect, jest, test } from '@jest/globals';
+import { imageRepository, PROJECT, readVersion } from '../../scripts/release/release.js';
 import { parseConfig as parseOperatorConfig } from '../../services/operator/src/config.js';
 import { parseConfig as parseWebhookConfig } from '../../services/webhook/src/config.js';
-import { type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
+import { type K8sObject, NAMESPACE, one, RELEASE, REPO_ROOT, render, renderError } from './helm.js';
 
 jest.setTimeout(60_000);
 
@@ -258,8 +259,11 @@ describe('Deployments', () => {
     const image = (objects: K8sObject[], name: string) =>
       (podSpec(one(objects, 'Deployment', name)).containers[0] as Container).image;
     const defaults = await render();
-    expect(image(defaults, `${RELEASE}-webhook`)).toBe('ghcr.io/cloud-ark/kubeplus-isolation-webhook:0.1.0');
-    expect(image(defaults, `${RELEASE}-operator`)).toBe('ghcr.io/cloud-ark/kubeplus-isolation-operator:0.1.0');
+    // This project's own images, at the one version (VERSION: scripts/release/release.ts).
+    const version = readVersion(REPO_ROOT);
+    const stamp = { version, ...PROJECT };
+    expect(image(defaults, `${RELEASE}-webhook`)).toBe(`${imageRepository(stamp, 'webhook')}:${version}`);
+    expect(image(defaults, `${RELEASE}-operator`)).toBe(`${imageRepository(stamp, 'operator')}:${version}`);
     const digest = `sha256:${'a'.repeat(64)}`;
     const pinned = await render({
       webhook: { image: { repository: 'registry.local:5000/wh', tag: 'dev' } },
@@ -398,5 +402,58 @@ describe('Deployments', () => {
     expect(stderr).toContain(
       'operator.instanceKinds entry "cloudark.io/v1/Agent": its group cloudark.io has no operator.instanceGroups entry',
     );
+  });
+});
+
+describe('webhook.hostNetwork (an API server that cannot reach the Pod network: issue 39)', () => {
+  const WEBHOOK = `${RELEASE}-webhook`;
+  const container = (objects: K8sObject[]): Container =>
+    podSpec(one(objects, 'Deployment', WEBHOOK)).containers[0] as Container;
+
+  test('off by default: the Pod network, the restricted standard', async () => {
+    const spec = podSpec(one(await render(), 'Deployment', WEBHOOK)) as PodSpec & { dnsPolicy?: string };
+    expect(spec.hostNetwork).toBeUndefined();
+    expect(spec.dnsPolicy).toBeUndefined();
+    expect(container(await render()).args).toContain('--port=8443');
+  });
+
+  test('on: the node network with cluster DNS, the container listens on hostNetwork.port, the Service and the webhook configuration follow', async () => {
+    const objects = await render({ webhook: { hostNetwork: { enabled: true } } });
+    const spec = podSpec(one(objects, 'Deployment', WEBHOOK)) as PodSpec & { dnsPolicy?: string };
+    expect(spec.hostNetwork).toBe(true);
+    expect(spec.dnsPolicy).toBe('ClusterFirstWithHostNet');
+    const c = container(objects);
+    expect(c.args).toEqual(expect.arrayContaining(['--port=10260', '--metrics-port=10261']));
+    expect(c.ports).toEqual([
+      { name: 'https', containerPort: 10260, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 10261, protocol: 'TCP' },
+    ]);
+    // The probes and the Service name the port, so they reach the node port.
+    const service = one(objects, 'Service', WEBHOOK).spec as {
+      ports: { name: string; port: number; targetPort: string }[];
+    };
+    expect(service.ports.find((p) => p.name === 'https')).toEqual(
+      expect.objectContaining({ port: 443, targetPort: 'https' }),
+    );
+    const webhookConfig = one(objects, 'MutatingWebhookConfiguration').webhooks as {
+      clientConfig: { service: { name: string; port: number } };
+    }[];
+    expect(webhookConfig[0]?.clientConfig.service).toEqual(expect.objectContaining({ name: WEBHOOK, port: 443 }));
+  });
+
+  test('on, with its own ports', async () => {
+    const c = container(await render({ webhook: { hostNetwork: { enabled: true, port: 9443, metricsPort: 9090 } } }));
+    expect(c.args).toEqual(expect.arrayContaining(['--port=9443', '--metrics-port=9090']));
+  });
+
+  test('on: not restricted (host namespaces), as the chart README says', async () => {
+    const spec = podSpec(one(await render({ webhook: { hostNetwork: { enabled: true } } }), 'Deployment', WEBHOOK));
+    expect(() => expectRestricted(spec, WEBHOOK)).toThrow(/hostNetwork/);
+  });
+
+  test('the admission and metrics ports must differ on the node', async () => {
+    expect(
+      await renderError({ webhook: { hostNetwork: { enabled: true, port: 10260, metricsPort: 10260 } } }),
+    ).toContain('webhook.hostNetwork.port and webhook.hostNetwork.metricsPort are both 10260');
   });
 });

@@ -2,7 +2,7 @@
  * Day 2 of the chart on the real node, as an SRE and a platform team live it (issue: the chart's
  * life on a real cluster). One real node and one release, in order:
  *
- * - the chart of the previous version (PREVIOUS_CHART_REF, read from git) is installed, then
+ * - the chart of the previous version (PREVIOUS_VERSION, read from its git tag) is installed, then
  *   upgraded to this one while Pod CREATEs go on: every Pod admitted meanwhile carries the mandate,
  *   and the Helm-generated certificate is taken over by the operator with the same CA (caBundle
  *   unchanged);
@@ -16,7 +16,8 @@
  * - deleting every webhook Pod at once while Pods are created: they are admitted unpatched (fail
  *   open, as designed), the operator's audit reports each (Warning Event on the instance, the
  *   kubeplus_operator_unisolated_pods gauge, one result each in the namespace's OpenReports
- *   Report), and once the webhook is back new Pods are patched;
+ *   Report: the cluster had no OpenReports CRDs, the chart installs them with
+ *   operator.reports.installCrds), and once the webhook is back new Pods are patched;
  * - `helm test` passes: its Pod's dry-run Pod in a throw-away isolated namespace carries the mandate;
  * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated (the
  *   Reports included) and its finalizers; afterwards instances delete at once and no generated object remains; installed
@@ -34,13 +35,12 @@
  * except during the outage, where the audit needs stored Pods.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   getSecureMetrics,
-  installOpenReportsCrds,
   installSandboxCrds,
   parsePrometheusText,
   type RealNodeCluster,
@@ -84,8 +84,14 @@ import {
 } from './support/real-node.js';
 
 const run = promisify(execFile);
-/** The chart as released before this one: main when the real-node work began. */
-const PREVIOUS_CHART_REF = 'be69b26';
+/**
+ * The release before this one (CHANGELOG.md), whose chart the upgrade starts from, read from its git
+ * tag (`git clone` brings tags; main when the real-node work began). On a release, move it to the
+ * version released before and revisit the steps below that depend on what that chart did (its
+ * Helm-generated certificate, its plain-HTTP probes).
+ */
+const PREVIOUS_VERSION = '0.1.0';
+const PREVIOUS_TAG = `v${PREVIOUS_VERSION}`;
 const RELEASE = 'kpi';
 const POOL = 'team-a-pool';
 const MANDATE = poolMandate(POOL);
@@ -97,6 +103,10 @@ const VALUES = [
   '--set',
   'operator.extraArgs[0]=--audit-interval=5s',
 ];
+
+/** This checkout's chart: VALUES, and the OpenReports CRDs from the chart (the cluster has none). */
+const THIS_CHART = [...VALUES, '--set', 'operator.reports.installCrds=true'];
+const OPENREPORTS_CRDS = ['reports.openreports.io', 'clusterreports.openreports.io'];
 
 const carriesMandate = (pod: V1Pod): boolean => carriesPoolMandate(POOL, pod);
 
@@ -129,9 +139,23 @@ describe('the chart over its life on a real node', () => {
     // Inside the run's own directory: removed when the cluster stops, and by the next run's sweep
     // when this one is killed (a directory of its own under /tmp outlived a killed run).
     previousChartDir = mkdtempSync(join(cluster.cp.dir, 'previous-chart-'));
+    const previousCommit = await run('git', [
+      '-C',
+      repoRoot(),
+      'rev-parse',
+      '--verify',
+      `${PREVIOUS_TAG}^{commit}`,
+    ]).then(
+      (r) => r.stdout.trim(),
+      () => {
+        throw new Error(
+          `git tag ${PREVIOUS_TAG} (the previous release, whose chart the upgrade starts from) is missing: a fresh \`git clone\` has it; a shallow or tagless fetch needs \`git fetch --tags\``,
+        );
+      },
+    );
     const { stdout } = await run(
       'git',
-      ['-C', repoRoot(), 'archive', '--format=tar', PREVIOUS_CHART_REF, 'deploy/kubeplus-isolation'],
+      ['-C', repoRoot(), 'archive', '--format=tar', previousCommit, 'deploy/kubeplus-isolation'],
       {
         encoding: 'buffer',
         maxBuffer: 64 << 20,
@@ -141,18 +165,22 @@ describe('the chart over its life on a real node', () => {
       const tar = execFile('tar', ['-x', '-C', previousChartDir], (error) => (error ? reject(error) : resolve()));
       tar.stdin?.end(stdout);
     });
+    // The tag names that version's chart.
+    expect(readFileSync(join(previousChartDir, 'deploy', 'kubeplus-isolation', 'Chart.yaml'), 'utf8')).toMatch(
+      new RegExp(`^version: ${PREVIOUS_VERSION.replace(/\./g, '\\.')}$`, 'm'),
+    );
     core = cluster.cp.kc.makeApiClient(CoreV1Api);
     apps = cluster.cp.kc.makeApiClient(AppsV1Api);
     await prepareChartNode(cluster, { pool: POOL });
-    // The OpenReports CRDs, as a platform running Policy Reporter or Kyverno has them.
-    await installOpenReportsCrds(cluster.cp.kc);
+    // No OpenReports CRDs: this chart installs them (operator.reports.installCrds, THIS_CHART), so
+    // the Reports below prove that a fresh cluster with the value on gets Reports (issue 39).
   });
 
   afterAll(async () => {
     await cluster?.stop();
   });
 
-  test(`the previous chart (${PREVIOUS_CHART_REF}) upgrades to this one without an admission gap`, async () => {
+  test(`the previous release's chart (${PREVIOUS_VERSION}, git tag ${PREVIOUS_TAG}) upgrades to this one without an admission gap`, async () => {
     await helmNs(
       'install',
       RELEASE,
@@ -177,7 +205,7 @@ describe('the chart over its life on a real node', () => {
     const bundleBefore = await caBundle();
     const helmSecret = await core.readNamespacedSecret({ name: `${RELEASE}-webhook-tls`, namespace: RELEASE_NS });
     let upgraded = false;
-    const upgrade = helmNs('upgrade', RELEASE, CHART, ...VALUES, '--wait', '--timeout', '180s').finally(() => {
+    const upgrade = helmNs('upgrade', RELEASE, CHART, ...THIS_CHART, '--wait', '--timeout', '180s').finally(() => {
       upgraded = true;
     });
     const load = await admitWhile(() => upgraded);
@@ -187,7 +215,17 @@ describe('the chart over its life on a real node', () => {
     );
     expect(load.admitted).toBeGreaterThan(0);
     expect(load.unpatched).toEqual([]);
-    expect(await helmNs('history', RELEASE, '--max', '1')).toMatch(/deployed\s+kubeplus-isolation-/);
+    // The OpenReports CRDs came with this chart, kept on uninstall (every tool's Reports live in them).
+    for (const crd of OPENREPORTS_CRDS) {
+      expect(
+        await kubectl(cluster, 'get', 'crd', crd, '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}'),
+      ).toBe('keep');
+    }
+    const history = await helmNs('history', RELEASE, '--max', '2');
+    expect(history).toMatch(new RegExp(`superseded\\s+kubeplus-isolation-${PREVIOUS_VERSION}\\s`));
+    expect(history).toMatch(
+      new RegExp(`deployed\\s+kubeplus-isolation-${readFileSync(join(repoRoot(), 'VERSION'), 'utf8').trim()}\\s`),
+    );
     const certs = await core.readNamespacedSecret({ name: `${RELEASE}-webhook-certs`, namespace: RELEASE_NS });
     expect(certs.data?.['ca.crt']).toBe(helmSecret.data?.['ca.crt']);
     expect(certs.data?.['ca.key']).toBe(helmSecret.data?.['ca.key']);
@@ -508,11 +546,14 @@ describe('the chart over its life on a real node', () => {
   });
 
   test('a failing hook is visible and retryable; keepGeneratedObjects=true keeps the generated objects and removes the finalizers', async () => {
+    // `helm uninstall` kept the OpenReports CRDs (helm.sh/resource-policy: keep); installed again,
+    // the release takes them back.
+    for (const crd of OPENREPORTS_CRDS) expect(await kubectl(cluster, 'get', 'crd', crd, '-o', 'name')).toContain(crd);
     await helmNs(
       'install',
       RELEASE,
       CHART,
-      ...VALUES,
+      ...THIS_CHART,
       '--set',
       'operator.uninstall.keepGeneratedObjects=true',
       '--set',
@@ -562,7 +603,7 @@ describe('the chart over its life on a real node', () => {
     const kept = 'team-k';
     // The Agent Sandbox CRDs, so the kept sandbox policy has something to judge.
     await installSandboxCrds(cluster.cp.kc);
-    const values = [...VALUES, '--set', 'global.nodeIsolation.engine=both'];
+    const values = [...THIS_CHART, '--set', 'global.nodeIsolation.engine=both'];
     const crds = async (): Promise<string> =>
       kubectl(cluster, 'get', 'crd', 'nodeisolations.isolation.kubeplus.io', '-o', 'name').catch(() => '');
     await helmNs(

@@ -13,7 +13,7 @@
  *   runtime class; during the outage, an admission that leaves the Pod without its placement.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -65,6 +65,15 @@ function cli(args: readonly string[], input?: string): Promise<CliResult> {
     if (input !== undefined) child.stdin?.end(input);
   });
 }
+
+test('--version: the one version, VERSION (make release stamps it into the package.json read at run time)', async () => {
+  const r = await cli(['--version']);
+  expect(r).toEqual({
+    code: 0,
+    stdout: `kubeplus-isolation ${readFileSync(join(repoRoot(), 'VERSION'), 'utf8').trim()}\n`,
+    stderr: '',
+  });
+});
 
 describe('kubeplus-isolation validate: a GitOps directory with one broken annotation', () => {
   let dir = '';

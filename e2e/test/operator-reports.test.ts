@@ -16,7 +16,8 @@
  *   once (the namespace's policy and its generated RuntimeClass changing bring the audit forward):
  *   after the raise only the Sandbox left on a platform runc class fails, not the one on the
  *   instance's own class, which the operator recreated with the kata handler; the annotation
- *   made invalid leaves the Report as it was (judged by the last good minimum).
+ *   made invalid is named in the Report at once (an `error` result with the instance and the
+ *   operator's message, issue 39), whose findings are still judged by the last good minimum.
  */
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import {
@@ -426,7 +427,9 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     await operator?.stop();
     operator = await suite.startOperator({ name: operatorName, args: ['--audit-interval=1h'] });
     const sandboxFailures = (r: ReportObject): string[] =>
-      (r.results ?? []).filter((x) => x.policy === 'sandbox-isolation').map((x) => x.resources[0]?.name ?? '');
+      (r.results ?? [])
+        .filter((x) => x.policy === 'sandbox-isolation' && x.result === 'fail')
+        .map((x) => x.resources[0]?.name ?? '');
     const within = { timeoutMs: 60_000, intervalMs: 250 };
 
     await setSandboxMinimum('runc');
@@ -459,10 +462,9 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
     expect((await kc.makeApiClient(NodeV1Api).readRuntimeClass({ name: ownClass })).handler).toBe('kata');
 
     // The annotation made invalid: its last good policies stay (and the class with its kata
-    // handler), so the Report judges by kata still. The change is audited at once and the
-    // Report found unchanged: no write, the same failure.
+    // handler), so the Report judges by kata still, and it names the instance and the error at
+    // once (issue 39: the API server accepts a bad annotation; the Event expires, this stays).
     const kept = await readReport();
-    const unchangedBefore = await metric('kubeplus_operator_reports_unchanged_total');
     await custom.patchNamespacedCustomObject(
       {
         ...widget,
@@ -472,19 +474,36 @@ describe('operator: compliance reports (OpenReports) on the real control plane',
       },
       mergePatch,
     );
-    await waitFor(
-      'the audit of the namespace after the annotation turned invalid',
-      async () => (await metric('kubeplus_operator_reports_unchanged_total')) > unchangedBefore,
+    const annotationErrors = (r: ReportObject) => (r.results ?? []).filter((x) => x.result === 'error');
+    const judged = await waitFor(
+      'the Report to name the instance whose annotation turned invalid, with its error',
+      async (observe) => {
+        const report = await readReport();
+        observe({ errors: report && annotationErrors(report).map((x) => x.message), summary: report?.summary });
+        return report !== undefined && annotationErrors(report).length > 0 ? report : undefined;
+      },
       within,
     );
+    expect(judged.metadata.resourceVersion).not.toBe(kept?.metadata.resourceVersion);
+    expect(annotationErrors(judged)).toEqual([
+      expect.objectContaining({
+        policy: 'sandbox-isolation',
+        message: expect.stringMatching(
+          new RegExp(
+            `^Widget ${tenantNs}/${instance}: ${SANDBOX_ISOLATION_ANNOTATION} is invalid: .+\\. The operator keeps`,
+          ),
+        ),
+        resources: [expect.objectContaining({ kind: 'Widget', namespace: tenantNs, name: instance })],
+      }),
+    ]);
+    expect(judged.summary).toMatchObject({ error: 1 });
+    // Still judged by the last good minimum (kata).
+    expect(sandboxFailures(judged)).toEqual(['platform-runc']);
     const invalid = await core.listNamespacedEvent({
       namespace: tenantNs,
       fieldSelector: `involvedObject.name=${instance},reason=InvalidSandboxIsolation`,
     });
     expect(invalid.items.length).toBeGreaterThan(0);
-    const judged = await readReport();
-    expect(judged?.metadata.resourceVersion).toBe(kept?.metadata.resourceVersion);
-    expect(judged && sandboxFailures(judged)).toEqual(['platform-runc']);
 
     await custom.patchNamespacedCustomObject(
       {

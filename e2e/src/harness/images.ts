@@ -13,8 +13,18 @@ export function appVersion(): string {
   return match[1];
 }
 
-export const projectImage = (service: ProjectService): string =>
-  `ghcr.io/cloud-ark/kubeplus-isolation-${service}:${appVersion()}`;
+/** The subchart's default image repository (values.yaml `image.repository`), as `make images` names it. */
+export function imageRepository(service: ProjectService): string {
+  const values = readFileSync(
+    join(repoRoot(), 'deploy', 'kubeplus-isolation', 'charts', service, 'values.yaml'),
+    'utf8',
+  );
+  const match = /^image:\n(?: {2}.*\n)*? {2}repository: (\S+)$/m.exec(values);
+  if (!match?.[1]) throw new Error(`deploy/kubeplus-isolation/charts/${service}/values.yaml has no image.repository`);
+  return match[1];
+}
+
+export const projectImage = (service: ProjectService): string => `${imageRepository(service)}:${appVersion()}`;
 
 /**
  * The image archives `make images` builds (dist/images/<service>.tar, or KUBEPLUS_ISOLATION_IMAGES),

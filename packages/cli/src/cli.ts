@@ -33,6 +33,8 @@ export interface Io {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
   stdin: () => string;
+  /** The tool's version, for `--version` (main.ts: its package.json's, which `make release` stamps). */
+  version?: string;
 }
 
 const PROG = 'kubeplus-isolation';
@@ -53,6 +55,7 @@ Usage:
   ${PROG} explain NAMESPACE             the isolation of a namespace, and what does not comply
   ${PROG} check FILE -n NAMESPACE       what admission would do to a Pod or Sandbox (dry run)
   ${PROG} COMMAND --help                a command's flags
+  ${PROG} --version                     print the version
 
 Common flags:
   -o, --output text|json   text for a person (default), json for tools
@@ -251,6 +254,10 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return await explainCommand(args, io);
       case 'check':
         return await checkCommand(args, io);
+      case 'version':
+      case '--version':
+        io.stdout(`${PROG} ${io.version ?? 'unknown'}\n`);
+        return EXIT.ok;
       case undefined:
       case 'help':
       case '-h':

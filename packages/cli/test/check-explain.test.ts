@@ -217,6 +217,14 @@ describe('the command line', () => {
     }
   });
 
+  it('--version and version print the version main.ts gives, exit 0', async () => {
+    for (const args of [['--version'], ['version']]) {
+      const t = io();
+      expect(await run(args, { ...t.io, version: '1.2.3' })).toBe(EXIT.ok);
+      expect(t.out.join('')).toBe('kubeplus-isolation 1.2.3\n');
+    }
+  });
+
   it('usage errors exit 2 with a pointer to --help', async () => {
     for (const args of [
       ['nope'],

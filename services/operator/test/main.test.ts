@@ -4,7 +4,7 @@
  * against a real API server (leader election, handover, SIGTERM) is the e2e suites' job.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -76,7 +76,7 @@ describe('kubeplus-isolation-operator (process)', () => {
   it('--version prints the package version and exits 0', async () => {
     const r = run(['--version']);
     expect(await r.exit).toBe(0);
-    expect(r.stdout()).toBe('kubeplus-isolation-operator 0.1.0\n');
+    expect(r.stdout()).toBe(`kubeplus-isolation-operator ${readFileSync(join(ROOT, 'VERSION'), 'utf8').trim()}\n`);
   });
 
   it('an invalid flag value exits 2 with a clear message on stderr', async () => {

@@ -67,7 +67,7 @@ describe('kubeplus-node-isolation-webhook (process)', () => {
   it('--version prints the package version and exits 0', async () => {
     const r = run(['--version']);
     expect(await r.exit).toBe(0);
-    expect(r.stdout()).toBe('kubeplus-node-isolation-webhook 0.1.0\n');
+    expect(r.stdout()).toBe(`kubeplus-node-isolation-webhook ${readFileSync(join(ROOT, 'VERSION'), 'utf8').trim()}\n`);
   });
 
   it('an invalid flag value exits 2 with a clear message on stderr', async () => {

@@ -241,3 +241,16 @@ is applied by the API server's MutatingAdmissionPolicy and no webhook object is 
 {{- define "webhook.active" -}}
 {{- ne (dig "nodeIsolation" "engine" "webhook" (.Values.global | default dict)) "admissionPolicy" -}}
 {{- end -}}
+
+{{/*
+The ports the container listens on: containerPort and metrics.port, or, with hostNetwork.enabled,
+the node's hostNetwork.port and hostNetwork.metricsPort. The Service targets them by name (https,
+metrics), so it and the webhook configuration follow.
+*/}}
+{{- define "webhook.listenPort" -}}
+{{- .Values.hostNetwork.enabled | ternary .Values.hostNetwork.port .Values.containerPort | int -}}
+{{- end -}}
+
+{{- define "webhook.metricsListenPort" -}}
+{{- .Values.hostNetwork.enabled | ternary .Values.hostNetwork.metricsPort .Values.metrics.port | int -}}
+{{- end -}}

@@ -10,6 +10,11 @@
  * current minimum (policy `sandbox-isolation`), at most `maxResults` of them; `summary` counts
  * every object checked (pass) and every finding (fail) exactly, and the annotation
  * `kubeplus.io/report-results-omitted` says how many findings the cap left out.
+ *
+ * An instance bound to the namespace whose isolation annotation the operator rejects is an
+ * `error` result of that annotation's policy naming the instance and the parse errors (issue 39:
+ * the API server accepts a bad annotation and GitOps tools show the instance Healthy; the Event
+ * expires in an hour, the Report stays while the annotation is bad). They come first.
  */
 
 import type { JudgedClass, UnisolatedPod, WeakSandbox } from '@kubeplus-isolation/spec';
@@ -98,12 +103,25 @@ export interface SandboxFindings {
   weak: readonly WeakSandbox[];
 }
 
+/** An instance's isolation annotation the operator rejects (invalid-annotations.ts). */
+export interface InvalidAnnotation {
+  instance: ObjectRef;
+  /** The annotation key, e.g. kubeplus.io/node-isolation. */
+  annotation: string;
+  /** The policy it belongs to: node-isolation or sandbox-isolation. */
+  policy: string;
+  /** The operator's parse errors, each led by the JSON path. */
+  errors: readonly string[];
+}
+
 export interface ReportInput {
   namespace: string;
   /** Undefined when the namespace has no valid node isolation. */
   pods?: PodFindings | undefined;
   /** Undefined when no sandbox isolation is bound to the namespace (or no Sandbox API is served). */
   sandboxes?: SandboxFindings | undefined;
+  /** Instances bound to the namespace whose isolation annotation is invalid. */
+  invalidAnnotations?: readonly InvalidAnnotation[] | undefined;
   maxResults: number;
 }
 
@@ -213,6 +231,21 @@ export function sandboxResult(
   };
 }
 
+export function invalidAnnotationResult(finding: InvalidAnnotation): ReportResult {
+  const { instance, annotation, errors } = finding;
+  return {
+    source: REPORT_SOURCE,
+    policy: finding.policy,
+    result: 'error',
+    message:
+      `${instance.kind} ${instance.namespace}/${instance.name}: ${annotation} is invalid: ${errors.join('; ')}. ` +
+      'The operator keeps the isolation it last applied from it (none if it never had a valid one); ' +
+      'fix the annotation (`kubeplus-isolation validate` checks it before you merge).',
+    properties: { annotation, errors: errors.join('; ') },
+    resources: [instance],
+  };
+}
+
 /**
  * How many results of each policy fit in `max`: each gets at least half (rounded up for the
  * first) when both have more, and whatever the other leaves otherwise.
@@ -224,8 +257,8 @@ export function shareResults(pods: number, sandboxes: number, max: number): { po
 }
 
 /** Whether the namespace has anything to report (else its Report is deleted). */
-export function reportable(input: Pick<ReportInput, 'pods' | 'sandboxes'>): boolean {
-  return input.pods !== undefined || input.sandboxes !== undefined;
+export function reportable(input: Pick<ReportInput, 'pods' | 'sandboxes' | 'invalidAnnotations'>): boolean {
+  return input.pods !== undefined || input.sandboxes !== undefined || (input.invalidAnnotations?.length ?? 0) > 0;
 }
 
 /** The namespace's Report. */
@@ -236,9 +269,12 @@ export function buildReport(input: ReportInput): Report {
     sandboxes === undefined
       ? []
       : sandboxes.weak.map((s) => sandboxResult(namespace, sandboxes.apiVersion, sandboxes.minimum, s));
-  const room = shareResults(podResults.length, sandboxResults.length, input.maxResults);
-  const results = [...podResults.slice(0, room.pods), ...sandboxResults.slice(0, room.sandboxes)];
+  const invalid = input.invalidAnnotations ?? [];
+  const annotationResults = invalid.slice(0, Math.max(0, input.maxResults)).map(invalidAnnotationResult);
+  const room = shareResults(podResults.length, sandboxResults.length, input.maxResults - annotationResults.length);
+  const results = [...annotationResults, ...podResults.slice(0, room.pods), ...sandboxResults.slice(0, room.sandboxes)];
   const fail = (pods?.unisolated ?? 0) + (sandboxes?.weakCount ?? 0);
+  const error = invalid.length;
   const pass =
     Math.max(0, (pods?.checked ?? 0) - (pods?.unisolated ?? 0)) +
     Math.max(0, (sandboxes?.checked ?? 0) - (sandboxes?.weakCount ?? 0));
@@ -249,11 +285,11 @@ export function buildReport(input: ReportInput): Report {
       name: REPORT_NAME,
       namespace,
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
-      annotations: { [RESULTS_OMITTED_ANNOTATION]: String(fail - results.length) },
+      annotations: { [RESULTS_OMITTED_ANNOTATION]: String(fail + error - results.length) },
     },
     scope: { apiVersion: 'v1', kind: 'Namespace', name: namespace },
     source: REPORT_SOURCE,
-    summary: { pass, fail, warn: 0, error: 0, skip: 0 },
+    summary: { pass, fail, warn: 0, error, skip: 0 },
     results,
   };
 }

@@ -14,7 +14,9 @@
  *   changing (rare, and never the operator's doing) waits for the period.
  *
  * An annotation turned invalid leaves the index, so its namespace is audited once more; the audit
- * judges by the last good minimum (`lastGoodMinimums`), so the Report stays as it was (no write).
+ * judges by the last good minimum (`lastGoodMinimums`), so the findings stay as they were, and the
+ * Report gains an `error` result naming the instance and its annotation's errors
+ * (invalid-annotations.ts, whose key source brings that audit forward for node isolation too).
  *
  * Both keep only what they need to tell a change (per instance its tenant and annotation, per
  * namespace a fingerprint of its policy; per generated class its handler) and replay on

@@ -1,7 +1,8 @@
 /**
  * Writes each audited namespace's compliance Report (openreport.ts builds it), as a step of the
  * audit's reconcile: the audit hands over its Pod findings (no Pod is listed again), this lists
- * the namespace's Sandboxes when sandbox isolation is bound there, reads the Report, and writes
+ * the namespace's Sandboxes when sandbox isolation is bound there, adds the instances bound there
+ * whose isolation annotation is invalid (from an index, no request), reads the Report, and writes
  * only what changed — an unchanged namespace costs one read and no write.
  *
  * When the Report API is not served (the OpenReports CRD is not installed) it says so once: a
@@ -28,6 +29,7 @@ import {
   buildReport,
   DEFAULT_MAX_RESULTS,
   type ExistingReport,
+  type InvalidAnnotation,
   isOwnReport,
   type PodFindings,
   type Report,
@@ -103,6 +105,8 @@ export interface ReporterOptions {
   sandboxes: SandboxLister;
   /** The sandbox isolation in force in a namespace (from the instance caches). */
   sandboxPolicy(namespace: string): NamespaceSandboxPolicy | undefined;
+  /** The instances bound to a namespace whose isolation annotation is invalid (invalid-annotations.ts). */
+  invalidAnnotations?(namespace: string): readonly InvalidAnnotation[];
   /** Every RuntimeClass by name (the RuntimeClass cache's index). */
   runtimeClasses(): ReadonlyMap<string, RuntimeClassInfo>;
   handlerLevels?: HandlerLevels;
@@ -173,7 +177,8 @@ export class NamespaceReporter {
     }
     await this.available();
     if (signal.aborted) throw signal.reason;
-    const input = { namespace, pods, sandboxes, maxResults: this.maxResults };
+    const invalidAnnotations = this.options.invalidAnnotations?.(namespace) ?? [];
+    const input = { namespace, pods, sandboxes, invalidAnnotations, maxResults: this.maxResults };
     try {
       if (!reportable(input)) {
         if (read.report !== undefined && isOwnReport(read.report)) {

@@ -1,8 +1,9 @@
 /**
  * The compliance Reports set themselves up, when on (`--reports` with the audit: `ReportsFeature`
  * present): a Report writer fed by the audit's findings, and what brings a namespace's audit
- * forward or adds it to every period (its sandbox policy or generated RuntimeClass changed, it is
- * sandbox-isolated, it holds a Report). They run inside the audit controller (audit/setup.ts).
+ * forward or adds it to every period (its sandbox policy or generated RuntimeClass changed, an
+ * instance bound to it has an invalid isolation annotation or no longer has, it is sandbox-isolated,
+ * it holds a Report). They run inside the audit controller (audit/setup.ts).
  */
 import {
   type HandlerLevels,
@@ -16,6 +17,7 @@ import { lastGoodMinimumsFrom } from '../instances/runtime-class-index.js';
 import type { Instances } from '../instances/setup.js';
 import { runtimeClassInformer } from '../owned-objects/caches.js';
 import type { SetupContext } from '../setup.js';
+import { InvalidAnnotationIndex, invalidAnnotationChanges } from './invalid-annotations.js';
 import { registerReportMetrics } from './report-metrics.js';
 import { generatedRuntimeClassChanges, sandboxPolicyChanges } from './report-sources.js';
 import { NamespaceReporter, type ReportStore, type SandboxLister } from './reporter.js';
@@ -47,6 +49,9 @@ export function setupCompliance(
   // An instance whose sandbox annotation is invalid still enforces its last good minimum, read
   // from its own generated RuntimeClass (the index's lookup).
   const lastGood = lastGoodMinimumsFrom(runtimeClassIndex, options.levelHandlers, options.handlerLevels);
+  // Instances whose isolation annotation is invalid, by tenant namespace: kept by a key source
+  // from the instance informers (which also brings those namespaces' Reports forward).
+  const invalid = new InvalidAnnotationIndex(platformNamespace);
   const reports = new NamespaceReporter({
     store: feature.store,
     sandboxes: feature.sandboxes,
@@ -57,6 +62,7 @@ export function setupCompliance(
         platformNamespace,
         lastGood,
       ),
+    invalidAnnotations: (ns) => invalid.inTenant(ns),
     runtimeClasses: () => runtimeClassIndex.byName(),
     handlerLevels: options.handlerLevels,
     maxResults: feature.maxResults,
@@ -73,12 +79,14 @@ export function setupCompliance(
     extraKeys: () => [
       ...sandboxTenantNamespaces(sandboxInstances(), platformNamespace, lastGood),
       ...reports.knownNamespaces(),
+      ...invalid.tenants(),
     ],
     onTermStart: () => void reports.discover(),
     // And at once when a namespace's sandbox policy or its generated RuntimeClass changes.
     extraSources: [
       sandboxPolicyChanges(caches.instances, (g) => caches.kinds.kindOf(g), platformNamespace),
       generatedRuntimeClassChanges(runtimeClassInformer(ctx), platformNamespace),
+      invalidAnnotationChanges(caches.instances, (g) => caches.kinds.kindOf(g), invalid),
     ],
   };
 }

@@ -4,11 +4,13 @@ import {
   buildReport,
   type ExistingReport,
   formatToleration,
+  type InvalidAnnotation,
   isOwnReport,
   missingPlacementText,
   podResult,
   type Report,
   type ReportInput,
+  reportable,
   reportChange,
   sandboxResult,
   shareResults,
@@ -205,6 +207,55 @@ describe('buildReport', () => {
       const share = shareResults(p, s, max);
       expect(share.pods + share.sandboxes).toBe(Math.min(max, p + s));
     }
+  });
+});
+
+describe('invalid annotations in the Report (issue 39)', () => {
+  const bad: InvalidAnnotation = {
+    instance: { apiVersion: 'cloudark.io/v1', kind: 'Agent', namespace: 'kubeplus', name: 'agent-b', uid: 'u-b' },
+    annotation: 'kubeplus.io/node-isolation',
+    policy: 'node-isolation',
+    errors: ['tolerations[0].operator must be one of Exists, Equal'],
+  };
+
+  it("names the instance and its error as an error result of the annotation's policy, first; summary.error counts it", () => {
+    const report = buildReport(input({ invalidAnnotations: [bad] }));
+    expect(report.results[0]).toEqual({
+      source: 'kubeplus-isolation',
+      policy: 'node-isolation',
+      result: 'error',
+      message:
+        'Agent kubeplus/agent-b: kubeplus.io/node-isolation is invalid: tolerations[0].operator must be one of Exists, Equal. ' +
+        'The operator keeps the isolation it last applied from it (none if it never had a valid one); ' +
+        'fix the annotation (`kubeplus-isolation validate` checks it before you merge).',
+      properties: {
+        annotation: 'kubeplus.io/node-isolation',
+        errors: 'tolerations[0].operator must be one of Exists, Equal',
+      },
+      resources: [bad.instance],
+    });
+    expect(report.results.map((r) => r.result)).toEqual(['error', 'fail', 'fail']);
+    expect(report.summary).toEqual({ pass: 3, fail: 2, warn: 0, error: 1, skip: 0 });
+    expect(report.metadata.annotations['kubeplus.io/report-results-omitted']).toBe('0');
+  });
+
+  it('makes a namespace reportable on its own (nothing isolated there yet)', () => {
+    const only = { namespace: 'team-b', pods: undefined, sandboxes: undefined, maxResults: 100 };
+    expect(reportable(only)).toBe(false);
+    expect(reportable({ ...only, invalidAnnotations: [bad] })).toBe(true);
+    expect(buildReport({ ...only, invalidAnnotations: [bad] }).summary).toEqual({
+      pass: 0,
+      fail: 0,
+      warn: 0,
+      error: 1,
+      skip: 0,
+    });
+  });
+
+  it('shares the cap: errors first, the omitted count exact', () => {
+    const report = buildReport(input({ invalidAnnotations: [bad, { ...bad, annotation: 'x' }], maxResults: 3 }));
+    expect(report.results.map((r) => r.result)).toEqual(['error', 'error', 'fail']);
+    expect(report.metadata.annotations['kubeplus.io/report-results-omitted']).toBe('1');
   });
 });
 

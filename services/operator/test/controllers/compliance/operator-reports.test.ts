@@ -192,18 +192,30 @@ describe('compliance reports, wired', () => {
     });
 
     // The annotation made invalid: the operator keeps the last good policies and class, and the
-    // Report keeps judging by that minimum (kata, read from the kept class).
+    // Report keeps judging by that minimum (kata, read from the kept class), and names the instance
+    // and its error at once (issue 39: the Event expires, the Report stays while it is bad).
     const before = w.reports.get('team-b')?.metadata.resourceVersion;
     w.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: { [SANDBOX]: '{"minRuntimeClass":' } });
     w.sync();
     await settle(clock, 5_000);
     expect(r.events.some((e) => e.reason === 'InvalidSandboxIsolation')).toBe(true);
     expect(w.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-y')?.handler).toBe('kata');
-    expect(w.reports.get('team-b')?.metadata.resourceVersion).toBe(before);
-    expect(w.reports.get('team-b')).toMatchObject({ summary: { pass: 1, fail: 1 } });
-    // ... and at every period too (an hour on).
+    expect(w.reports.get('team-b')).toMatchObject({ summary: { pass: 1, fail: 1, error: 1 } });
+    expect(w.reports.get('team-b')).toMatchObject({
+      results: [
+        {
+          policy: 'sandbox-isolation',
+          result: 'error',
+          resources: [expect.objectContaining({ kind: 'Agent', namespace: 'team-b', name: 'agent-y' })],
+        },
+        expect.objectContaining({ policy: 'sandbox-isolation', result: 'fail' }),
+      ],
+    });
+    const withError = w.reports.get('team-b')?.metadata.resourceVersion;
+    expect(withError).not.toBe(before);
+    // ... and no write at every period after that (an hour on).
     await settle(clock, 3_700_000);
-    expect(w.reports.get('team-b')?.metadata.resourceVersion).toBe(before);
+    expect(w.reports.get('team-b')?.metadata.resourceVersion).toBe(withError);
 
     // Sandbox isolation removed: the Report goes at once too.
     w.cluster.putInstance({ name: 'agent-y', namespace: 'team-b', annotations: {} });
