@@ -92,6 +92,36 @@ const run = promisify(execFile);
  */
 const PREVIOUS_VERSION = '0.1.0';
 const PREVIOUS_TAG = `v${PREVIOUS_VERSION}`;
+/**
+ * The commit PREVIOUS_TAG names, recorded here too: a CI checkout may fetch no tags (a shallow or
+ * tagless clone), and the commit is in every clone's history. Where the tag exists it must name this
+ * commit (a moved tag fails the run rather than testing another chart).
+ */
+const PREVIOUS_COMMIT = 'be69b2613ff791ac296c28246da4af1efc690764';
+
+/** The previous release's commit: from its tag when the clone has tags, else the recorded one. */
+async function previousReleaseCommit(): Promise<string> {
+  const tagged = await run('git', [
+    '-C',
+    repoRoot(),
+    'rev-parse',
+    '--verify',
+    '--quiet',
+    `${PREVIOUS_TAG}^{commit}`,
+  ]).then(
+    (r) => r.stdout.trim(),
+    () => '',
+  );
+  if (tagged !== '' && tagged !== PREVIOUS_COMMIT) {
+    throw new Error(`git tag ${PREVIOUS_TAG} names ${tagged}, not the recorded release commit ${PREVIOUS_COMMIT}`);
+  }
+  await run('git', ['-C', repoRoot(), 'cat-file', '-e', `${PREVIOUS_COMMIT}^{commit}`]).catch(() => {
+    throw new Error(
+      `the previous release's commit ${PREVIOUS_COMMIT} (${PREVIOUS_TAG}) is not in this clone: a shallow clone needs \`git fetch --unshallow\``,
+    );
+  });
+  return PREVIOUS_COMMIT;
+}
 const RELEASE = 'kpi';
 const POOL = 'team-a-pool';
 const MANDATE = poolMandate(POOL);
@@ -139,20 +169,7 @@ describe('the chart over its life on a real node', () => {
     // Inside the run's own directory: removed when the cluster stops, and by the next run's sweep
     // when this one is killed (a directory of its own under /tmp outlived a killed run).
     previousChartDir = mkdtempSync(join(cluster.cp.dir, 'previous-chart-'));
-    const previousCommit = await run('git', [
-      '-C',
-      repoRoot(),
-      'rev-parse',
-      '--verify',
-      `${PREVIOUS_TAG}^{commit}`,
-    ]).then(
-      (r) => r.stdout.trim(),
-      () => {
-        throw new Error(
-          `git tag ${PREVIOUS_TAG} (the previous release, whose chart the upgrade starts from) is missing: a fresh \`git clone\` has it; a shallow or tagless fetch needs \`git fetch --tags\``,
-        );
-      },
-    );
+    const previousCommit = await previousReleaseCommit();
     const { stdout } = await run(
       'git',
       ['-C', repoRoot(), 'archive', '--format=tar', previousCommit, 'deploy/kubeplus-isolation'],
