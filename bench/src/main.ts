@@ -38,13 +38,9 @@ import {
   NODE_ISOLATION_RESOLVED_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import { MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
-import {
-  AdmissionregistrationV1Api,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
+import { policyEngineFileObjects } from './chart-files.js';
 import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import type { Dispatch } from './dispatch-webhook.js';
 import { runEngineTrims } from './engine-trims.js';
@@ -630,10 +626,7 @@ async function installPolicyEngine(
   namespace: string,
   mandate: NodeIsolationSpec,
 ): Promise<void> {
-  const file = join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', 'node-isolation-engine.yaml');
-  const objects = (loadAllYaml(readFileSync(file, 'utf8')) as (KubernetesObject | null)[]).filter(
-    (o): o is KubernetesObject => o !== null,
-  );
+  const objects = policyEngineFileObjects();
   const client = KubernetesObjectApi.makeApiClient(cp.kc);
   for (const obj of objects) {
     if (obj.kind === 'MutatingAdmissionPolicyBinding') {
