@@ -114,7 +114,8 @@ export async function installRefusalPolicy(
     async (observe) => {
       const res = await dryRun(unparametrised);
       observe(`HTTP ${res.status}: ${res.body.slice(0, 300)}`);
-      return res.status === 403 && res.body.includes(REFUSAL_POLICY);
+      // 422: the API server's answer to parameterNotFoundAction Deny.
+      return res.status === 422 && res.body.includes(REFUSAL_POLICY);
     },
     { timeoutMs: 60_000, intervalMs: 200 },
   );

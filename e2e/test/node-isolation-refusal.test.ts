@@ -45,15 +45,19 @@ import {
 
 const REFUSAL = 'kubeplus-isolation-node-isolation-refusal';
 
-/** The Status message of a refused CREATE; fails if it was admitted or failed otherwise. */
-async function refused(call: Promise<unknown>): Promise<string> {
+/**
+ * The Status message of a refused CREATE; fails if it was admitted or failed otherwise. The
+ * policy's validations answer 403 (reason Forbidden); a missing parameter, 422 (the API server's
+ * own answer to parameterNotFoundAction Deny).
+ */
+async function refused(call: Promise<unknown>, code: 403 | 422 = 403): Promise<string> {
   try {
     await call;
   } catch (error) {
-    if (isApiStatus(error, 403)) return statusMessage(error);
+    if (isApiStatus(error, code)) return statusMessage(error);
     throw error;
   }
-  throw new Error('expected the CREATE to be refused (403), but it was admitted');
+  throw new Error(`expected the CREATE to be refused (${code}), but it was admitted`);
 }
 
 describe('node isolation, refusal mode: a Pod lacking its mandate is refused, through a webhook outage', () => {
@@ -102,7 +106,7 @@ describe('node isolation, refusal mode: a Pod lacking its mandate is refused, th
           return false;
         } catch (error) {
           observe(statusMessage(error));
-          if (isApiStatus(error, 403)) return statusMessage(error).includes(REFUSAL);
+          if (isApiStatus(error, 422)) return statusMessage(error).includes(REFUSAL);
           throw error;
         }
       },
@@ -139,8 +143,9 @@ describe('node isolation, refusal mode: a Pod lacking its mandate is refused, th
   });
 
   test('a labelled namespace without its NodeIsolation parameter refuses every Pod (parameterNotFoundAction Deny)', async () => {
-    const message = await refused(core.createNamespacedPod({ namespace: unparametrised, body: testPod('any') }));
-    expect(message).toContain(REFUSAL);
+    const message = await refused(core.createNamespacedPod({ namespace: unparametrised, body: testPod('any') }), 422);
+    expect(message).toContain(`ValidatingAdmissionPolicy '${REFUSAL}'`);
+    expect(message).toContain('no params found for policy binding with `Deny` parameterNotFoundAction');
   });
 
   test('with the webhook down, a bare Pod is refused, told which namespace, what is missing and why', async () => {
