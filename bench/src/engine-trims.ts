@@ -1,19 +1,8 @@
-/**
- * Bench section `engine-trims`: what each candidate trim of the node-isolation admission-policy
- * engine buys, measured side by side with the shipped engine (e), the least policy (f) and a
- * plain namespace (a), in the same interleaved rounds as section 3 (`runRounds`).
- *
- * Each variant (engine-variants.ts) is installed under its own name, its binding selecting its
- * own namespace, which holds its own NodeIsolation parameter. Before measuring, probe Pods are
- * created dry-run in every variant's namespace and must come back with exactly what e gives them.
- * An ApplyConfiguration form of the merge is tried on the API server and its answer recorded.
- */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { type ControlPlane, createTestNamespace, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
+import { type ControlPlane, createTestNamespace, waitFor } from '@kubeplus-isolation/e2e';
 import { canonicalNodeIsolation } from '@kubeplus-isolation/spec';
-import { type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
+import { type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import { policyEngineFileObjects } from './chart-files.js';
 import {
   APPLY_CONFIGURATION_PROBES,
   applyConfigurationPolicy,
@@ -61,10 +50,7 @@ const LABEL_PREFIX = 'bench.kubeplus.io/engine-';
 const TRIVIAL_LABEL = 'bench.kubeplus.io/engine-trims-trivial';
 
 function shippedEngine(): KubernetesObject[] {
-  const file = join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', 'node-isolation-engine.yaml');
-  return (loadAllYaml(readFileSync(file, 'utf8')) as (KubernetesObject | null)[]).filter(
-    (o): o is KubernetesObject => o !== null,
-  );
+  return policyEngineFileObjects();
 }
 
 /** Probe Pods: no fields, a foreign selector key and a conflicting one, the mandated toleration already present (operator empty = Equal), a near miss. */

@@ -40,11 +40,12 @@ import {
 import { MUTATE_PODS_PATH } from '@kubeplus-isolation/webhook/dist/http/app.js';
 import {
   AdmissionregistrationV1Api,
+  type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
-  loadAllYaml,
 } from '@kubernetes/client-node';
 import { runChartComplexityBench } from './chart-complexity.js';
+import { policyEngineFileObjects } from './chart-files.js';
 import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import type { Dispatch } from './dispatch-webhook.js';
 import { runEngineTrims } from './engine-trims.js';
@@ -60,6 +61,7 @@ import { poolMandate } from './pods.js';
 import { freePort } from './ports.js';
 import { allCpus, canPin, machineInfo, machineSnapshot, pinToCpus, rssBytes } from './proc.js';
 import { summarizeProfile } from './profile.js';
+import { installRefusalPolicy, REFUSAL_BENCH_LABEL, runRefusalBench } from './refusal.js';
 import { renderReport } from './report.js';
 import {
   type BenchResults,
@@ -252,6 +254,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     'scale-webhook',
     'scale-policy',
     'sandbox-pods',
+    'refusal',
   ];
   if (!clusterSections.some(want)) return finish(results, started);
 
@@ -420,6 +423,30 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           policyPluginTotals: () => admissionPluginTotals(cp, 'ValidatingAdmissionPolicy', 'CREATE'),
         },
         meta,
+        log,
+      );
+    });
+
+    await section('refusal', async () => {
+      const params = policyEngineFileObjects().find((o) => o.kind === 'CustomResourceDefinition');
+      if (params !== undefined) await createIfAbsent(cp.kc, params);
+      const bench = { labels: { ...iso.labels, [REFUSAL_BENCH_LABEL]: 'true' }, annotations: iso.annotations };
+      const nsR = await createTestNamespace(cp.kc, 'bench-refusal', bench);
+      const unparametrised = await createTestNamespace(cp.kc, 'bench-refusal-noparam', bench);
+      await createNodeIsolationParam(api, nsR, mandate);
+      await waitForPlacement(api, nsR, pool);
+      const checks = await installRefusalPolicy(cp.kc, api, nsR, unparametrised);
+      results.refusal = await runRefusalBench(
+        api,
+        {
+          rounds: cfg.rounds,
+          serialCreates: cfg.podSerial,
+          parallelCreates: cfg.podParallel,
+          concurrency: cfg.podConcurrency,
+          namespaces: { c: nsC, r: nsR },
+          policyPluginTotals: () => admissionPluginTotals(cp, 'ValidatingAdmissionPolicy', 'CREATE'),
+        },
+        checks,
         log,
       );
     });
@@ -618,6 +645,15 @@ async function startDispatchWebhook(
 
 const POLICY_LABEL = 'bench.kubeplus.io/policy-engine';
 
+/** Creates `obj` unless it exists (e.g. the NodeIsolation CRD, which section 3 may have created). */
+async function createIfAbsent(kc: KubeConfig, obj: KubernetesObject): Promise<void> {
+  try {
+    await KubernetesObjectApi.makeApiClient(kc).create(obj);
+  } catch (error) {
+    if ((error as { code?: number }).code !== 409) throw error;
+  }
+}
+
 /**
  * The chart's admission-policy engine (deploy/kubeplus-isolation/files/node-isolation-engine.yaml):
  * the CRD and the policy exactly as shipped; the binding as shipped but selecting POLICY_LABEL
@@ -630,10 +666,7 @@ async function installPolicyEngine(
   namespace: string,
   mandate: NodeIsolationSpec,
 ): Promise<void> {
-  const file = join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', 'node-isolation-engine.yaml');
-  const objects = (loadAllYaml(readFileSync(file, 'utf8')) as (KubernetesObject | null)[]).filter(
-    (o): o is KubernetesObject => o !== null,
-  );
+  const objects = policyEngineFileObjects();
   const client = KubernetesObjectApi.makeApiClient(cp.kc);
   for (const obj of objects) {
     if (obj.kind === 'MutatingAdmissionPolicyBinding') {

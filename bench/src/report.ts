@@ -673,6 +673,9 @@ export function renderReport(r: BenchResults, plots: readonly Plot[], notes?: st
   // ---- 7. the cost of strength on the real node
   for (const line of strengthSection(r)) p(line);
 
+  // ---- 8. refusal mode
+  for (const line of refusalSection(r)) p(line);
+
   // ---- verdicts
   p('## Verdicts');
   p();
@@ -824,6 +827,68 @@ export function sandboxPodsSection(r: BenchResults): string[] {
     p();
   }
   for (const line of failedCreates(sp.errors)) p(line);
+  return out;
+}
+
+/** §8: what refusal mode's ValidatingAdmissionPolicy costs each Pod CREATE of an isolated namespace (r/c). */
+export function refusalSection(r: BenchResults): string[] {
+  const out: string[] = [];
+  const p = (line = ''): void => {
+    out.push(line);
+  };
+  p('## 8. Refusal mode: what the refusal policy costs a Pod CREATE');
+  p();
+  const rf = r.refusal;
+  if (!rf) {
+    p(notMeasured(r, 'refusal'));
+    return out;
+  }
+  const rounds = rf.blocks[0]?.p50.n ?? 0;
+  const [serial, parallel] = rf.ratios.map((x) => x.concurrency);
+  p(
+    'Refusal mode (`global.nodeIsolation.refuseUnplaced`, chart README "Refusal mode") adds ONE ValidatingAdmissionPolicy ' +
+      '(`deploy/kubeplus-isolation/files/node-isolation-refusal.yaml`) that judges every Pod CREATE of an isolated namespace, after ' +
+      "the webhook placed it, against the namespace's NodeIsolation parameter. One control plane (§3's when both run), two " +
+      'setups, both namespaces isolated for the real webhook (every Pod placed, so every Pod admitted):',
+  );
+  p();
+  p('- **c** — no refusal policy selects the namespace: the webhook engine as shipped (fail-open).');
+  p(
+    "- **r** — the shipped refusal policy and binding (the binding narrowed to the bench's label) and the namespace's " +
+      'NodeIsolation parameter: every Pod judged. **r/c is what refusal mode costs each Pod CREATE.**',
+  );
+  p();
+  p(
+    `Before measuring: ${rf.checks.join('; ')}. Each round runs, at ${serial ?? 1} client and then at ${parallel ?? 'n/a'} clients, ` +
+      `c and r one after the other, the order rotating every round; a discarded warm-up round first, then ${rounds} ` +
+      `round${rounds === 1 ? '' : 's'} (\`runRounds\` of §3). The machine was shared with other engineers while this ran: read ` +
+      'the medians over rounds and the same-round ratios, not single figures.',
+  );
+  p();
+  for (const line of blockTable(rf.blocks, false)) p(line);
+  p();
+  p('Same-round ratios (median over rounds, min–max):');
+  p();
+  for (const line of ratioTable(rf.ratios, [
+    ['r/c p50', (x) => x.rcP50],
+    ['r/c p99', (x) => x.rcP99],
+  ]))
+    p(line);
+  p();
+  p(
+    "The API server's own measurement of its ValidatingAdmissionPolicy admission plugin " +
+      '(`apiserver_admission_controller_admission_duration_seconds{name="ValidatingAdmissionPolicy",operation="CREATE"}`, ' +
+      'sum ÷ count over each block): the mean time each Pod CREATE spent in the plugin. Median over rounds (min–max), µs; ' +
+      'the difference is same-round.',
+  );
+  p();
+  p('| clients | c µs | r µs | r − c µs |');
+  p('| ---: | ---: | ---: | ---: |');
+  for (const x of rf.policyPlugin) {
+    p(`| ${x.concurrency} | ${spread(x.meanUs.c)} | ${spread(x.meanUs.r)} | ${spread(x.rMinusCUs)} |`);
+  }
+  p();
+  for (const line of failedCreates(rf.errors)) p(line);
   return out;
 }
 

@@ -8,6 +8,7 @@ import type { PatchCase } from './patch-bench.js';
 import type { PodCreateResult } from './pod-create.js';
 import type { MachineInfo, MachineSnapshot } from './proc.js';
 import type { ProfileSummary } from './profile.js';
+import type { RefusalResult } from './refusal.js';
 import type { SandboxPodsResult } from './sandbox-pods.js';
 import type { OperatorScaleResult, WebhookScaleResult } from './scale.js';
 import type { PolicyScaleResult } from './scale-policy.js';
@@ -53,6 +54,7 @@ export interface BenchResults {
   podCreate?: PodCreateResult;
   /** Pod CREATE in a namespace governed by a sandbox policy (its Pod rule), against a plain one. */
   sandboxPods?: SandboxPodsResult;
+  refusal?: RefusalResult;
   /** The cost of strength on the real node: Pod startup and Sandbox CREATE → Ready, runc vs runsc. */
   strength?: StrengthResult;
   chart?: ChartComplexityResult;
@@ -99,6 +101,7 @@ export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResu
   'scale-webhook': ['scaleWebhook', 'scaleWebhookLarge'],
   'scale-policy': ['scalePolicy'],
   'sandbox-pods': ['sandboxPods'],
+  refusal: ['refusal'],
   strength: ['strength'],
 };
 

@@ -14,6 +14,7 @@ jest.setTimeout(60_000);
 
 const PARAMS_GUARD = `${RELEASE}-kubeplus-isolation-node-isolation-params-guard`;
 const ENGINE_FILE = join(CHART_DIR, 'files', 'node-isolation-engine.yaml');
+const CRD_FILE = join(CHART_DIR, 'files', 'node-isolation-params-crd.yaml');
 
 const engine = (name: string) => ({ global: { nodeIsolation: { engine: name } } });
 const operatorArgs = (objects: K8sObject[]): string[] => {
@@ -68,8 +69,12 @@ describe('global.nodeIsolation.engine', () => {
     const objects = await render(engine('admissionPolicy'));
     expect(webhookObjects(objects)).toEqual([]);
     expect(byKind(objects, 'Deployment').map((d) => d.metadata.name)).toEqual([`${RELEASE}-operator`]);
-    const shipped = (loadAll(readFileSync(ENGINE_FILE, 'utf8')) as K8sObject[]).filter(Boolean);
+    const shipped = [CRD_FILE, ENGINE_FILE].flatMap((f) =>
+      (loadAll(readFileSync(f, 'utf8')) as K8sObject[]).filter(Boolean),
+    );
+    expect(shipped.map((o) => o.kind)).toContain('CustomResourceDefinition');
     for (const want of shipped) expect(one(objects, want.kind, want.metadata.name)).toEqual(want);
+    expect(byKind(objects, 'CustomResourceDefinition')).toHaveLength(1);
     const binding = one(objects, 'MutatingAdmissionPolicyBinding', 'kubeplus-isolation-node-isolation').spec as {
       paramRef: { name: string; namespace?: string; parameterNotFoundAction: string };
     };

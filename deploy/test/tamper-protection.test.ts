@@ -97,8 +97,19 @@ describe('tamper protection', () => {
   test('Namespaces: the isolation label and annotation and the ownership markers are guarded', async () => {
     const guard = policy(await render(), 'namespace-guard');
     expect(guard.matchConstraints.resourceRules).toEqual([
-      expect.objectContaining({ apiGroups: [''], resources: ['namespaces'], operations: ['CREATE', 'UPDATE'] }),
+      // The status and finalize subresources write labels and annotations too (issue 38).
+      expect.objectContaining({
+        apiGroups: [''],
+        resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'],
+        operations: ['CREATE', 'UPDATE'],
+      }),
     ]);
+    expect(policy(await render(), 'operator-confinement').matchConstraints.resourceRules).toContainEqual(
+      expect.objectContaining({
+        apiGroups: [''],
+        resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'],
+      }),
+    );
     const labels = JSON.parse(variable(guard, 'changedLabels').split('.filter(')[0] as string) as string[];
     const annotations = JSON.parse(variable(guard, 'changedAnnotations').split('.filter(')[0] as string) as string[];
     expect(labels).toEqual([NODE_ISOLATION_ENABLED_LABEL, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, OWNER_UID_LABEL]);

@@ -423,6 +423,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
           metadata: { name: tenantUser },
           rules: [
             { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'update', 'patch', 'delete'] },
+            // Issue 38: both subresources write the whole object's metadata, labels and annotations included.
+            { apiGroups: [''], resources: ['namespaces/status', 'namespaces/finalize'], verbs: ['update', 'patch'] },
             { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['get', 'update', 'patch', 'delete'] },
             // As if a platform had granted it: the guard, not RBAC, must be what refuses.
             {
@@ -436,6 +438,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
               resources: ['widgets'],
               verbs: ['get', 'create', 'update', 'patch', 'delete'],
             },
+            // A Kind of an instance group with a /status subresource, as controllers grant it.
+            { apiGroups: [INSTANCE_GROUP], resources: ['gadgets/status'], verbs: ['update', 'patch'] },
             // A platform that lets tenants write compliance Reports (their own tools' findings).
             {
               apiGroups: ['openreports.io'],
@@ -520,6 +524,124 @@ describe('the umbrella Helm chart on a real control plane', () => {
       expect(ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
     });
 
+    test('neither namespaces/status nor namespaces/finalize lets a tenant change the isolation label or annotation', async () => {
+      // The API server's status and finalize strategies keep the old spec (resp. status) but take
+      // the new metadata: a tenant granted either subresource could otherwise strip the label or
+      // rewrite the mandate (issue 38). Other labels still change through them (shown first, so
+      // this test proves the subresources do write metadata on this minor).
+      const core = admin.makeApiClient(CoreV1Api);
+      await tenant.patchNamespaceStatus(
+        { name: tenantNs, body: { metadata: { labels: { 'via-status': 'yes' } } } },
+        mergePatch,
+      );
+      const finalizeWith = async (
+        api: CoreV1Api,
+        edit: (m: { labels: Record<string, string>; annotations: Record<string, string> }) => void,
+      ) => {
+        const current = await core.readNamespace({ name: tenantNs });
+        const metadata = {
+          ...current.metadata,
+          labels: { ...current.metadata?.labels },
+          annotations: { ...current.metadata?.annotations },
+        };
+        edit(metadata);
+        return api.replaceNamespaceFinalize({ name: tenantNs, body: { ...current, metadata } });
+      };
+      await finalizeWith(tenant, (m) => {
+        m.labels['via-finalize'] = 'yes';
+      });
+      const written = await core.readNamespace({ name: tenantNs });
+      expect(written.metadata?.labels).toEqual(expect.objectContaining({ 'via-status': 'yes', 'via-finalize': 'yes' }));
+
+      const viaStatus = await forbidden(
+        tenant.patchNamespaceStatus(
+          { name: tenantNs, body: { metadata: { labels: { [NODE_ISOLATION_ENABLED_LABEL]: null } } } },
+          mergePatch,
+        ),
+      );
+      expect(viaStatus).toContain(
+        `Namespace ${tenantNs}: label(s) ${NODE_ISOLATION_ENABLED_LABEL} are kubeplus-isolation state`,
+      );
+      expect(
+        await forbidden(
+          tenant.patchNamespaceStatus(
+            {
+              name: tenantNs,
+              body: {
+                metadata: { annotations: { [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"b"}}' } },
+              },
+            },
+            mergePatch,
+          ),
+        ),
+      ).toContain(`annotation(s) ${NODE_ISOLATION_RESOLVED_ANNOTATION}`);
+      expect(
+        await forbidden(
+          finalizeWith(tenant, (m) => {
+            delete m.labels[NODE_ISOLATION_ENABLED_LABEL];
+          }),
+        ),
+      ).toContain(`label(s) ${NODE_ISOLATION_ENABLED_LABEL} are kubeplus-isolation state`);
+      expect(
+        await forbidden(
+          finalizeWith(tenant, (m) => {
+            m.annotations[NODE_ISOLATION_RESOLVED_ANNOTATION] = '{"nodeSelector":{"pool":"b"}}';
+          }),
+        ),
+      ).toContain(`annotation(s) ${NODE_ISOLATION_RESOLVED_ANNOTATION}`);
+      const ns = await core.readNamespace({ name: tenantNs });
+      expect(ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
+      expect(ns.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION]).toBe('{"nodeSelector":{"pool":"a"}}');
+    });
+
+    test("a custom resource's /status cannot change its metadata: the instance guard need not match it", async () => {
+      // The instance guard matches every resource of the instance groups but no subresource: that
+      // holds only if the API server ignores metadata in a /status write of a custom resource.
+      const ext = admin.makeApiClient(ApiextensionsV1Api);
+      const crdName = `gadgets.${INSTANCE_GROUP}`;
+      const crd = instanceKindCrd({ group: INSTANCE_GROUP, kind: 'Gadget', plural: 'gadgets' });
+      const [version] = crd.spec.versions;
+      if (version) version.subresources = { status: {} };
+      // Not `registered-by: kubeplus`: no operator is to take it for an instance Kind.
+      crd.metadata = { name: crdName };
+      await installCrds(admin, [crd]);
+      const objects = admin.makeApiClient(CustomObjectsApi);
+      const at = { group: INSTANCE_GROUP, version: 'v1', plural: 'gadgets', namespace: tenantNs, name: 'g-1' };
+      try {
+        await objects.createNamespacedCustomObject({
+          ...at,
+          body: {
+            apiVersion: `${INSTANCE_GROUP}/v1`,
+            kind: 'Gadget',
+            metadata: { name: at.name, annotations: { [NODE]: '{"nodeSelector":{"pool":"a"}}' } },
+            spec: {},
+          },
+        });
+        const tenantObjects = loadKubeConfig(join(cluster.dir, `${tenantUser}.kubeconfig`)).makeApiClient(
+          CustomObjectsApi,
+        );
+        await tenantObjects.patchNamespacedCustomObjectStatus(
+          {
+            ...at,
+            body: {
+              metadata: { annotations: { [NODE]: '{"nodeSelector":{"pool":"b"}}', 'via-status': 'yes' } },
+              status: { seen: true },
+            },
+          },
+          mergePatch,
+        );
+        const stored = (await objects.getNamespacedCustomObject(at)) as {
+          metadata: { annotations?: Record<string, string> };
+          status?: unknown;
+        };
+        expect(stored.status).toEqual({ seen: true });
+        expect(stored.metadata.annotations).toEqual({ [NODE]: '{"nodeSelector":{"pool":"a"}}' });
+      } finally {
+        await objects.deleteNamespacedCustomObject(at).catch(() => undefined);
+        await ext.deleteCustomResourceDefinition({ name: crdName }).catch(() => undefined);
+      }
+    });
+
     test('a tenant still edits every other label and annotation of its namespace', async () => {
       await patchLabels(tenant, tenantNs, { team: 'b', cost: 'center-7' });
       await patchAnnotations(tenant, tenantNs, { 'example.com/owner': 'alice' });
@@ -597,6 +719,13 @@ describe('the umbrella Helm chart on a real control plane', () => {
       // a tenant allowed to write Reports could otherwise hide a finding, or plant a clean Report
       // before the operator writes one.
       const installed = await installOpenReportsCrds(admin);
+      // The guard matches `reports` only: no served version has a /status to write around it.
+      const reportCrd = await admin
+        .makeApiClient(ApiextensionsV1Api)
+        .readCustomResourceDefinition({ name: 'reports.openreports.io' });
+      expect(reportCrd.spec.versions.filter((v) => v.subresources?.status !== undefined).map((v) => v.name)).toEqual(
+        [],
+      );
       const ns = await createTestNamespace(admin, 'kpi-reported', { labels: { team: 'a' } });
       const forgedNs = await createTestNamespace(admin, 'kpi-unreported', { labels: { team: 'a' } });
       namespaces.push(forgedNs);

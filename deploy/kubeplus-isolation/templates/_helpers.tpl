@@ -87,6 +87,21 @@ webhook and operator subcharts read the same value.
 {{- end -}}
 
 {{/*
+global.nodeIsolation.refuseUnplaced: "true" when refusal mode is on (files/node-isolation-refusal.yaml).
+*/}}
+{{- define "kubeplus-isolation.refuseUnplaced" -}}
+{{- dig "nodeIsolation" "refuseUnplaced" false (.Values.global | default dict) | toString -}}
+{{- end -}}
+
+{{/*
+"true" when something reads the operator's NodeIsolation parameters (the admission-policy engine,
+refusal mode): then the CRD and its guard are installed, and the operator writes them.
+*/}}
+{{- define "kubeplus-isolation.nodeIsolationParams" -}}
+{{- or (ne (include "kubeplus-isolation.nodeIsolationEngine" .) "webhook") (eq (include "kubeplus-isolation.refuseUnplaced" .) "true") | toString -}}
+{{- end -}}
+
+{{/*
 The webhook subchart's view of its own values (Values, Release, Chart.Name), for calling its named
 templates ("webhook.fullname", "webhook.certsSecretName", "webhook.tlsMode") so that the names
 here can never disagree with the ones it renders.

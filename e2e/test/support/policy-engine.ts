@@ -1,5 +1,5 @@
 /**
- * The admission-policy engine of node isolation (deploy/kubeplus-isolation/files/node-isolation-engine.yaml: the
+^ * The admission-policy engine of node isolation (deploy/kubeplus-isolation/files/node-isolation-params-crd.yaml and node-isolation-engine.yaml: the
  * NodeIsolation CRD, one MutatingAdmissionPolicy and its binding) installed on the shared test
  * cluster for one suite, and removed after it.
  */
@@ -38,21 +38,29 @@ export interface PolicyEngine {
   uninstall(): Promise<void>;
 }
 
+/** The chart's verbatim files (deploy/kubeplus-isolation/files/), their objects in file order. */
+export function chartFileObjects(...files: string[]): KubernetesObject[] {
+  return files.flatMap((name) => {
+    const text = readFileSync(join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', name), 'utf8');
+    return (loadAllYaml(text) as (KubernetesObject | null)[]).filter((o): o is KubernetesObject => o !== null);
+  });
+}
+
+/** The engine as the chart installs it: the NodeIsolation CRD (its own file, shared with refusal mode), then the engine. */
 export function policyEngineObjects(): KubernetesObject[] {
-  const text = readFileSync(
-    join(repoRoot(), 'deploy', 'kubeplus-isolation', 'files', 'node-isolation-engine.yaml'),
-    'utf8',
-  );
-  return (loadAllYaml(text) as (KubernetesObject | null)[]).filter((o): o is KubernetesObject => o !== null);
+  return chartFileObjects('node-isolation-params-crd.yaml', 'node-isolation-engine.yaml');
 }
 
 /**
- * Creates the fixture's objects (retrying while a previous suite's copy is still being deleted)
+ * Creates the fixture's objects (the engine's, unless others are given, e.g. refusal mode's;
+ * the NodeIsolation CRD among them) (retrying while a previous suite's copy is still being deleted)
  * and waits for the CRD to be established.
  */
-export async function installPolicyEngine(kc: KubeConfig): Promise<PolicyEngine> {
+export async function installPolicyEngine(
+  kc: KubeConfig,
+  objects: KubernetesObject[] = policyEngineObjects(),
+): Promise<PolicyEngine> {
   const api = KubernetesObjectApi.makeApiClient(kc);
-  const objects = policyEngineObjects();
   const created: KubernetesObject[] = [];
   const uninstall = async (): Promise<void> => {
     for (const obj of [...created].reverse()) {

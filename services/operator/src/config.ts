@@ -74,6 +74,8 @@ export interface Config {
   unisolatedNamespacesMetricLimit: number;
   /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
   nodeIsolationEngine: NodeIsolationEngine;
+  /** The chart's refusal policy reads the NodeIsolation parameter: write it under every engine (issue 38). */
+  nodeIsolationRefusal: boolean;
   /** How sandbox isolation's admission policies are laid out (desired/sandbox-policy.ts, sandbox-shared-policy.ts). */
   sandboxPolicyLayout: SandboxPolicyLayout;
   /** Set: run the uninstall cleanup once (uninstall/) and exit, instead of reconciling. */
@@ -96,9 +98,12 @@ export interface Config {
 export const NODE_ISOLATION_ENGINES = ['webhook', 'admission-policy', 'both'] as const;
 export type NodeIsolationEngine = (typeof NODE_ISOLATION_ENGINES)[number];
 
-/** Whether the operator writes the admission-policy engine's NodeIsolation parameters. */
-export function writesNodeIsolationParams(engine: NodeIsolationEngine): boolean {
-  return engine !== 'webhook';
+/**
+ * Whether the operator writes the NodeIsolation parameters: the admission-policy engine's
+ * MutatingAdmissionPolicy reads them, and so does the refusal policy, whatever the engine.
+ */
+export function writesNodeIsolationParams(engine: NodeIsolationEngine, refusal = false): boolean {
+  return engine !== 'webhook' || refusal;
 }
 
 export const PROGRAM = 'kubeplus-isolation-operator';
@@ -420,6 +425,15 @@ export const FLAGS: readonly Flag[] = [
     default: 'webhook',
     help: `Admission engine that applies node isolation to Pods: ${NODE_ISOLATION_ENGINES.join(', ')}. The namespace label and resolved annotation are always written; admission-policy and both also write a NodeIsolation object (isolation.kubeplus.io/v1alpha1, named node-isolation) into each isolated namespace, the parameter of the chart's MutatingAdmissionPolicy, and delete it when isolation is removed. Use both while switching engines.`,
     parse: oneOf(NODE_ISOLATION_ENGINES),
+  },
+  {
+    key: 'nodeIsolationRefusal',
+    name: 'node-isolation-refusal',
+    env: 'NODE_ISOLATION_REFUSAL',
+    placeholder: '<true|false>',
+    default: 'false',
+    help: "Refusal mode is on (the chart's global.nodeIsolation.refuseUnplaced): its ValidatingAdmissionPolicy refuses a Pod of an isolated namespace that lacks the mandate after mutation, judged against the namespace's NodeIsolation object (isolation.kubeplus.io/v1alpha1, named node-isolation), and refuses every Pod of a labelled namespace without one. So the operator writes that object under every engine, before the namespace's label goes on, and deletes it only after the label went.",
+    parse: boolean,
   },
   {
     key: 'sandboxPolicyLayout',

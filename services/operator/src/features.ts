@@ -45,7 +45,7 @@ export function operatorFeatures(deps: OperatorDeps): Features {
   if (reporting && deps.reports === undefined) throw new Error('operator: the reports need a Report store');
   // The admission-policy engine's per-namespace parameters and the shared sandbox policy layout's
   // SandboxIsolation parameters are owned objects like the policies.
-  const nodeIsolationParams = writesNodeIsolationParams(config.nodeIsolationEngine);
+  const nodeIsolationParams = writesNodeIsolationParams(config.nodeIsolationEngine, config.nodeIsolationRefusal);
   const ownedResources = [
     ...policyResources(deps.policyApis),
     ...(nodeIsolationParams ? [NODE_ISOLATION_PARAMS_RESOURCE] : []),

@@ -58,6 +58,7 @@ describe('parseConfig', () => {
       reportMaxResults: 100,
       unisolatedNamespacesMetricLimit: 20,
       nodeIsolationEngine: 'webhook',
+      nodeIsolationRefusal: false,
       webhookCertificates: true,
       webhookCaValidityMs: 43_800 * 3_600_000,
       webhookCertValidityMs: 2_160 * 3_600_000,
@@ -275,6 +276,12 @@ describe('parseConfig', () => {
     );
   });
 
+  it('takes --node-isolation-refusal (the refusal policy reads the parameter under every engine)', () => {
+    expect(ok([]).nodeIsolationRefusal).toBe(false);
+    expect(ok(['--node-isolation-refusal=true']).nodeIsolationRefusal).toBe(true);
+    expect(ok([], sources({ NODE_ISOLATION_REFUSAL: 'true' })).nodeIsolationRefusal).toBe(true);
+  });
+
   it('takes --node-isolation-engine webhook, admission-policy or both, and says which it expects', () => {
     expect(ok(['--node-isolation-engine=admission-policy']).nodeIsolationEngine).toBe('admission-policy');
     expect(ok([], sources({ NODE_ISOLATION_ENGINE: 'both' })).nodeIsolationEngine).toBe('both');
@@ -337,6 +344,7 @@ describe('usage', () => {
         'metrics-tls-cert-file',
         'metrics-tls-key-file',
         'node-isolation-engine',
+        'node-isolation-refusal',
         'platform-namespace',
         'renew-deadline',
         'report-max-results',

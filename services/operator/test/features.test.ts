@@ -81,6 +81,9 @@ describe('operatorFeatures: a part is on exactly when its group is present', () 
       'NodeIsolation',
       'SandboxIsolation',
     ]);
+    // Refusal mode's policy reads the NodeIsolation parameter under the webhook engine too (issue 38).
+    expect(kinds('--node-isolation-refusal=true')).toEqual([...policies, 'NodeIsolation']);
+    expect(operatorFeatures(deps('--node-isolation-refusal=true')).instances.nodeIsolationParams).toBe(true);
   });
 
   it('refuses a part switched on without its I/O', () => {

@@ -5,9 +5,9 @@
  *
  * - `all` (the default): every object the operator generated (labelled
  *   `app.kubernetes.io/managed-by: kubeplus-isolation`: RuntimeClasses, admission policies and
- *   bindings, NodeIsolation parameters, compliance Reports) is deleted; every Namespace it isolated or created loses
- *   the isolation and ownership keys (the Namespace stays: its workloads are the tenant's;
- *   `desired/node-isolation.ts` uninstallPatch); then
+ *   bindings, NodeIsolation parameters, compliance Reports) is deleted, after every Namespace it
+ *   isolated or created lost the isolation and ownership keys (the Namespace stays: its workloads
+ *   are the tenant's; `desired/node-isolation.ts` uninstallPatch); then
  * - in both modes, the operator's finalizer leaves every instance, so instances delete normally
  *   once the operator is gone. `finalizers` keeps the generated objects on purpose.
  *
@@ -45,14 +45,17 @@ export type UninstallAction =
 export function planUninstall(inventory: UninstallInventory, mode: UninstallMode): UninstallAction[] {
   const actions: UninstallAction[] = [];
   if (mode === 'all') {
-    for (const obj of inventory.objects) {
-      if (isManaged(obj.metadata)) actions.push({ type: 'deleteObject', ref: refOf(obj), uid: obj.metadata.uid });
-    }
+    // Namespaces first: while a namespace still carries the isolation label, the engine's policy
+    // and refusal mode's (parameterNotFoundAction Deny) select it, and its NodeIsolation parameter
+    // must still be there (or its Pods are admitted unpatched, resp. refused).
     for (const ns of inventory.namespaces) {
       const patch = uninstallPatch(ns);
       if (patch !== undefined) {
         actions.push({ type: 'patchNamespace', name: ns.name, patch, resourceVersion: ns.resourceVersion });
       }
+    }
+    for (const obj of inventory.objects) {
+      if (isManaged(obj.metadata)) actions.push({ type: 'deleteObject', ref: refOf(obj), uid: obj.metadata.uid });
     }
   }
   for (const instance of inventory.instances) {

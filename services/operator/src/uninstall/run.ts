@@ -169,7 +169,18 @@ export async function runUninstall(
     const actions = planUninstall(await readInventory(api, kc, config, port, log), options.mode);
     if (actions.length === 0) return summary;
     let retry = false;
+    // A namespace whose keys could not be removed this round keeps its NodeIsolation parameter
+    // until they are (planUninstall: the label goes first).
+    const stillLabelled = new Set<string>();
     for (const action of actions) {
+      if (
+        action.type === 'deleteObject' &&
+        action.ref.kind === NODE_ISOLATION_PARAMS_TYPE.kind &&
+        stillLabelled.has(action.ref.namespace ?? '')
+      ) {
+        retry = true;
+        continue;
+      }
       try {
         await apply(port, action);
         summary.actions++;
@@ -178,6 +189,7 @@ export async function runUninstall(
       } catch (err) {
         if (!isConflict(err) && httpStatusOf(err) !== 404) throw err;
         log.info(`changed meantime, read again: ${describeAction(action)}`, { round });
+        if (action.type === 'patchNamespace') stillLabelled.add(action.name);
         retry = true;
       }
     }

@@ -74,21 +74,22 @@ const inventory: UninstallInventory = {
 };
 
 describe('planUninstall', () => {
-  it('all: deletes the generated objects, strips our keys from namespaces, then removes our finalizer only', () => {
+  it('all: strips our keys from namespaces, deletes the generated objects, then removes our finalizer only', () => {
     const actions = planUninstall(inventory, 'all');
+    // Namespaces before objects: a labelled namespace never lacks its NodeIsolation parameter (issue 38).
     expect(actions.map((a) => a.type)).toEqual([
-      'deleteObject',
-      'deleteObject',
       'patchNamespace',
       'patchNamespace',
+      'deleteObject',
+      'deleteObject',
       'removeFinalizer',
     ]);
-    expect(actions[0]).toEqual({
+    expect(actions[2]).toEqual({
       type: 'deleteObject',
       ref: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: 'kubeplus-sandbox-team-a' },
       uid: 'uid-kubeplus-sandbox-team-a',
     });
-    expect(actions[2]).toEqual({
+    expect(actions[0]).toEqual({
       type: 'patchNamespace',
       name: 'team-a',
       resourceVersion: '7',
@@ -110,8 +111,8 @@ describe('planUninstall', () => {
       },
     });
     // Nobody's managed-by is touched (Helm's here).
-    expect(actions[3]).toMatchObject({ type: 'patchNamespace', name: 'team-b' });
-    expect((actions[3] as { patch: { metadata: { labels: object } } }).patch.metadata.labels).not.toHaveProperty(
+    expect(actions[1]).toMatchObject({ type: 'patchNamespace', name: 'team-b' });
+    expect((actions[1] as { patch: { metadata: { labels: object } } }).patch.metadata.labels).not.toHaveProperty(
       'app.kubernetes.io/managed-by',
     );
     expect(actions[4]).toEqual({
@@ -181,10 +182,10 @@ describe('planUninstall', () => {
 
   it('describes each action in one line', () => {
     expect(planUninstall(inventory, 'all').map(describeAction)).toEqual([
-      'delete RuntimeClass kubeplus-sandbox-team-a',
-      'delete ValidatingAdmissionPolicy kubeplus-sandbox-team-a-enforce',
       "remove kubeplus-isolation's keys from Namespace team-a",
       "remove kubeplus-isolation's keys from Namespace team-b",
+      'delete RuntimeClass kubeplus-sandbox-team-a',
+      'delete ValidatingAdmissionPolicy kubeplus-sandbox-team-a-enforce',
       'remove finalizer isolation.kubeplus.io/cleanup from Agent kubeplus/team-a',
     ]);
   });

@@ -119,6 +119,13 @@ webhook, admission-policy (admissionPolicy) or both.
 {{- end -}}
 
 {{/*
+The operator's --node-isolation-refusal from the umbrella's global.nodeIsolation.refuseUnplaced.
+*/}}
+{{- define "operator.nodeIsolationRefusal" -}}
+{{- dig "nodeIsolation" "refuseUnplaced" false (.Values.global | default dict) | toString -}}
+{{- end -}}
+
+{{/*
 A Go duration string (values.schema.json's goDuration: e.g. 2160h, 1h30m, 2m, 1.5s, 500ms) in
 whole milliseconds, for comparing durations at render time.
 */}}

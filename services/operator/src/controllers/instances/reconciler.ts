@@ -202,7 +202,14 @@ export class InstanceReconciler {
       listOwned(port, instance, this.ownedTypes(mutatingVersion), FRESH),
       tenant.ok ? port.getNamespace(tenant.value.name, FRESH) : undefined,
     ]);
-    await deleteObjects(port, owned);
+    // The NodeIsolation parameter goes only after the namespace's label: while the label is on,
+    // the engine's policy and the refusal policy (parameterNotFoundAction Deny) select the
+    // namespace, and without its parameter a Pod would be admitted unpatched, or refused.
+    const isParam = (o: (typeof owned)[number]): boolean => o.kind === NODE_ISOLATION_PARAMS_TYPE.kind;
+    await deleteObjects(
+      port,
+      owned.filter((o) => !isParam(o)),
+    );
     if (tenant.ok) {
       const plan = planNamespaceCleanup(instance, namespace);
       if (plan.action === 'delete') {
@@ -212,6 +219,10 @@ export class InstanceReconciler {
         await port.patchNamespace(tenant.value.name, plan.patch, namespace?.resourceVersion);
       }
     }
+    await deleteObjects(
+      port,
+      owned.filter((o) => isParam(o)),
+    );
     await this.removeFinalizer(instance);
   }
 

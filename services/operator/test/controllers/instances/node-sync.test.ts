@@ -83,6 +83,34 @@ describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolation
     expect(param).toBeLessThan(label);
   });
 
+  // Refusal mode (issue 38) refuses every Pod of a labelled namespace without its parameter
+  // (parameterNotFoundAction Deny): the label must go before the parameter, whichever way.
+  const labelGoesBeforeParam = (since: number): void => {
+    const order = cluster.writes.slice(since).map((w) => `${w.op} ${w.target}`);
+    const param = order.findIndex((w) => w.includes('NodeIsolation'));
+    const label = order.findIndex((w) => w.startsWith('patchNamespace'));
+    expect({ param: param >= 0, label: label >= 0 }).toEqual({ param: true, label: true });
+    expect(label).toBeLessThan(param);
+  };
+
+  it('is deleted only after the label went, when the annotation is removed', async () => {
+    const key = teamA({ [NODE]: NODE_SPEC });
+    await withParams().reconcile(key);
+    const since = cluster.writeCount();
+    teamA({});
+    await withParams().reconcile(key);
+    labelGoesBeforeParam(since);
+  });
+
+  it('is deleted only after the label went, when the instance is deleted', async () => {
+    const key = teamA({ [NODE]: NODE_SPEC });
+    await withParams().reconcile(key);
+    const since = cluster.writeCount();
+    cluster.deleteInstance(key);
+    await withParams().reconcile(key);
+    labelGoesBeforeParam(since);
+  });
+
   it('follows a changed mandate, stays while the annotation is invalid, and goes with the annotation', async () => {
     const key = teamA({ [NODE]: NODE_SPEC });
     await withParams().reconcile(key);
