@@ -45,6 +45,7 @@ export const SECTIONS = [
   'scale-webhook',
   'scale-policy',
   'sandbox-pods',
+  'exclusive-pools',
   'strength',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
