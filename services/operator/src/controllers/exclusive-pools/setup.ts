@@ -1,8 +1,7 @@
 /**
  * The exclusive-pools controller sets itself up, when on (`--exclusive-pools`:
  * `ExclusivePoolsFeature` present): the cache of the Namespaces labelled
- * `kubeplus.io/node-isolation-enabled=true` (metadata only: the resolved annotation is all it
- * reads), the cache of the ExclusivePools objects (the one it writes) (so an edit by hand is put back), and
+ * `kubeplus.io/node-isolation-enabled=true` (the audit's, when it runs), the cache of the ExclusivePools objects (the one it writes) (so an edit by hand is put back), and
  * the reconciler over both (reconciler.ts), on ONE key: every event of either cache replans the
  * whole parameter. The chart installs the CRD and the policy (files/exclusive-pools.yaml).
  */
@@ -14,9 +13,9 @@ import {
   EXCLUSIVE_POOLS_NAME,
   EXCLUSIVE_POOLS_RESOURCE,
 } from '../../desired/exclusive-pools.js';
-import { keepMetadataOnly } from '../../runtime/informer.js';
 import { informerKeySource } from '../../runtime/key-sources.js';
 import type { ControllerOptions } from '../../runtime/manager.js';
+import { ISOLATED_NAMESPACES_RESOURCE } from '../audit/setup.js';
 import type { SetupContext } from '../setup.js';
 import { EXCLUSIVE_POOLS_CONTROLLER, type ExclusivePoolsPort, ExclusivePoolsReconciler } from './reconciler.js';
 
@@ -30,12 +29,12 @@ const [GROUP = '', VERSION = ''] = EXCLUSIVE_POOLS_API_VERSION.split('/');
 const ISOLATED_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=true`;
 
 export function setupExclusivePools(ctx: SetupContext, feature: ExclusivePoolsFeature): ControllerOptions {
+  // The audit's informer when both are on (asked for the same way: one cache).
   const namespaces = ctx.caches.informer<KubernetesObject>({
-    name: 'namespaces (node-isolated)',
+    name: ISOLATED_NAMESPACES_RESOURCE,
     resource: 'v1/namespaces',
     labelSelector: ISOLATED_SELECTOR,
     source: () => ctx.sources.namespaces(ISOLATED_SELECTOR),
-    transform: keepMetadataOnly,
   });
   // Every ExclusivePools object (there is one); the chart installs its CRD with the flag.
   const params = ctx.caches.informer<KubernetesObject>({
