@@ -14,24 +14,38 @@
  * - Warn (the chart's default actions, with Audit): the same Pod is admitted with the message as a
  *   Warning;
  * - the parameter follows the mandates: an instance's annotation changed (the old pool is free,
- *   the new one exclusive) and removed (its pool is free again).
+ *   the new one exclusive) and removed (its pool is free again);
+ * - overlapping mandates (both pools tainted `dedicated`, one mandate tolerating the key with
+ *   Exists): what a tenant's own mandate prescribes is not refused, anything beyond it is, and the
+ *   operator reports the overlap with an ExclusivePoolsOverlap Warning Event on both instances;
+ * - the chart's tamper guard: a tenant user whom RBAC lets write ExclusivePools can neither edit,
+ *   delete nor plant one; an admin's edit is put back by the operator.
  */
+import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { testPod, waitFor } from '@kubeplus-isolation/e2e';
+import { isApiStatus, loadKubeConfig, testPod, waitFor } from '@kubeplus-isolation/e2e';
 import { NODE_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
-import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import {
   createPod,
+  EXCLUSIVE_POOLS,
   type ExclusivePoolsInstall,
   type ExclusivePoolsParam,
   installExclusivePools,
+  installExclusivePoolsGuard,
   type PodAdmission,
   patchPod,
   readExclusivePools,
 } from './support/exclusive-pools.js';
 import { uniqueName } from './support/names.js';
-import { createAgent, patchAgent } from './support/operator.js';
+import { createAgent, mergePatch, patchAgent, statusMessage, waitForEvent } from './support/operator.js';
 import { operatorSuite } from './support/operator-suite.js';
 
 const mandate = (pool: string, taintKey = 'dedicated') => ({
@@ -269,5 +283,144 @@ describe('exclusive pools: no Pod outside the owning namespace reaches a pool, o
     );
     // team-b's pool stays exclusive.
     refused(await createPod(kc, outsider, pod('still-b', { nodeSelector: { pool: poolB } }), true));
+  });
+
+  test('overlapping mandates: what a tenant’s own mandate prescribes is not refused, anything beyond it is, and the overlap is reported on both instances', async () => {
+    // team-b's pool is tainted dedicated=<pool-b>; team-d's mandate tolerates every `dedicated` taint.
+    const poolD = uniqueName('pool-d');
+    const teamD = await suite.tenantNamespace('kpi-xp-team-d');
+    const mandateD = { nodeSelector: { pool: poolD }, tolerations: [{ key: 'dedicated', operator: 'Exists' }] };
+    await createAgent(kc, teamD, 'team-d', { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(mandateD) });
+    await waitForParam('to hold team-d’s pool', (x) => isDeepStrictEqual(ownersOf(x, poolD), [teamD]));
+    await waitForRefusal(outsider, { nodeSelector: { pool: poolD } });
+    // Each tenant's Pods carry what its mandate prescribes (the webhook puts it there): admitted.
+    admitted(await createPod(kc, teamD, pod('d-own', mandateD as Partial<NonNullable<V1Pod['spec']>>)));
+    admitted(await createPod(kc, teamB, pod('b-own-again', mandate(poolB) as Partial<NonNullable<V1Pod['spec']>>)));
+    // Beyond the mandate: judged as ever.
+    refused(
+      await createPod(
+        kc,
+        teamD,
+        pod('d-any', { nodeSelector: { pool: poolD }, tolerations: [...mandateD.tolerations, { operator: 'Exists' }] }),
+      ),
+    );
+    refused(await createPod(kc, teamD, pod('d-b', { nodeSelector: { pool: poolB } })));
+    // The same toleration from any other namespace is foreign.
+    refused(await createPod(kc, outsider, pod('o-key', { tolerations: [{ key: 'dedicated', operator: 'Exists' }] })));
+    // The platform is told, on both instances (each mandate reaches the other's pool).
+    const d = await waitForEvent(kc, teamD, 'team-d', 'ExclusivePoolsOverlap');
+    expect(d.type).toBe('Warning');
+    expect(d.message).toContain(`namespace(s) ${teamB}`);
+    const b = await waitForEvent(kc, teamB, 'team-b', 'ExclusivePoolsOverlap');
+    expect(b.message).toContain(`namespace(s) ${teamD}`);
+  });
+
+  test('the tamper guard: a tenant whom RBAC lets write ExclusivePools cannot edit, delete or plant one; an admin’s edit is put back', async () => {
+    const remove = await installExclusivePoolsGuard(suite.cluster, suite.release);
+    const user = uniqueName('xp-tenant');
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const GUARDED = /ExclusivePools \S+ is kubeplus-isolation state: (UPDATE|DELETE|CREATE) is allowed only to/;
+    const forbidden = async (what: string, call: () => Promise<unknown>): Promise<string> => {
+      try {
+        await call();
+      } catch (error) {
+        if (isApiStatus(error, 403)) return statusMessage(error);
+        throw error;
+      }
+      throw new Error(`the tenant’s ${what} of the ExclusivePools parameter was allowed`);
+    };
+    try {
+      // As if a platform had granted it: the guard, not RBAC, must be what refuses.
+      await rbac.createClusterRole({
+        body: {
+          metadata: { name: user },
+          rules: [
+            {
+              apiGroups: [EXCLUSIVE_POOLS.group],
+              resources: [EXCLUSIVE_POOLS.plural],
+              verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'],
+            },
+          ],
+        },
+      });
+      await rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: user },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+        },
+      });
+      const cluster = suite.cluster;
+      const cert = await cluster.issueClientCert(user, ['tenants']);
+      const tenant = loadKubeConfig(
+        cluster.writeKubeconfig(join(cluster.dir, `${user}.kubeconfig`), user, cert),
+      ).makeApiClient(CustomObjectsApi);
+      // Freeing every pool (the parameter replaced by one holding none) is what a tenant would try.
+      const freed = async () => {
+        const current = (await tenant.getClusterCustomObject({ ...EXCLUSIVE_POOLS })) as Record<string, unknown>;
+        return { ...current, spec: { namespaces: 0, selectors: {}, taints: {}, anyKey: {}, mandated: {} } };
+      };
+      // RBAC allows it; the guard is in force once a dry run is refused by it.
+      await waitFor(
+        'the guard to refuse the tenant’s dry-run edit',
+        async (observe) => {
+          try {
+            await tenant.replaceClusterCustomObject({ ...EXCLUSIVE_POOLS, body: await freed(), dryRun: 'All' });
+            observe('allowed');
+            return undefined;
+          } catch (error) {
+            observe(statusMessage(error));
+            return isApiStatus(error, 403) && GUARDED.test(statusMessage(error)) ? true : undefined;
+          }
+        },
+        { timeoutMs: 30_000 },
+      );
+      const body = await freed();
+      expect(await forbidden('edit', () => tenant.replaceClusterCustomObject({ ...EXCLUSIVE_POOLS, body }))).toMatch(
+        GUARDED,
+      );
+      expect(
+        await forbidden('patch', () =>
+          tenant.patchClusterCustomObject({ ...EXCLUSIVE_POOLS, body: { spec: { namespaces: 0 } } }, mergePatch),
+        ),
+      ).toMatch(GUARDED);
+      expect(await forbidden('delete', () => tenant.deleteClusterCustomObject({ ...EXCLUSIVE_POOLS }))).toMatch(
+        GUARDED,
+      );
+      expect(
+        await forbidden('plant', () =>
+          tenant.createClusterCustomObject({
+            ...EXCLUSIVE_POOLS,
+            body: {
+              apiVersion: `${EXCLUSIVE_POOLS.group}/${EXCLUSIVE_POOLS.version}`,
+              kind: 'ExclusivePools',
+              metadata: { name: uniqueName('planted') },
+              spec: { namespaces: 0, selectors: {}, taints: {}, anyKey: {} },
+            },
+          }),
+        ),
+      ).toMatch(GUARDED);
+      // The parameter still keeps team-b's pool.
+      refused(await createPod(kc, outsider, pod('still-kept', { nodeSelector: { pool: poolB } }), true));
+
+      // An admin may edit it (the guard exempts admins), and the operator puts it back.
+      await kc
+        .makeApiClient(CustomObjectsApi)
+        .patchClusterCustomObject({ ...EXCLUSIVE_POOLS, body: { spec: { namespaces: 999 } } }, mergePatch);
+      await waitForParam(
+        'the admin’s edit to be put back',
+        (x) => x?.spec?.namespaces !== 999 && ownersOf(x, poolB) !== undefined,
+      );
+    } finally {
+      await remove();
+      for (const call of [
+        () => rbac.deleteClusterRoleBinding({ name: user }),
+        () => rbac.deleteClusterRole({ name: user }),
+      ]) {
+        await call().catch((error: unknown) => {
+          if (!isApiStatus(error, 404)) throw error;
+        });
+      }
+    }
   });
 });

@@ -4,9 +4,11 @@
  * one suite with a binding as the chart renders it (templates/exclusive-pools.yaml), and Pod
  * writes judged by it: admitted (with the API server's Warning headers) or refused.
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isApiStatus, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
+import { promisify } from 'node:util';
+import { type Cluster, isApiStatus, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -21,6 +23,8 @@ import {
 } from '@kubernetes/client-node';
 import { mergePatch, statusMessage } from './operator.js';
 import { admissionWarnings } from './operator-sandbox.js';
+
+const run = promisify(execFile);
 
 export const EXCLUSIVE_POOLS = {
   group: 'isolation.kubeplus.io',
@@ -138,6 +142,7 @@ export interface ExclusivePoolsParam {
     namespaces?: number;
     selectors?: Record<string, Array<{ selector: Record<string, string>; owners: string[] }>>;
     taints?: Record<string, unknown>;
+    mandated?: Record<string, { selector: Record<string, string>; tolerations: string[][] }>;
   };
 }
 
@@ -181,4 +186,51 @@ export function patchPod(kc: KubeConfig, namespace: string, name: string, body: 
   return judged(() =>
     kc.makeApiClient(CoreV1Api).patchNamespacedPodWithHttpInfo({ namespace, name, body }, mergePatch),
   );
+}
+
+/**
+ * The chart's tamper guard of the parameter (templates/tamper-protection.yaml: the
+ * `<release>-kubeplus-isolation-exclusive-pools-guard` policy and binding) rendered by `helm
+ * template` with the chart's defaults, created on the cluster; returns its removal.
+ */
+export async function installExclusivePoolsGuard(cluster: Cluster, release: string): Promise<() => Promise<void>> {
+  const { stdout } = await run(
+    join(cluster.state.assetsDir, 'helm'),
+    [
+      'template',
+      release,
+      join(repoRoot(), 'deploy', 'kubeplus-isolation'),
+      '--namespace',
+      `${release}-system`,
+      '--show-only',
+      'templates/tamper-protection.yaml',
+    ],
+    { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, KUBECONFIG: '/dev/null' } },
+  );
+  const objects = (loadAllYaml(stdout) as (KubernetesObject | null)[]).filter(
+    (o): o is KubernetesObject => o?.metadata?.name?.endsWith('-exclusive-pools-guard') === true,
+  );
+  if (objects.length !== 2)
+    throw new Error(`expected the guard's policy and binding, rendered ${objects.length} objects`);
+  const api = KubernetesObjectApi.makeApiClient(cluster.kc);
+  const created: KubernetesObject[] = [];
+  const remove = async (): Promise<void> => {
+    for (const obj of [...created].reverse()) {
+      try {
+        await api.delete(obj);
+      } catch (error) {
+        if (!isApiStatus(error, 404)) throw error;
+      }
+    }
+  };
+  try {
+    for (const obj of objects) {
+      await api.create(obj);
+      created.push(obj);
+    }
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+  return remove;
 }

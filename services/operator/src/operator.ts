@@ -133,7 +133,9 @@ export function createOperator(deps: OperatorDeps): Operator {
   if (features.webhookCertificates !== undefined) {
     controllers.push(setupWebhookCertificates(ctx, features.webhookCertificates));
   }
-  if (features.exclusivePools !== undefined) controllers.push(setupExclusivePools(ctx, features.exclusivePools));
+  if (features.exclusivePools !== undefined) {
+    controllers.push(setupExclusivePools(ctx, features.exclusivePools, { resolveOwner: instances.resolveOwner }));
+  }
 
   // ---- manager, HTTP ----
   let server: RunningServer | undefined;

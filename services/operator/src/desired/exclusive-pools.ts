@@ -17,6 +17,12 @@
  *   of the key), `values[v]` for Equal v (patterns of value v), `open` for patterns whose mandate
  *   tolerates any value of the key (an Equal toleration of any value reaches those too).
  * - `anyKey`: what an Exists toleration with an empty key reaches (every pattern), by effect.
+ * - `mandated[namespace]`: what that namespace's own mandate prescribes (its nodeSelector, and its
+ *   tolerations as the policy normalizes a Pod's: `[key, Exists|Equal, value, effect|All]`). The
+ *   policy never judges these against other pools: the webhook puts them into every Pod of the
+ *   namespace and the tenant cannot take them out, so refusing them would refuse every Pod of a
+ *   tenant for the platform's own configuration (two mandates that overlap). The operator reports
+ *   such overlaps instead (exclusive-pools-overlaps.ts: a Warning Event and a gauge).
  *
  * A reach entry stands for a set of taint patterns and holds `owners`, the namespaces owning EVERY
  * one of them: a Pod's namespace not among them is foreign to at least one. An entry is present
@@ -28,6 +34,7 @@ import {
   type NodeIsolationSpec,
   type TaintEffect,
   type TaintPattern,
+  type Toleration,
 } from '@kubeplus-isolation/spec';
 
 export const EXCLUSIVE_POOLS_API_VERSION = 'isolation.kubeplus.io/v1alpha1';
@@ -63,12 +70,22 @@ export interface TaintKeyReach {
   values: Record<string, ReachByEffect>;
 }
 
+/** A toleration as the policy's CEL normalizes it: `[key, 'Exists'|'Equal', value, effect|'All']`. */
+export type NormalToleration = [string, 'Exists' | 'Equal', string, EffectClass];
+
+/** What one namespace's own mandate prescribes (never judged against other pools). */
+export interface OwnMandate {
+  selector: Record<string, string>;
+  tolerations: NormalToleration[];
+}
+
 export interface ExclusivePoolsSpec {
   /** How many isolated namespaces' mandates it holds. */
   namespaces: number;
   selectors: Record<string, SelectorEntry[]>;
   taints: Record<string, TaintKeyReach>;
   anyKey: ReachByEffect;
+  mandated: Record<string, OwnMandate>;
 }
 
 /** One isolated namespace and its resolved mandate. */
@@ -187,12 +204,41 @@ function taintIndex(mandates: readonly Mandate[]): Pick<ExclusivePoolsSpec, 'tai
   return { taints, anyKey: anyKey.build() };
 }
 
+/** A toleration (any shape) normalized as the policy's CEL does (`variables.tolerations`). */
+export function normalToleration(t: Toleration): NormalToleration {
+  const effect = typeof t.effect === 'string' && t.effect !== '' ? (t.effect as EffectClass) : 'All';
+  return [
+    typeof t.key === 'string' ? t.key : '',
+    t.operator === 'Exists' ? 'Exists' : 'Equal',
+    typeof t.value === 'string' ? t.value : '',
+    effect,
+  ];
+}
+
+function ownMandates(mandates: readonly Mandate[]): Record<string, OwnMandate> {
+  return sortedRecord(
+    mandates.map(({ namespace, spec }): [string, OwnMandate] => {
+      const seen = new Set<string>();
+      const tolerations: NormalToleration[] = [];
+      for (const t of spec.tolerations) {
+        const n = normalToleration(t);
+        const id = JSON.stringify(n);
+        if (seen.has(id)) continue;
+        seen.add(id);
+        tolerations.push(n);
+      }
+      return [namespace, { selector: sortedRecord(Object.entries(spec.nodeSelector)), tolerations }];
+    }),
+  );
+}
+
 /** The parameter for these mandates (any order; one per namespace). Deterministic. */
 export function exclusivePoolsSpec(mandates: readonly Mandate[]): ExclusivePoolsSpec {
   return {
     namespaces: new Set(mandates.map((m) => m.namespace)).size,
     selectors: selectorIndex(mandates),
     ...taintIndex(mandates),
+    mandated: ownMandates(mandates),
   };
 }
 

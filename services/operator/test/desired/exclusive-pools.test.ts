@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from '@jest/globals';
 import {
   mandatedTaintPatterns,
@@ -11,6 +12,7 @@ import {
   type ExclusivePoolsSpec,
   exclusivePoolsSpec,
   type Mandate,
+  normalToleration,
   type ReachByEffect,
   specBytes,
   specUpToDate,
@@ -32,12 +34,19 @@ function indexedJudge(
     return e !== undefined && !e.owners.includes(ns);
   };
   const sel = pod.nodeSelector ?? {};
+  const own = p.mandated[ns];
+  const ownSelector: Record<string, string> = own?.selector ?? {};
+  const ownTolerations = (own?.tolerations ?? []).map((n) => JSON.stringify(n));
   const bySelector = Object.entries(sel).some(([k, v]) =>
     (p.selectors[`${k}=${v}`] ?? []).some(
-      (c) => !c.owners.includes(ns) && Object.entries(c.selector).every(([sk, sv]) => sel[sk] === sv),
+      (c) =>
+        !c.owners.includes(ns) &&
+        !Object.entries(c.selector).every(([sk, sv]) => ownSelector[sk] === sv) &&
+        Object.entries(c.selector).every(([sk, sv]) => sel[sk] === sv),
     ),
   );
-  const byToleration = (pod.tolerations ?? []).some((t) => {
+  const judged = (pod.tolerations ?? []).filter((t) => !ownTolerations.includes(JSON.stringify(normalToleration(t))));
+  const byToleration = judged.some((t) => {
     const key = t.key ?? '';
     const exists = t.operator === 'Exists';
     const effect = t.effect ? t.effect : 'All';
@@ -57,13 +66,23 @@ function bruteJudge(
   ns: string,
   pod: { nodeSelector?: Record<string, string>; tolerations?: Toleration[] },
 ): boolean {
+  const own = mandates.filter((o) => o.namespace === ns).map((o) => o.spec);
+  // What the namespace's own mandate prescribes is never judged (the webhook puts it into every Pod).
+  const prescribed = (t: Toleration): boolean =>
+    own.some((o) => o.tolerations.some((m) => isDeepStrictEqual(normalToleration(m), normalToleration(t))));
+  const judged = (pod.tolerations ?? []).filter((t) => !prescribed(t));
+  const withinOwnSelector = (selector: Record<string, string>): boolean =>
+    own.some((o) => Object.entries(selector).every(([k, v]) => o.nodeSelector[k] === v));
   return mandates.some((m) => {
-    const own = mandates.filter((o) => o.namespace === ns).map((o) => o.spec);
-    if (targetsPool(pod, m.spec.nodeSelector) && !own.some((o) => sameSelector(o.nodeSelector, m.spec.nodeSelector)))
+    if (
+      targetsPool(pod, m.spec.nodeSelector) &&
+      !own.some((o) => sameSelector(o.nodeSelector, m.spec.nodeSelector)) &&
+      !withinOwnSelector(m.spec.nodeSelector)
+    )
       return true;
     return mandatedTaintPatterns(m.spec.tolerations).some(
       (pattern) =>
-        (pod.tolerations ?? []).some((t) => toleratesPattern(t, pattern)) &&
+        judged.some((t) => toleratesPattern(t, pattern)) &&
         !own.some((o) =>
           mandatedTaintPatterns(o.tolerations).some((q) => JSON.stringify(q) === JSON.stringify(pattern)),
         ),
@@ -157,7 +176,13 @@ describe('exclusivePoolsSpec', () => {
     const spec = exclusivePoolsSpec(ms);
     expect(JSON.stringify(exclusivePoolsSpec([...ms].reverse()))).toBe(JSON.stringify(spec));
     const reordered = JSON.parse(
-      JSON.stringify({ anyKey: spec.anyKey, taints: spec.taints, selectors: spec.selectors, namespaces: 3 }),
+      JSON.stringify({
+        mandated: spec.mandated,
+        anyKey: spec.anyKey,
+        taints: spec.taints,
+        selectors: spec.selectors,
+        namespaces: 3,
+      }),
     );
     expect(specUpToDate(reordered, spec)).toBe(true);
     expect(specUpToDate({ ...reordered, namespaces: 2 }, spec)).toBe(false);
@@ -172,5 +197,53 @@ describe('exclusivePoolsSpec', () => {
     const spec = exclusivePoolsSpec(ms);
     expect(Object.values(spec.selectors).every((entries) => entries.length === 1)).toBe(true);
     expect(specBytes(spec)).toBeLessThan(400_000);
+  });
+
+  it('holds what each namespace’s own mandate prescribes, normalized as the policy normalizes a Pod’s tolerations', () => {
+    const spec = exclusivePoolsSpec([
+      {
+        namespace: 'team-d',
+        spec: {
+          nodeSelector: { pool: 'd' },
+          tolerations: [
+            { key: 'dedicated', operator: 'Exists' },
+            { key: 'dedicated', operator: 'Exists' },
+            { key: 'gpu', value: 'yes', effect: 'NoExecute', tolerationSeconds: 60 },
+          ],
+        },
+      },
+    ]);
+    expect(spec.mandated).toEqual({
+      'team-d': {
+        selector: { pool: 'd' },
+        tolerations: [
+          ['dedicated', 'Exists', '', 'All'],
+          ['gpu', 'Equal', 'yes', 'NoExecute'],
+        ],
+      },
+    });
+  });
+
+  it('a namespace’s own mandated tolerations and selector are never judged against the pools they overlap', () => {
+    // Both pools tainted `dedicated`; team-d's mandate tolerates the key with Exists.
+    const ms: Mandate[] = [
+      { namespace: 'team-a', spec: dedicated('a') },
+      {
+        namespace: 'team-d',
+        spec: { nodeSelector: { pool: 'd' }, tolerations: [{ key: 'dedicated', operator: 'Exists' }] },
+      },
+    ];
+    const spec = exclusivePoolsSpec(ms);
+    // team-d's Pods carry what its mandate prescribes: not refused; team-a's own Equal reaches
+    // team-d's open pattern: not refused either.
+    expect(indexedJudge(spec, 'team-d', { nodeSelector: { pool: 'd' }, tolerations: ms[1]?.spec.tolerations })).toBe(
+      false,
+    );
+    expect(indexedJudge(spec, 'team-a', { ...dedicated('a') })).toBe(false);
+    // Anything beyond the mandate is judged as before; and for any other namespace the same
+    // toleration is foreign.
+    expect(indexedJudge(spec, 'team-d', { tolerations: [{ operator: 'Exists' }] })).toBe(true);
+    expect(indexedJudge(spec, 'team-d', { nodeSelector: dedicated('a').nodeSelector })).toBe(true);
+    expect(indexedJudge(spec, 'outsider', { tolerations: [{ key: 'dedicated', operator: 'Exists' }] })).toBe(true);
   });
 });

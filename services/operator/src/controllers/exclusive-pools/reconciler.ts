@@ -6,6 +6,11 @@
  * annotation does not parse holds no pool here (the webhook ignores it too). A parameter larger
  * than EXCLUSIVE_POOLS_MAX_BYTES is not written: the last one stays, the error is logged and
  * retried with backoff, and the size gauge shows it.
+ *
+ * Mandates that overlap (one namespace's own mandate reaches another's pool; the policy does not
+ * refuse what a mandate prescribes: desired/exclusive-pools-overlaps.ts) are reported: a gauge of
+ * how many namespaces overlap, a log line, and a Warning Event `ExclusivePoolsOverlap` on the
+ * owning instance when a namespace's overlap first appears or changes (not at every reconcile).
  */
 import { describeError, type Logger } from '@kubeplus-isolation/service';
 import {
@@ -15,6 +20,8 @@ import {
   parseNodeIsolation,
 } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
+import { EventReason } from '../../desired/event-reasons.js';
 import {
   EXCLUSIVE_POOLS_MAX_BYTES,
   EXCLUSIVE_POOLS_NAME,
@@ -24,6 +31,9 @@ import {
   specBytes,
   specUpToDate,
 } from '../../desired/exclusive-pools.js';
+import { overlapMessage, poolOverlaps } from '../../desired/exclusive-pools-overlaps.js';
+import type { InstanceIdentity } from '../../desired/instance.js';
+import { ownerOf } from '../../desired/owner.js';
 import type { Lister } from '../../runtime/informer.js';
 import type { Reconciler } from '../../runtime/manager.js';
 import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
@@ -38,6 +48,8 @@ export interface ExclusivePoolsPort {
 export interface ExclusivePoolsHooks {
   /** After each plan: the namespaces it holds and its size in bytes. */
   planned(namespaces: number, bytes: number): void;
+  /** After each plan: how many namespaces' own mandates reach another namespace's pool. */
+  overlapping(namespaces: number): void;
 }
 
 export interface ExclusivePoolsReconcilerOptions {
@@ -48,6 +60,9 @@ export interface ExclusivePoolsReconcilerOptions {
   port: ExclusivePoolsPort;
   hooks: ExclusivePoolsHooks;
   logger: Logger;
+  /** The watched instance an owner identity names, if cached (Events go there). */
+  resolveOwner(owner: InstanceIdentity): EventTarget | undefined;
+  recordEvent(target: EventTarget, event: InstanceEvent): Promise<void>;
 }
 
 /** The resolved mandates of `namespaces` (any shape): unparsable annotations hold nothing. */
@@ -64,14 +79,19 @@ export function mandatesOf(namespaces: readonly KubernetesObject[]): Mandate[] {
 export class ExclusivePoolsReconciler implements Reconciler {
   readonly name = EXCLUSIVE_POOLS_CONTROLLER;
 
+  /** Per namespace, the overlap last reported by an Event (its reached namespaces, joined). */
+  private readonly reported = new Map<string, string>();
+
   constructor(private readonly options: ExclusivePoolsReconcilerOptions) {}
 
   async reconcile(): Promise<ReconcileOutcome> {
     const { namespaces, params, port, hooks, logger } = this.options;
-    const mandates = mandatesOf(namespaces.list());
+    const objects = namespaces.list();
+    const mandates = mandatesOf(objects);
     const spec = exclusivePoolsSpec(mandates);
     const bytes = specBytes(spec);
     hooks.planned(spec.namespaces, bytes);
+    await this.reportOverlaps(poolOverlaps(mandates, spec), objects);
     const stored = params.get(EXCLUSIVE_POOLS_NAME);
     if (stored !== undefined && specUpToDate((stored as { spec?: unknown }).spec, spec)) return;
     if (bytes > EXCLUSIVE_POOLS_MAX_BYTES) {
@@ -87,5 +107,32 @@ export class ExclusivePoolsReconciler implements Reconciler {
       throw err;
     }
     logger.info('exclusive pools written', { namespaces: spec.namespaces, bytes });
+  }
+
+  private async reportOverlaps(overlaps: Map<string, string[]>, objects: readonly KubernetesObject[]): Promise<void> {
+    const { hooks, logger } = this.options;
+    hooks.overlapping(overlaps.size);
+    for (const ns of [...this.reported.keys()]) if (!overlaps.has(ns)) this.reported.delete(ns);
+    for (const [namespace, reached] of overlaps) {
+      const key = reached.join(',');
+      if (this.reported.get(namespace) === key) continue;
+      const message = overlapMessage(namespace, reached);
+      logger.warn('a node-isolation mandate reaches another namespace’s exclusive pool', { namespace, reached });
+      const meta = objects.find((o) => o.metadata?.name === namespace)?.metadata ?? {};
+      const owner = ownerOf(meta);
+      const target = owner === undefined ? undefined : this.options.resolveOwner(owner);
+      // No watched instance (yet): the log and the gauge say it; the Event is tried again later.
+      if (target === undefined) continue;
+      try {
+        await this.options.recordEvent(target, {
+          type: 'Warning',
+          reason: EventReason.ExclusivePoolsOverlap,
+          message,
+        });
+        this.reported.set(namespace, key);
+      } catch (err) {
+        logger.warn('could not record an event', { namespace, error: describeError(err) });
+      }
+    }
   }
 }

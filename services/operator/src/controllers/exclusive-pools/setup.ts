@@ -8,15 +8,17 @@
 import { NODE_ISOLATION_ENABLED_LABEL } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Gauge } from 'prom-client';
+import type { EventTarget } from '../../cluster/port.js';
 import {
   EXCLUSIVE_POOLS_API_VERSION,
   EXCLUSIVE_POOLS_NAME,
   EXCLUSIVE_POOLS_RESOURCE,
 } from '../../desired/exclusive-pools.js';
+import type { InstanceIdentity } from '../../desired/instance.js';
 import { informerKeySource } from '../../runtime/key-sources.js';
 import type { ControllerOptions } from '../../runtime/manager.js';
 import { ISOLATED_NAMESPACES_RESOURCE } from '../audit/setup.js';
-import type { SetupContext } from '../setup.js';
+import { recordEvent, type SetupContext } from '../setup.js';
 import { EXCLUSIVE_POOLS_CONTROLLER, type ExclusivePoolsPort, ExclusivePoolsReconciler } from './reconciler.js';
 
 export { EXCLUSIVE_POOLS_CONTROLLER };
@@ -28,7 +30,11 @@ export interface ExclusivePoolsFeature {
 const [GROUP = '', VERSION = ''] = EXCLUSIVE_POOLS_API_VERSION.split('/');
 const ISOLATED_SELECTOR = `${NODE_ISOLATION_ENABLED_LABEL}=true`;
 
-export function setupExclusivePools(ctx: SetupContext, feature: ExclusivePoolsFeature): ControllerOptions {
+export function setupExclusivePools(
+  ctx: SetupContext,
+  feature: ExclusivePoolsFeature,
+  deps: { resolveOwner(owner: InstanceIdentity): EventTarget | undefined },
+): ControllerOptions {
   // The audit's informer when both are on (asked for the same way: one cache).
   const namespaces = ctx.caches.informer<KubernetesObject>({
     name: ISOLATED_NAMESPACES_RESOURCE,
@@ -53,6 +59,11 @@ export function setupExclusivePools(ctx: SetupContext, feature: ExclusivePoolsFe
     help: 'Size of the last planned ExclusivePools parameter (JSON of its spec); over 1000000 bytes it is not written.',
     registers,
   });
+  const overlapping = new Gauge({
+    name: 'kubeplus_operator_exclusive_pools_overlapping_namespaces',
+    help: 'Node-isolated namespaces whose own mandate reaches another namespace’s exclusive pool (selects its labels or tolerates its taints): not refused by the policy, reported by an ExclusivePoolsOverlap Warning Event on the owning instance.',
+    registers,
+  });
   const reconciler = new ExclusivePoolsReconciler({
     namespaces,
     params,
@@ -62,7 +73,12 @@ export function setupExclusivePools(ctx: SetupContext, feature: ExclusivePoolsFe
         held.set(n);
         size.set(bytes);
       },
+      overlapping(n) {
+        overlapping.set(n);
+      },
     },
+    resolveOwner: deps.resolveOwner,
+    recordEvent: recordEvent(ctx),
     logger: ctx.logger.child({ component: EXCLUSIVE_POOLS_CONTROLLER }),
   });
   const one = (): string => EXCLUSIVE_POOLS_NAME;
