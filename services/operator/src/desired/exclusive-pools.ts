@@ -45,7 +45,8 @@ export const EXCLUSIVE_POOLS_NAME = 'exclusive-pools';
 /**
  * The largest parameter written: etcd refuses a value over 1.5 MiB (--max-request-bytes); a
  * margin is kept for metadata and managedFields. Typical mandates (a pool label or two and a
- * toleration) take ≈210 bytes each: 1,000 of them ≈210 KB (desired/exclusive-pools.test.ts).
+ * toleration) take ≈365 bytes each (their index entries and their own mandate, `mandated`): 1,000 of
+ * them ≈365 KB (desired/exclusive-pools.test.ts; docs/benchmarks.md §6b).
  */
 export const EXCLUSIVE_POOLS_MAX_BYTES = 1_000_000;
 
