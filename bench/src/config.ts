@@ -46,6 +46,7 @@ export const SECTIONS = [
   'scale-policy',
   'sandbox-pods',
   'refusal',
+  'exclusive-pools',
   'strength',
 ] as const;
 export type Section = (typeof SECTIONS)[number];

@@ -49,6 +49,7 @@ import { policyEngineFileObjects } from './chart-files.js';
 import { type BenchConfig, loadConfig, operatorPoints, type Section, WEBHOOK_DOCKERFILE } from './config.js';
 import type { Dispatch } from './dispatch-webhook.js';
 import { runEngineTrims } from './engine-trims.js';
+import { installExclusivePoolsBench, runExclusivePoolsBench } from './exclusive-pools.js';
 import { createNodeIsolationParam, createRuntimeClass, RawApi } from './kube.js';
 import { runLoad } from './load.js';
 import { webhookFootprint } from './memory.js';
@@ -255,6 +256,7 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
     'scale-policy',
     'sandbox-pods',
     'refusal',
+    'exclusive-pools',
   ];
   if (!clusterSections.some(want)) return finish(results, started);
 
@@ -447,6 +449,27 @@ async function runAll(cfg: BenchConfig): Promise<BenchResults> {
           policyPluginTotals: () => admissionPluginTotals(cp, 'ValidatingAdmissionPolicy', 'CREATE'),
         },
         checks,
+        log,
+      );
+    });
+
+    await section('exclusive-pools', async () => {
+      const namespaces = {
+        a: await createTestNamespace(cp.kc, 'bench-xp-plain'),
+        x1: await createTestNamespace(cp.kc, 'bench-xp-one'),
+        x1000: await createTestNamespace(cp.kc, 'bench-xp-thousand'),
+      };
+      const meta = await installExclusivePoolsBench(cp.kc, api, namespaces);
+      results.exclusivePools = await runExclusivePoolsBench(
+        api,
+        {
+          rounds: cfg.rounds,
+          serialCreates: cfg.podSerial,
+          parallelCreates: cfg.podParallel,
+          concurrency: cfg.podConcurrency,
+          namespaces,
+        },
+        meta,
         log,
       );
     });

@@ -1,6 +1,7 @@
 import type { ChartComplexityResult } from './chart-complexity.js';
 import type { BenchConfig, Section } from './config.js';
 import type { EngineTrimsResult } from './engine-trims.js';
+import type { ExclusivePoolsBenchResult } from './exclusive-pools.js';
 import type { FootprintStep } from './memory.js';
 import type { HeapChange, MemoryMap } from './memory-anatomy.js';
 import type { NativeProfile } from './native-profile.js';
@@ -55,6 +56,8 @@ export interface BenchResults {
   /** Pod CREATE in a namespace governed by a sandbox policy (its Pod rule), against a plain one. */
   sandboxPods?: SandboxPodsResult;
   refusal?: RefusalResult;
+  /** Pod CREATE through the exclusive-pools policy with 1 and with 1,000 mandates, against no policy. */
+  exclusivePools?: ExclusivePoolsBenchResult;
   /** The cost of strength on the real node: Pod startup and Sandbox CREATE → Ready, runc vs runsc. */
   strength?: StrengthResult;
   chart?: ChartComplexityResult;
@@ -102,6 +105,7 @@ export const SECTION_RESULTS: Readonly<Record<Section, readonly (keyof BenchResu
   'scale-policy': ['scalePolicy'],
   'sandbox-pods': ['sandboxPods'],
   refusal: ['refusal'],
+  'exclusive-pools': ['exclusivePools'],
   strength: ['strength'],
 };
 

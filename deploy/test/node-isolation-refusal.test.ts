@@ -27,11 +27,15 @@ const paramRules = (objects: K8sObject[]) =>
     }
   ).rules.filter((r) => r.resources.includes('nodeisolations'));
 
+/** The NodeIsolation parameter's CRD (exclusive pools' ExclusivePools CRD is rendered by default, and is not refusal's). */
+const nodeIsolationCrds = (objects: K8sObject[]) =>
+  byKind(objects, 'CustomResourceDefinition').filter((c) => c.metadata.name.startsWith('nodeisolations.'));
+
 describe('global.nodeIsolation.refuseUnplaced', () => {
   test('off (the default): the design’s fail-open, nothing of refusal rendered', async () => {
     for (const objects of [await render(), await render(values({ refuseUnplaced: false }))]) {
       expect(objects.find((o) => o.metadata.name === REFUSAL)).toBeUndefined();
-      expect(byKind(objects, 'CustomResourceDefinition')).toEqual([]);
+      expect(nodeIsolationCrds(objects)).toEqual([]);
       expect(operatorArgs(objects)).toContain('--node-isolation-refusal=false');
     }
     const defaults = load(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
@@ -63,9 +67,7 @@ describe('global.nodeIsolation.refuseUnplaced', () => {
   test('on, with the policy engine: ONE CRD (no duplicate), both policies', async () => {
     for (const engine of ['admissionPolicy', 'both']) {
       const objects = await render(values({ engine, refuseUnplaced: true }));
-      expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name)).toEqual([
-        'nodeisolations.isolation.kubeplus.io',
-      ]);
+      expect(nodeIsolationCrds(objects).map((o) => o.metadata.name)).toEqual(['nodeisolations.isolation.kubeplus.io']);
       expect(byKind(objects, 'MutatingAdmissionPolicy')).toHaveLength(1);
       expect(one(objects, 'ValidatingAdmissionPolicy', REFUSAL)).toBeDefined();
       expect(paramRules(objects)).toHaveLength(1);

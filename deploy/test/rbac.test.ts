@@ -155,6 +155,9 @@ describe('RBAC', () => {
       'core/events': sorted('create', 'patch'),
       // The fail-open audit lists an isolated namespace's Pods and watches new ones; nothing else on Pods.
       'core/pods': sorted('list', 'watch'),
+      // Exclusive pools (on by default): the one ExclusivePools object, cached, created, replaced by name.
+      'isolation.kubeplus.io/exclusivepools': sorted('list', 'watch', 'create'),
+      'isolation.kubeplus.io/exclusivepools[exclusive-pools]': ['update'],
       // webhookCertificates: finding the labelled configurations; writing is granted by name below.
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
       // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.

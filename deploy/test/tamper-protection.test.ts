@@ -51,9 +51,14 @@ function variable(p: Policy, name: string): string {
 describe('tamper protection', () => {
   test('each policy has a Deny binding', async () => {
     const objects = await render();
-    const policies = objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((p) => p.metadata.name);
+    // The release's guards (the exclusive-pools policy, kubeplus-isolation-exclusive-pools, is not one).
+    const policies = objects
+      .filter((o) => o.kind === 'ValidatingAdmissionPolicy')
+      .map((p) => p.metadata.name)
+      .filter((n) => n.startsWith(PREFIX));
     expect(policies.sort()).toEqual(
       [
+        `${PREFIX}-exclusive-pools-guard`,
         `${PREFIX}-namespace-guard`,
         `${PREFIX}-operator-confinement`,
         `${PREFIX}-owned-objects-guard`,
@@ -178,14 +183,22 @@ describe('tamper protection', () => {
 
   test('tamperProtection.enabled=false removes every policy; confineOperator=false only the confinement', async () => {
     const off = await render({ tamperProtection: { enabled: false } });
-    expect(off.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+    expect(
+      off.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy') && o.metadata.name.startsWith(PREFIX)),
+    ).toEqual([]);
     const unconfined = await render({ tamperProtection: { confineOperator: false } });
     expect(
       unconfined
         .filter((o) => o.kind === 'ValidatingAdmissionPolicy')
         .map((o) => o.metadata.name)
         .sort(),
-    ).toEqual([`${PREFIX}-namespace-guard`, `${PREFIX}-owned-objects-guard`, `${PREFIX}-report-guard`]);
+    ).toEqual([
+      `${PREFIX}-exclusive-pools-guard`,
+      `${PREFIX}-namespace-guard`,
+      `${PREFIX}-owned-objects-guard`,
+      `${PREFIX}-report-guard`,
+      'kubeplus-isolation-exclusive-pools',
+    ]);
   });
 
   test("the operator's compliance Report is guarded by its own name; a namespace being deleted may delete it", async () => {

@@ -12,6 +12,9 @@
  * - the API server calls the webhook through its Service with the chart's TLS: a tenant
  *   Deployment's Pods carry the mandate, the webhook Pods count the patches, and the Pods are
  *   Running on the pool node (labeled and tainted for the tenant, as seed 1 step 4 shows);
+ * - exclusive pools (validationActions [Deny]): the issue's foreign Pod (the pool's label and
+ *   `{operator: Exists}`, from a namespace without isolation) is refused and never bound to the
+ *   pool's node, while the tenant's Pods keep running there;
  * - the archive carries the maintainers, sources and image references; its NetworkPolicies are
  *   admitted and select exactly the release's Pods, and the webhook Pods run at the priority of
  *   their PriorityClass. The node's CNI (bridge) does not enforce NetworkPolicies: what is proven
@@ -23,7 +26,14 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { type RealNodeCluster, repoRoot, scrapeSecureMetrics, sumMetric, waitFor } from '@kubeplus-isolation/e2e';
+import {
+  isApiStatus,
+  type RealNodeCluster,
+  repoRoot,
+  scrapeSecureMetrics,
+  sumMetric,
+  waitFor,
+} from '@kubeplus-isolation/e2e';
 import {
   NODE_ISOLATION_ANNOTATION,
   NODE_ISOLATION_ENABLED_LABEL,
@@ -105,6 +115,9 @@ describe('the chart on a real node', () => {
       ...networkPolicy('operator'),
       '--set',
       `webhook.priorityClassName=${PRIORITY_CLASS}`,
+      // Exclusive pools refusing (the chart's default only warns): the issue's foreign Pod below.
+      '--set-json',
+      'global.nodeIsolation.exclusivePools.validationActions=["Deny"]',
       '--wait',
       '--timeout',
       '180s',
@@ -275,6 +288,55 @@ describe('the chart on a real node', () => {
       reason: 'NodeAffinity',
     });
     expect(refused.status?.containerStatuses ?? []).toEqual([]);
+  });
+
+  test("exclusive pools: the issue's foreign Pod (the pool's label, a toleration of every taint) is refused and never bound to the pool's node", async () => {
+    // Issue 38: from a namespace without isolation, nodeSelector {pool: team-a-pool} and
+    // tolerations [{operator: Exists}] ran on team-a's tainted node. The operator Pod writes the
+    // ExclusivePools parameter; the chart's policy refuses the Pod (validationActions [Deny]).
+    const core = cluster.cp.kc.makeApiClient(CoreV1Api);
+    const foreign = (name: string): V1Pod => {
+      const pod = tenantPod(name);
+      return {
+        ...pod,
+        spec: {
+          ...pod.spec,
+          containers: pod.spec?.containers ?? [],
+          nodeSelector: { pool: POOL },
+          tolerations: [{ operator: 'Exists' }],
+        },
+      };
+    };
+    await kubectl(cluster, 'create', 'namespace', 'foreign');
+    await waitFor(
+      'ServiceAccount default in foreign',
+      () => core.readNamespacedServiceAccount({ name: 'default', namespace: 'foreign' }),
+      { timeoutMs: 30_000 },
+    );
+    const message = await waitFor(
+      'the exclusive-pools policy to refuse the foreign Pod',
+      async (observe) => {
+        try {
+          await core.createNamespacedPod({ namespace: 'foreign', body: foreign('probe'), dryRun: 'All' });
+          observe('admitted');
+          return undefined;
+        } catch (error) {
+          observe(String(error).slice(0, 300));
+          return isApiStatus(error, 403) ? String((error as { body?: unknown }).body) : undefined;
+        }
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(message).toContain('reserves for another namespace');
+    await expect(core.createNamespacedPod({ namespace: 'foreign', body: foreign('on-pool') })).rejects.toMatchObject({
+      code: 403,
+    });
+    const pods = (await core.listNamespacedPod({ namespace: 'foreign' })).items;
+    expect(pods.filter((p) => p.spec?.nodeName === cluster.nodeName)).toEqual([]);
+    // The tenant's own Pods keep running on the pool.
+    const own = (await core.listNamespacedPod({ namespace: INSTANCE })).items;
+    expect(own.length).toBeGreaterThanOrEqual(3);
+    for (const pod of own) expect(pod.spec?.nodeName).toBe(cluster.nodeName);
   });
 
   test('the packaged chart: its metadata, NetworkPolicies aimed at its own Pods, the webhook at its PriorityClass', async () => {

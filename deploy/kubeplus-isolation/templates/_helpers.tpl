@@ -102,6 +102,15 @@ refusal mode): then the CRD and its guard are installed, and the operator writes
 {{- end -}}
 
 {{/*
+global.nodeIsolation.exclusivePools: "true" when the policy is installed, which needs the operator
+to feed its parameter.
+*/}}
+{{- define "kubeplus-isolation.exclusivePools" -}}
+{{- $x := dig "nodeIsolation" "exclusivePools" dict (.Values.global | default dict) -}}
+{{- and (dig "enabled" true $x) .Values.operator.enabled | toString -}}
+{{- end -}}
+
+{{/*
 The webhook subchart's view of its own values (Values, Release, Chart.Name), for calling its named
 templates ("webhook.fullname", "webhook.certsSecretName", "webhook.tlsMode") so that the names
 here can never disagree with the ones it renders.

@@ -84,6 +84,8 @@ export interface Config {
   uninstallStopDeployment: string | undefined;
   /** Issue and rotate the certificates of webhook configurations labelled for it (controllers/webhook-certificates). */
   webhookCertificates: boolean;
+  /** Write every isolated namespace's pool into the ExclusivePools parameter (controllers/exclusive-pools). */
+  exclusivePools: boolean;
   webhookCaValidityMs: number;
   webhookCertValidityMs: number;
   webhookCertPropagationDelayMs: number;
@@ -463,6 +465,15 @@ export const FLAGS: readonly Flag[] = [
     defaultHelp: 'none',
     help: "With --uninstall: first scale this Deployment (the operator's, in --leader-election-namespace) to zero and wait until its Pods are gone, so no running operator puts back what the cleanup removes.",
     parse: dnsSubdomain('Deployment name'),
+  },
+  {
+    key: 'exclusivePools',
+    name: 'exclusive-pools',
+    env: 'EXCLUSIVE_POOLS',
+    placeholder: '<true|false>',
+    default: 'false',
+    help: "Write (leader only) the cluster-scoped ExclusivePools object exclusive-pools (isolation.kubeplus.io/v1alpha1; CRD and policy from the chart, global.nodeIsolation.exclusivePools): every node-isolated namespace's pool, indexed for the chart's ValidatingAdmissionPolicy, which keeps other namespaces' Pods from selecting a pool's labels or tolerating its taints. Recomputed from every namespace labelled kubeplus.io/node-isolation-enabled=true, written only when it changed.",
+    parse: boolean,
   },
   {
     key: 'webhookCertificates',

@@ -8,6 +8,7 @@ import { type AccessReviewer, formatDuration } from '@kubeplus-isolation/service
 import { writesNodeIsolationParams } from './config.js';
 import type { AuditFeature } from './controllers/audit/setup.js';
 import type { ReportsFeature } from './controllers/compliance/setup.js';
+import type { ExclusivePoolsFeature } from './controllers/exclusive-pools/setup.js';
 import type { InstancesOptions } from './controllers/instances/setup.js';
 import type { OwnedObjectsOptions } from './controllers/owned-objects/setup.js';
 import type { WebhookCertificatesFeature } from './controllers/webhook-certificates/setup.js';
@@ -27,6 +28,8 @@ export interface Features {
   audit?: AuditFeature & { reports?: ReportsFeature | undefined };
   /** `--webhook-certificates`. */
   webhookCertificates?: WebhookCertificatesFeature;
+  /** `--exclusive-pools`. */
+  exclusivePools?: ExclusivePoolsFeature;
   /** `--metrics-secure`: HTTPS (a certificate from these files, else self-signed); /metrics reviewed. */
   secureMetrics?: { reviewer: AccessReviewer; files: { certFile: string; keyFile: string } | undefined };
   /** `--leader-elect`: the Lease and its timing. */
@@ -39,6 +42,8 @@ export function operatorFeatures(deps: OperatorDeps): Features {
     throw new Error('operator: leader election needs a lease lock');
   if (config.metricsSecure && deps.accessReviewer === undefined)
     throw new Error('operator: --metrics-secure needs an access reviewer (TokenReview and SubjectAccessReview)');
+  if (config.exclusivePools && deps.exclusivePools === undefined)
+    throw new Error('operator: --exclusive-pools needs the ExclusivePools writer');
   const auditing = config.auditIntervalMs > 0;
   if (auditing && deps.pods === undefined) throw new Error('operator: the audit needs a Pod lister');
   const reporting = auditing && config.reports;
@@ -90,6 +95,9 @@ export function operatorFeatures(deps: OperatorDeps): Features {
             },
           },
         }),
+    ...(config.exclusivePools && deps.exclusivePools !== undefined
+      ? { exclusivePools: { port: deps.exclusivePools } }
+      : {}),
     ...(config.metricsSecure && deps.accessReviewer !== undefined
       ? {
           secureMetrics: {
@@ -126,5 +134,6 @@ export function describeFeatures({ config, policyApis }: OperatorDeps, features:
     admissionPolicies: policyResources(policyApis).map((p) => `${p.apiVersion}/${p.kind}`),
     auditInterval: features.audit ? formatDuration(features.audit.intervalMs) : 'disabled',
     reports: features.audit?.reports ? `on (at most ${features.audit.reports.maxResults} results each)` : 'disabled',
+    exclusivePools: features.exclusivePools ? 'on' : 'disabled',
   };
 }

@@ -10,7 +10,8 @@
  *   `owned-objects` (controllers/owned-objects/) owned-object adds/updates → orphan cleanup or the owner;
  *   `node-isolation-audit` (controllers/audit/, with --audit-interval > 0) isolated namespaces' Pods,
  *                   and with --reports the compliance Reports (controllers/compliance/);
- *   `webhook-certificates` (controllers/webhook-certificates/, with --webhook-certificates).
+ *   `webhook-certificates` (controllers/webhook-certificates/, with --webhook-certificates);
+ *   `exclusive-pools` (controllers/exclusive-pools/, with --exclusive-pools) the one ExclusivePools parameter.
  */
 
 import type { AccessReviewer, Logger } from '@kubeplus-isolation/service';
@@ -22,6 +23,8 @@ import type { PodLister, PodWatchApi } from './controllers/audit/controller.js';
 import { setupAudit } from './controllers/audit/setup.js';
 import type { ReportStore, SandboxLister } from './controllers/compliance/reporter.js';
 import { setupCompliance } from './controllers/compliance/setup.js';
+import type { ExclusivePoolsPort } from './controllers/exclusive-pools/reconciler.js';
+import { setupExclusivePools } from './controllers/exclusive-pools/setup.js';
 import { COUNTED_ANNOTATIONS } from './controllers/instances/reconcile-metrics.js';
 import { setupInstances } from './controllers/instances/setup.js';
 import { setupOwnedObjects } from './controllers/owned-objects/setup.js';
@@ -75,6 +78,8 @@ export interface OperatorDeps {
     configurations: InformerSource<WebhookConfigurationLike>;
     port: WebhookCertificatesPort;
   };
+  /** The ExclusivePools object's writes; required when `config.exclusivePools`. */
+  exclusivePools?: ExclusivePoolsPort;
   /** Secure metrics' TokenReview and SubjectAccessReview (kube/access-review.ts); required when `config.metricsSecure`. */
   accessReviewer?: AccessReviewer;
   /** Reports every API request to an observer (kube/api-requests.ts); absent: no API request metrics fed. */
@@ -127,6 +132,9 @@ export function createOperator(deps: OperatorDeps): Operator {
   }
   if (features.webhookCertificates !== undefined) {
     controllers.push(setupWebhookCertificates(ctx, features.webhookCertificates));
+  }
+  if (features.exclusivePools !== undefined) {
+    controllers.push(setupExclusivePools(ctx, features.exclusivePools, { resolveOwner: instances.resolveOwner }));
   }
 
   // ---- manager, HTTP ----

@@ -29,6 +29,13 @@ export const EventReason = {
   StricterSandboxPolicy: 'StricterSandboxPolicy',
   /** Warning: advisory mode, but no RuntimeClass to default to. */
   NoDefaultRuntimeClass: 'NoDefaultRuntimeClass',
+  /**
+   * Warning: the tenant namespace's own node-isolation mandate reaches another namespace's
+   * exclusive pool (selects its labels or tolerates its taints). The exclusive-pools policy does
+   * not refuse what a mandate prescribes, so the tenant's Pods may land there: give each pool a
+   * taint value of its own (exclusive-pools-overlaps.ts).
+   */
+  ExclusivePoolsOverlap: 'ExclusivePoolsOverlap',
   NamespaceCreated: 'NamespaceCreated',
   NodeIsolationApplied: 'NodeIsolationApplied',
   NodeIsolationRemoved: 'NodeIsolationRemoved',

@@ -8,6 +8,7 @@ import type { ApiRequestObserver } from './api-requests.js';
 import { KubeClusterPort } from './cluster-port.js';
 import { checkSharedLayout, discoverPolicyApis } from './discovery.js';
 import { coreV1EventSink } from './event-sink.js';
+import { kubeExclusivePoolsPort } from './exclusive-pools-port.js';
 import { kubeInformerSources, webhookConfigurationSource } from './informer-sources.js';
 import { PooledKubeConfig } from './kubeconfig.js';
 import { KubeLeaseLock } from './lease-lock.js';
@@ -44,6 +45,7 @@ export async function kubeOperatorDeps(
           port: kubeWebhookCertificatesPort(kc),
         }
       : undefined,
+    exclusivePools: config.exclusivePools ? kubeExclusivePoolsPort(kc) : undefined,
     reports: {
       store: kubeReportStore(kc.makeApiClient(CustomObjectsApi)),
       sandboxes: kubeSandboxLister(kc.makeApiClient(CustomObjectsApi), kc.makeApiClient(CoreV1Api)),

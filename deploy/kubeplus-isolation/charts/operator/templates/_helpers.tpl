@@ -138,3 +138,11 @@ whole milliseconds, for comparing durations at render time.
 {{- end -}}
 {{- $ms | int64 -}}
 {{- end -}}
+
+{{/*
+global.nodeIsolation.exclusivePools.enabled (default true): the operator writes the ExclusivePools
+parameter the umbrella chart's policy reads.
+*/}}
+{{- define "operator.exclusivePools" -}}
+{{- dig "nodeIsolation" "exclusivePools" "enabled" true (.Values.global | default dict) | toString -}}
+{{- end -}}
