@@ -52,6 +52,12 @@ lint: generate ## Typecheck sources and tests, then lint (tsc + Biome)
 test-unit: generate ## Fast unit tests of every package (no cluster)
 	$(JEST) --selectProjects unit
 
+# The command-line tool as one npm package that installs without this repository (packages/cli/README.md
+# "Install"): dist/cli/kubeplus-isolation-cli-<version>.tgz (npm install -g, npx) and its krew manifest.
+.PHONY: cli-package
+cli-package: generate ## The standalone CLI: dist/cli/kubeplus-isolation-cli-<version>.tgz (npm install -g / npx, no repo needed) + krew manifest dist/cli/kubeplus-isolation.yaml
+	node packages/cli/bundle/pack.ts --out dist/cli
+
 # ---- e2e/: a real control plane (see e2e/README.md) ------------------------------------------
 # The binaries are built once per machine from the pinned Go modules into ~/.cache/kubeplus-isolation
 # (KUBEPLUS_ISOLATION_ASSETS=<dir> uses prebuilt ones); the script's last stdout line is their directory.

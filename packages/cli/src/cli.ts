@@ -26,6 +26,7 @@ import {
   statusOf,
 } from './kube.js';
 import { decide, formatValidate, readDocuments, splitDocuments } from './validate.js';
+import { cliVersion } from './version.js';
 
 export const EXIT = { ok: 0, findings: 1, usage: 2, cluster: 3 } as const;
 
@@ -53,6 +54,7 @@ Usage:
   ${PROG} explain NAMESPACE             the isolation of a namespace, and what does not comply
   ${PROG} check FILE -n NAMESPACE       what admission would do to a Pod or Sandbox (dry run)
   ${PROG} COMMAND --help                a command's flags
+  ${PROG} --version                     the version
 
 Common flags:
   -o, --output text|json   text for a person (default), json for tools
@@ -251,6 +253,10 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return await explainCommand(args, io);
       case 'check':
         return await checkCommand(args, io);
+      case 'version':
+      case '--version':
+        io.stdout(`${PROG} ${cliVersion()}\n`);
+        return EXIT.ok;
       case undefined:
       case 'help':
       case '-h':
