@@ -166,6 +166,14 @@ images: install ## Build the webhook and operator images (one OCI index each: li
 package: install ## The artifacts to install: dist/kubeplus-isolation-<version>.tgz (helm package, image references filled in) + dist/images/*.tar, their SBOMs and SHA256SUMS (IMAGE_REGISTRY, IMAGE_TAG)
 	deploy/package.sh
 
+# `make publish REGISTRY=host[:port]/path`: the release on any OCI registry, signed (deploy/publish.sh; README
+# "Install from an OCI registry"): the images of `make images`, the chart as an OCI artifact, cosign
+# signatures on both (COSIGN_KEY=<key file>, else keyless) and each image's SBOM as an attestation.
+REGISTRY ?=
+.PHONY: publish
+publish: images ## Push the images and the chart (OCI) to REGISTRY=host[:port]/path, sign them with cosign (COSIGN_KEY or keyless), attach each image's SBOM as an attestation
+	REGISTRY="$(REGISTRY)" IMAGE_TAG="$(IMAGE_TAG)" deploy/publish.sh
+
 .PHONY: images-docker
 images-docker: ## Build the same images from the Dockerfiles with a Docker/Podman engine (CONTAINER_ENGINE, IMAGE_REGISTRY, IMAGE_TAG)
 	@if ! command -v $(CONTAINER_ENGINE) >/dev/null 2>&1 || ! $(CONTAINER_ENGINE) info >/dev/null 2>&1; then \
