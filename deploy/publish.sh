@@ -37,7 +37,6 @@ registry=${REGISTRY:-}
 [[ $registry =~ ^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]+)?$ ]] || die "REGISTRY=$registry is not a registry host[:port]/path"
 registry=${registry%/}
 tag=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")}
-version=$(sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")
 images=${IMAGES_DIR:-$repo/dist/images}
 out=${PUBLISH_OUT_DIR:-$repo/dist/publish}
 components() { env -u KUBEPLUS_ISOLATION_ASSETS "$repo/e2e/scripts/build-components.sh" "$@" | tail -1; }
@@ -111,7 +110,9 @@ log "chart: helm push $(basename "$archive") -> oci://$registry"
 pushed=$("$helm" push "$archive" "oci://$registry" "${helm_flags[@]}" 2>&1) || die "helm push failed: $pushed"
 printf '%s\n' "$pushed" >&2
 chart_digest=$(sed -n 's/^Digest: *\(sha256:[0-9a-f]\{64\}\)$/\1/p' <<<"$pushed")
-[[ -n $chart_digest ]] || die "helm push printed no digest"
+# The chart's version as helm packaged it (the archive's Chart.yaml): the release's.
+version=$(sed -n 's#^Pushed: .*/kubeplus-isolation:\(.*\)$#\1#p' <<<"$pushed")
+[[ -n $chart_digest && -n $version ]] || die "helm push printed no digest or version"
 sign "$registry/kubeplus-isolation@$chart_digest"
 printf 'chart %s/kubeplus-isolation:%s %s\n' "$registry" "$version" "$chart_digest" >>"$record.tmp"
 
