@@ -81,7 +81,9 @@ describe('a release published to an OCI registry, installed from it on a real no
   let published: Published[];
   let keys: string;
   let imagesDir: string;
-  const bin = (name: string): string => join(cluster.cp.state.assetsDir, name);
+  /** crane, cosign, ctr: the node's binaries directory (NODE_BINARIES); helm: the control plane's. */
+  const bin = (name: string): string =>
+    join(name === 'helm' ? cluster.cp.state.assetsDir : cluster.layout.binDir, name);
 
   /** cosign with the test registry's flags; resolves with its exit status and output, never rejects. */
   async function cosign(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
