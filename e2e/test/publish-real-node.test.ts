@@ -183,7 +183,7 @@ describe('a release published to an OCI registry, installed from it on a real no
       ...INSTANCE_GROUP_VALUES,
       '--wait',
       '--timeout',
-      '300s',
+      '180s',
     );
     const apps = cluster.cp.kc.makeApiClient(AppsV1Api);
     for (const name of [`${RELEASE}-webhook`, `${RELEASE}-operator`]) {
