@@ -52,6 +52,12 @@ lint: generate ## Typecheck sources and tests, then lint (tsc + Biome)
 test-unit: generate ## Fast unit tests of every package (no cluster)
 	$(JEST) --selectProjects unit
 
+# The command-line tool as one npm package that installs without this repository (packages/cli/README.md
+# "Install"): dist/cli/kubeplus-isolation-cli-<version>.tgz (npm install -g, npx) and its krew manifest.
+.PHONY: cli-package
+cli-package: generate ## The standalone CLI: dist/cli/kubeplus-isolation-cli-<version>.tgz (npm install -g / npx, no repo needed) + krew manifest dist/cli/kubeplus-isolation.yaml
+	node packages/cli/bundle/pack.ts --out dist/cli
+
 # ---- e2e/: a real control plane (see e2e/README.md) ------------------------------------------
 # The binaries are built once per machine from the pinned Go modules into ~/.cache/kubeplus-isolation
 # (KUBEPLUS_ISOLATION_ASSETS=<dir> uses prebuilt ones); the script's last stdout line is their directory.
@@ -177,6 +183,14 @@ images: install ## Build the webhook and operator images (one OCI index each: li
 .PHONY: package
 package: install ## The artifacts to install: dist/kubeplus-isolation-<VERSION>.tgz (helm package, image references filled in) + dist/images/*.tar tagged <VERSION>, their SBOMs and SHA256SUMS (IMAGE_REGISTRY; IMAGE_TAG must equal VERSION)
 	deploy/package.sh
+
+# `make publish REGISTRY=host[:port]/path`: the release on any OCI registry, signed (deploy/publish.sh; README
+# "Install from an OCI registry"): the images of `make images`, the chart as an OCI artifact, cosign
+# signatures on both (COSIGN_KEY=<key file>, else keyless) and each image's SBOM as an attestation.
+REGISTRY ?=
+.PHONY: publish
+publish: images ## Push the images and the chart (OCI) to REGISTRY=host[:port]/path, sign them with cosign (COSIGN_KEY or keyless), attach each image's SBOM as an attestation
+	REGISTRY="$(REGISTRY)" IMAGE_TAG="$(IMAGE_TAG)" deploy/publish.sh
 
 .PHONY: images-docker
 images-docker: ## Build the same images from the Dockerfiles with a Docker/Podman engine (CONTAINER_ENGINE, IMAGE_REGISTRY, IMAGE_TAG)

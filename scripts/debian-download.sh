@@ -5,12 +5,19 @@
 # installing them: the images' C runtime (deploy/image/build-images.sh), libseccomp for runc and
 # nftables for kube-proxy (e2e/scripts/build-components.sh).
 #
-# Usage: scripts/debian-download.sh <dest-dir> <package>...
+# Usage: scripts/debian-download.sh [--resolve-only] <dest-dir> <package>...
+# Next to the .deb files it writes apt's own account of where they come from (read by
+# deploy/image/apt-source.ts): apt-policy.txt (`apt-cache policy`: every package index and its
+# Release's origin, version and codename) and apt-candidates.txt (`apt-cache policy <package>...`:
+# the candidate versions, which `apt-get download` fetches, and the indexes offering them).
+# --resolve-only writes those two files and downloads nothing (what versions would be fetched).
 # Environment: DEBIAN_ARCH  the packages' architecture (default the machine's; e.g. arm64 for the
 #              arm64 images): apt's lists of that architecture only, in the same private directory.
 set -euo pipefail
 die() { printf 'debian-download: error: %s\n' "$*" >&2; exit 1; }
-(($# >= 2)) || die "usage: $0 <dest-dir> <package>..."
+resolve_only=0
+[[ ${1:-} == --resolve-only ]] && { resolve_only=1; shift; }
+(($# >= 2)) || die "usage: $0 [--resolve-only] <dest-dir> <package>..."
 dest=$1
 shift
 for t in apt-get dpkg-deb; do command -v "$t" >/dev/null 2>&1 || die "$t is needed (a Debian machine)"; done
@@ -25,4 +32,7 @@ if [[ -n ${DEBIAN_ARCH:-} ]]; then
   opts+=(-o "APT::Architecture=$DEBIAN_ARCH" -o "APT::Architectures::=$DEBIAN_ARCH")
 fi
 apt-get "${opts[@]}" update >&2 || die "apt-get update (private lists under $state) failed"
+apt-cache "${opts[@]}" policy >"$dest/apt-policy.txt" || die "apt-cache policy failed"
+apt-cache "${opts[@]}" policy "$@" >"$dest/apt-candidates.txt" || die "apt-cache policy $* failed"
+((resolve_only)) && exit 0
 (cd "$dest" && apt-get "${opts[@]}" download "$@" >&2) || die "apt-get download $* failed"

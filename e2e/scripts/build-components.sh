@@ -10,7 +10,8 @@
 #                             crane, pause-image.tar (a static pause binary as an image
 #                             archive), agent-sandbox-controller and its image archive,
 #                             runsc and containerd-shim-runsc-v1 (gVisor): what the harness's
-#                             real node runs (e2e/README.md)
+#                             real node runs (e2e/README.md); cosign (signs and verifies what
+#                             `make publish` pushes, and the publish suite's checks)
 #
 # Usage:
 #   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # the control plane
@@ -32,7 +33,7 @@
 # go1.26.8: k8s.io/kubernetes v1.36.3 (staging v0.36.3), go.etcd.io/etcd/server/v3 v3.6.16,
 # helm.sh/helm/v3 v3.22.0, github.com/containerd/containerd/v2 v2.2.9,
 # github.com/opencontainers/runc v1.3.7, github.com/containernetworking/plugins v1.10.0,
-# github.com/google/go-containerregistry v0.22.1 (deploy/image/crane).
+# github.com/google/go-containerregistry v0.22.1 (deploy/image/crane), github.com/sigstore/cosign/v3 v3.1.3.
 set -euo pipefail
 
 log() { printf '%s\n' "$*" >&2; }
@@ -53,7 +54,7 @@ heartbeat() { # <pid> <started at ($SECONDS)> <what>
 
 CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
 NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap nft crane
-  pause-image.tar agent-sandbox-controller agent-sandbox-controller-image.tar runsc containerd-shim-runsc-v1)
+  pause-image.tar agent-sandbox-controller agent-sandbox-controller-image.tar runsc containerd-shim-runsc-v1 cosign)
 BINARIES=("${CONTROL_PLANE[@]}")
 # Arguments restrict the work to the binaries named (e.g. `helm` for the chart tests); `node` names
 # the node's set.
@@ -134,6 +135,7 @@ agent_sandbox_version=$(gomod_version "$components/agent-sandbox/go.mod" sigs.k8
 gvisor_version=$(gomod_version "$components/gvisor/go.mod" gvisor.dev/gvisor)
 crane_module=$(cd "$script_dir/../../deploy/image/crane" && pwd -P)
 crane_version=$(gomod_version "$crane_module/go.mod" github.com/google/go-containerregistry)
+cosign_version=$(gomod_version "$components/cosign/go.mod" github.com/sigstore/cosign/v3)
 
 [[ $k8s_version =~ ^v([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "unexpected k8s.io/kubernetes version $k8s_version"
 k8s_major=${BASH_REMATCH[1]} k8s_minor=${BASH_REMATCH[2]} k8s_patch=${BASH_REMATCH[3]}
@@ -154,6 +156,7 @@ containerd_dir=$cache/containerd-$containerd_version
 runc_dir=$cache/runc-$runc_version
 cni_dir=$cache/cni-plugins-$cni_version
 crane_dir=$cache/crane-$crane_version
+cosign_dir=$cache/cosign-$cosign_version
 # nft and the pause image are assembled, not compiled from a module: their directories carry the
 # versions of what they hold (the Debian release's nftables; the pause program below).
 nft_dir=$cache/nft-debian12
@@ -182,6 +185,7 @@ targets=(
   "loopback|cni|github.com/containernetworking/plugins/plugins/main/loopback|$cni_dir"
   "portmap|cni|github.com/containernetworking/plugins/plugins/meta/portmap|$cni_dir"
   "crane|crane|github.com/google/go-containerregistry/cmd/crane|$crane_dir"
+  "cosign|cosign|github.com/sigstore/cosign/v3/cmd/cosign|$cosign_dir"
   "nft|-|nft|$nft_dir"
   "pause-image.tar|-|pause|$pause_dir"
   "agent-sandbox-controller|agent-sandbox|sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller|$agent_sandbox_dir"
@@ -287,6 +291,11 @@ ldflags_for() { # <module dir>
       ;;
     agent-sandbox)
       x+=("-X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=$agent_sandbox_version")
+      ;;
+    cosign)
+      # cosign's Makefile: its version through sigs.k8s.io/release-utils (`cosign version`).
+      x+=("-X sigs.k8s.io/release-utils/version.gitVersion=$cosign_version"
+          "-X sigs.k8s.io/release-utils/version.gitTreeState=clean")
       ;;
     gvisor)
       # runsc --version says VERSION_MISSING unless set (gVisor's own release builds set it).

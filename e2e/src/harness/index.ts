@@ -91,6 +91,7 @@ export { podCondition, testPod, waitForPod, waitForPodBound, waitForPodUnschedul
 export { instancePolicyName, legacyInstancePolicyName, type PolicyRole } from './policy-names.js';
 export { freePorts } from './ports.js';
 export { describeExit, type ManagedProcess, type ProcessExit } from './process.js';
+export { serveRegistry, type TestRegistry } from './registry.js';
 export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
 export { ownerAlive, processStartTime, type RunOwner, readOwner, runOwner } from './run-owner.js';
 export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';

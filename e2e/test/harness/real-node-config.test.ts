@@ -17,6 +17,7 @@ import {
   kubeletConfig,
   kubeProxyConfig,
   RUNSC_HANDLER,
+  registryHostsToml,
   runscConfig,
 } from '../../src/harness/node/config.js';
 import { cidrsOverlap, MAX_SLOTS, slotSupernet } from '../../src/harness/node/network.js';
@@ -83,6 +84,17 @@ describe('the rendered configuration', () => {
     expect(runscConfig(layout)).toBe(
       'binary_name = "/cache/bin/runsc"\nroot = "/tmp/kubeplus-node-x/containerd/runsc"\n\n[runsc_config]\n  platform = "systrap"\n',
     );
+  });
+
+  test("containerd reads registry hosts from the run dir, so a suite's plain-HTTP test registry is pulled from as http://", () => {
+    expect(containerdConfig(layout)).toMatch(
+      /^ {2}\[plugins\.'io\.containerd\.cri\.v1\.images'\.registry\]\n {4}config_path = "\/tmp\/kubeplus-node-x\/containerd\/certs\.d"$/m,
+    );
+    expect(layout.registryConfigDir).toBe('/tmp/kubeplus-node-x/containerd/certs.d');
+    expect(registryHostsToml('10.3.255.1:5000')).toBe(
+      'server = "http://10.3.255.1:5000"\n\n[host."http://10.3.255.1:5000"]\n  capabilities = ["pull", "resolve"]\n',
+    );
+    expect(() => registryHostsToml('http://x:1')).toThrow(/not host:port/);
   });
 
   test('the CNI bridge hands out the Pod range with the bridge as gateway, no masquerading, leases in the run dir', () => {

@@ -26,6 +26,7 @@ import {
   statusOf,
 } from './kube.js';
 import { decide, formatValidate, readDocuments, splitDocuments } from './validate.js';
+import { cliVersion } from './version.js';
 
 export const EXIT = { ok: 0, findings: 1, usage: 2, cluster: 3 } as const;
 
@@ -33,7 +34,7 @@ export interface Io {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
   stdin: () => string;
-  /** The tool's version, for `--version` (main.ts: its package.json's, which `make release` stamps). */
+  /** The tool's version, for `--version`; unset: `cliVersion()` (the bundle's compiled-in release, or package.json's). */
   version?: string;
 }
 
@@ -256,7 +257,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return await checkCommand(args, io);
       case 'version':
       case '--version':
-        io.stdout(`${PROG} ${io.version ?? 'unknown'}\n`);
+        io.stdout(`${PROG} ${io.version ?? cliVersion()}\n`);
         return EXIT.ok;
       case undefined:
       case 'help':

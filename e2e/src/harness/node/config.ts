@@ -21,6 +21,11 @@ export interface NodeLayout {
   containerdState: string;
   containerdSocket: string;
   containerdConfig: string;
+  /**
+   * containerd's registry hosts directory (`config_path`): `<host:port>/hosts.toml` per registry,
+   * read at each pull, so a suite can point the node at a registry it starts (registryHostsToml).
+   */
+  registryConfigDir: string;
   runcRoot: string;
   /** runsc's state (`--root`): its sandboxes' state files and the null-netns bind mount. */
   runscRoot: string;
@@ -60,6 +65,7 @@ export function nodeLayout(
     containerdState: join(dir, 'containerd', 'state'),
     containerdSocket: join(dir, 'containerd', 'containerd.sock'),
     containerdConfig: join(dir, 'containerd', 'config.toml'),
+    registryConfigDir: join(dir, 'containerd', 'certs.d'),
     runcRoot: join(dir, 'containerd', 'runc'),
     runscRoot: join(dir, 'containerd', 'runsc'),
     runscConfig: join(dir, 'containerd', 'runsc.toml'),
@@ -104,6 +110,8 @@ state = ${q(l.containerdState)}
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = ${q(l.pauseImage)}
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = ${q(l.registryConfigDir)}
 
 [${runtime}]
   enable_selinux = false
@@ -139,6 +147,20 @@ state = ${q(l.containerdState)}
 
 [plugins.'io.containerd.nri.v1.nri']
   disable = true
+`;
+}
+
+/**
+ * containerd's hosts.toml for a registry the harness serves over plain HTTP at `host` (host:port,
+ * e.g. the node's host-side address): pull and resolve from it, as `http://`. Written to
+ * `<registryConfigDir>/<host>/hosts.toml`.
+ */
+export function registryHostsToml(host: string): string {
+  if (!/^[a-z0-9.-]+:\d+$/.test(host)) throw new Error(`registry host ${host} is not host:port`);
+  return `server = ${q(`http://${host}`)}
+
+[host.${q(`http://${host}`)}]
+  capabilities = ["pull", "resolve"]
 `;
 }
 

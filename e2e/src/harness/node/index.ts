@@ -1,5 +1,12 @@
 export { cgroupHierarchies, createCgroupRoot, processesInCgroupRoot, removeCgroupRoot } from './cgroups.js';
-export { type NodeLayout, nodeLayout, RUNSC_HANDLER, RUNSC_RUNTIME_CLASS, runscConfig } from './config.js';
+export {
+  type NodeLayout,
+  nodeLayout,
+  RUNSC_HANDLER,
+  RUNSC_RUNTIME_CLASS,
+  registryHostsToml,
+  runscConfig,
+} from './config.js';
 export {
   comparableHostStates,
   DEFAULT_NODE_PATHS,

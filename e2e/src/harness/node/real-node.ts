@@ -49,6 +49,9 @@ export const NODE_BINARIES = [
   'agent-sandbox-controller-image.tar',
   'runsc',
   'containerd-shim-runsc-v1',
+  // Not the node's own: the publish suite's registry (crane) and signatures (cosign).
+  'crane',
+  'cosign',
 ] as const;
 
 /** The node's binaries directory: KUBEPLUS_ISOLATION_ASSETS if it holds them all, else the build script's. */
