@@ -72,6 +72,12 @@ export interface Config {
   reportMaxResults: number;
   /** Namespaces shown at most in kubeplus_operator_unisolated_pods_by_namespace. */
   unisolatedNamespacesMetricLimit: number;
+  /**
+   * Namespaces whose Pods are never foreign on a tenant's pool, besides kube-system, kube-public,
+   * kube-node-lease and the operator's own (the release's) namespace: platform DaemonSets' (CNI,
+   * log and metrics agents).
+   */
+  poolExemptNamespaces: string[];
   /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
   nodeIsolationEngine: NodeIsolationEngine;
   /** How sandbox isolation's admission policies are laid out (desired/sandbox-policy.ts, sandbox-shared-policy.ts). */
@@ -411,6 +417,22 @@ export const FLAGS: readonly Flag[] = [
     default: '20',
     help: 'Namespaces shown at most in kubeplus_operator_unisolated_pods_by_namespace: only those with unisolated Pods, the ones with the most first. Bounded so a cluster with many tenants cannot grow the series without limit; 0 turns the per-namespace series off.',
     parse: integer(0, 1000, 'a whole number'),
+  },
+  {
+    key: 'poolExemptNamespaces',
+    name: 'pool-exempt-namespaces',
+    env: 'POOL_EXEMPT_NAMESPACES',
+    placeholder: '<namespaces>',
+    default: '',
+    help: "Comma-separated namespaces whose Pods the audit never reports as foreign on a tenant's dedicated node pool, besides kube-system, kube-public, kube-node-lease and the operator's own namespace (--leader-election-namespace): the platform's DaemonSets (CNI, log and metrics agents) that run on every node. The chart sets it from global.nodeIsolation.exclusivePools.exemptNamespaces.",
+    parse: (raw) => {
+      const names = raw
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== '');
+      const bad = names.filter((n) => !isDns1123Label(n));
+      return bad.length > 0 ? fail(`not namespace names: ${bad.join(', ')}`) : ok([...new Set(names)]);
+    },
   },
   {
     key: 'nodeIsolationEngine',

@@ -33,6 +33,7 @@ describe('parseConfig', () => {
     expect(ok([])).toEqual({
       kubeconfig: undefined,
       platformNamespace: 'kubeplus',
+      poolExemptNamespaces: [],
       instanceKinds: { groups: [], kinds: [] },
       leaderElect: true,
       leaderElectionNamespace: 'kubeplus-isolation',
@@ -338,6 +339,7 @@ describe('usage', () => {
         'metrics-tls-key-file',
         'node-isolation-engine',
         'platform-namespace',
+        'pool-exempt-namespaces',
         'renew-deadline',
         'report-max-results',
         'reports',
