@@ -168,6 +168,7 @@ describe('monitoring', () => {
         'KubeplusIsolationOperatorNoLeader',
         'KubeplusIsolationOperatorReconcileErrors',
         'KubeplusIsolationPodsAdmittedUnplaced',
+        'KubeplusIsolationPodsMisplaced',
         'KubeplusIsolationUnisolatedPods',
         'KubeplusIsolationWebhookCertificateExpiring',
         'KubeplusIsolationWebhookDown',
@@ -197,6 +198,10 @@ describe('monitoring', () => {
     // Every Pod admitted unplaced as the API server's watch showed it, finished ones too (issue 34).
     expect(byName.KubeplusIsolationPodsAdmittedUnplaced?.expr).toContain(
       'sum(increase(kubeplus_operator_unisolated_pod_admissions_total{namespace="kubeplus-system"}[15m])) > 0',
+    );
+    // Where Pods really run (issue 38): off-pool, beyond the mandate, foreign on a pool.
+    expect(byName.KubeplusIsolationPodsMisplaced?.expr).toContain(
+      'sum(kubeplus_operator_pool_placement_pods{namespace="kubeplus-system"}) > 0',
     );
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',

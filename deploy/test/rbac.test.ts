@@ -155,6 +155,8 @@ describe('RBAC', () => {
       'core/events': sorted('create', 'patch'),
       // The fail-open audit lists an isolated namespace's Pods and watches new ones; nothing else on Pods.
       'core/pods': sorted('list', 'watch'),
+      // Where Pods really run (issue 38): the audit's Node cache; no get.
+      'core/nodes': sorted('list', 'watch'),
       // webhookCertificates: finding the labelled configurations; writing is granted by name below.
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
       // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.
