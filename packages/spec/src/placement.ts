@@ -118,6 +118,23 @@ export function tolerationsBeyondMandate(
   };
 }
 
+/**
+ * The taint keys other pools' mandates name: a toleration whose key is neither empty nor one of
+ * these reaches no other pool, so most Pods (their mandate's tolerations, the default
+ * `node.kubernetes.io/*` ones) are judged without comparing them with every mandate.
+ */
+export function poolTaintKeys(others: readonly OtherMandate[]): Set<string> {
+  const keys = new Set<string>();
+  for (const other of others) for (const p of mandatedTaintPatterns(other.spec.tolerations)) keys.add(p.key);
+  return keys;
+}
+
+/** Could a toleration among `tolerations` reach a pool whose taint keys are `keys`? */
+export function mayReachPools(tolerations: unknown, keys: ReadonlySet<string>): boolean {
+  if (!Array.isArray(tolerations)) return false;
+  return (tolerations as unknown[]).some((t) => isObject(t) && (str(t.key) === '' || keys.has(str(t.key))));
+}
+
 function finished(pod: PlacedPodLike): boolean {
   const phase = pod.status?.phase;
   return typeof phase === 'string' && TERMINAL_POD_PHASES.includes(phase);
@@ -133,6 +150,7 @@ export function judgePlacement(
   pod: PlacedPodLike,
   node: NodeLike | undefined,
   others: readonly OtherMandate[],
+  keys: ReadonlySet<string> = poolTaintKeys(others),
 ): MisplacedPod | undefined {
   const name = pod?.metadata?.name;
   if (typeof name !== 'string' || name === '' || finished(pod)) return undefined;
@@ -144,8 +162,10 @@ export function judgePlacement(
     const missing = missingSelectorPairs(node.metadata?.labels, spec.nodeSelector);
     if (Object.keys(missing).length > 0) out.offPool = { node: nodeName, missingNodeLabels: missing };
   }
-  const beyond = tolerationsBeyondMandate(pod.spec?.tolerations, spec, others);
-  if (beyond.tolerations.length > 0) out.beyondMandate = beyond;
+  if (mayReachPools(pod.spec?.tolerations, keys)) {
+    const beyond = tolerationsBeyondMandate(pod.spec?.tolerations, spec, others);
+    if (beyond.tolerations.length > 0) out.beyondMandate = beyond;
+  }
   return out.offPool === undefined && out.beyondMandate === undefined ? undefined : out;
 }
 

@@ -3,8 +3,10 @@ import {
   coversPattern,
   foreignPodsOnNode,
   judgePlacement,
+  mayReachPools,
   type NodeIsolationSpec,
   poolNodes,
+  poolTaintKeys,
   SYSTEM_NAMESPACES,
   tolerationsBeyondMandate,
 } from '../src/index.js';
@@ -162,5 +164,16 @@ describe('poolNodes', () => {
     const nodes = [node('n1', { pool: 'team-a-pool' }), node('n2', { pool: 'team-b-pool' }), node('n3', {})];
     expect(poolNodes(teamA, nodes).map((n) => n.metadata.name)).toEqual(['n1']);
     expect(poolNodes({ nodeSelector: {}, tolerations: [] }, nodes)).toEqual([]);
+  });
+});
+
+describe('poolTaintKeys and mayReachPools: the fast path', () => {
+  it('only an empty key or another pool’s taint key may reach a pool', () => {
+    const keys = poolTaintKeys(others);
+    expect([...keys]).toEqual(['dedicated']);
+    expect(mayReachPools([{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }], keys)).toBe(false);
+    expect(mayReachPools([{ operator: 'Exists' }], keys)).toBe(true);
+    expect(mayReachPools([{ key: 'dedicated', value: 'x' }], keys)).toBe(true);
+    expect(mayReachPools(undefined, keys)).toBe(false);
   });
 });

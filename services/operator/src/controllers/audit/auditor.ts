@@ -19,6 +19,7 @@ import {
   type PlacedPodLike,
   type PodLike,
   poolNodes,
+  poolTaintKeys,
 } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
@@ -211,6 +212,7 @@ export class NodeIsolationAuditor implements Reconciler {
     const placed = this.options.placement;
     const mandates = placed === undefined ? undefined : isolatedMandates(this.options.namespaces);
     const others = mandates === undefined ? [] : otherMandates(namespace, mandates);
+    const keys = poolTaintKeys(others);
     let continueToken: string | undefined;
     let pages = 0;
     do {
@@ -226,7 +228,7 @@ export class NodeIsolationAuditor implements Reconciler {
         for (const pod of page.items) {
           const nodeName = pod.spec?.nodeName;
           const node = nodeName ? (placed.nodes.get(nodeName) as NodeLike | undefined) : undefined;
-          const found = judgePlacement(audited.spec, pod, node, others);
+          const found = judgePlacement(audited.spec, pod, node, others, keys);
           if (found !== undefined) misplaced.push(found);
         }
         placement = addMisplaced(placement, misplaced, this.keepPods);

@@ -45,14 +45,26 @@ export function nodeFingerprint(node: KubernetesObject): string {
   return JSON.stringify([sorted, taints]);
 }
 
+/**
+ * Parsed mandates by cached Namespace object: the informer replaces the object on every change, so
+ * an object is parsed once, not at every audit of every other namespace (which would make a period
+ * cost namespaces² parses).
+ */
+const parsed = new WeakMap<KubernetesObject, NodeIsolationSpec | null>();
+
 /** Every isolated namespace with a valid mandate, and its mandate (from the namespace cache). */
 export function isolatedMandates(namespaces: Lister<KubernetesObject>): Map<string, NodeIsolationSpec> {
   const out = new Map<string, NodeIsolationSpec>();
   for (const ns of namespaces.list()) {
     const name = ns.metadata?.name;
     if (!name) continue;
-    const audited = auditedNamespace(ns.metadata ?? {});
-    if (audited.state === 'isolated') out.set(name, audited.spec);
+    let spec = parsed.get(ns);
+    if (spec === undefined) {
+      const audited = auditedNamespace(ns.metadata ?? {});
+      spec = audited.state === 'isolated' ? audited.spec : null;
+      parsed.set(ns, spec);
+    }
+    if (spec !== null) out.set(name, spec);
   }
   return out;
 }
