@@ -85,54 +85,87 @@ export function coversPattern(t: unknown, pattern: TaintPattern): boolean {
   return pattern.value !== undefined && str(t.value) === pattern.value;
 }
 
+interface ForeignPattern {
+  pattern: TaintPattern;
+  namespace: string;
+}
+
+const OPEN: unique symbol = Symbol('open value');
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
+
 /**
- * The tolerations of a Pod (any shape) that reach the pool taints of another mandate in `others`
- * which `own` does not itself tolerate, and whose pools they reach. A mandate equal to `own` (two
- * namespaces given one pool) reaches nothing beyond.
+ * The taint patterns of other isolated namespaces' pools that a mandate `own` does not itself
+ * tolerate (a pool shared with `own` is not another's), indexed by key and value so that a Pod's
+ * toleration is compared only with the patterns it can reach. Built once per audit of a namespace,
+ * it keeps judging a Pod independent of how many tenants there are (an `Equal` toleration, by far
+ * the most common, is one map lookup).
+ */
+export class ForeignPoolIndex {
+  private readonly all: ForeignPattern[] = [];
+  private readonly byKey = new Map<string, ForeignPattern[]>();
+  /** key → value → patterns; patterns with an open value under `OPEN`. */
+  private readonly byValue = new Map<string, Map<string | typeof OPEN, ForeignPattern[]>>();
+
+  constructor(own: NodeIsolationSpec, others: readonly OtherMandate[]) {
+    for (const other of others) {
+      for (const pattern of mandatedTaintPatterns(other.spec.tolerations)) {
+        if (own.tolerations.some((mine) => coversPattern(mine, pattern))) continue;
+        const entry = { pattern, namespace: other.namespace };
+        this.all.push(entry);
+        push(this.byKey, pattern.key, entry);
+        let values = this.byValue.get(pattern.key);
+        if (values === undefined) {
+          values = new Map();
+          this.byValue.set(pattern.key, values);
+        }
+        push(values, pattern.value ?? OPEN, entry);
+      }
+    }
+  }
+
+  /** The namespaces whose pool taints toleration `t` (any shape) reaches; empty when none. */
+  reachedBy(t: unknown): string[] {
+    if (!isObject(t) || this.all.length === 0) return [];
+    const key = str(t.key);
+    let candidates: readonly ForeignPattern[];
+    if (key === '') candidates = this.all;
+    else if (str(t.operator) === 'Exists') candidates = this.byKey.get(key) ?? [];
+    else {
+      const values = this.byValue.get(key);
+      candidates = [...(values?.get(str(t.value)) ?? []), ...(values?.get(OPEN) ?? [])];
+    }
+    const out: string[] = [];
+    for (const c of candidates) if (toleratesPattern(t, c.pattern)) out.push(c.namespace);
+    return out;
+  }
+}
+
+/**
+ * The tolerations of a Pod (any shape) that reach the pool taints of another mandate which the
+ * Pod's own mandate does not itself tolerate, and whose pools they reach. A mandate equal to
+ * `own` (two namespaces given one pool) reaches nothing beyond. `others` may be a prebuilt index.
  */
 export function tolerationsBeyondMandate(
   tolerations: unknown,
   own: NodeIsolationSpec,
-  others: readonly OtherMandate[],
+  others: readonly OtherMandate[] | ForeignPoolIndex,
 ): { tolerations: Toleration[]; namespaces: string[] } {
-  const reaching = new Set<number>();
-  const namespaces: string[] = [];
-  if (!Array.isArray(tolerations)) return { tolerations: [], namespaces };
-  const list = tolerations as unknown[];
-  for (const other of others) {
-    const foreign = mandatedTaintPatterns(other.spec.tolerations).filter(
-      (p) => !own.tolerations.some((mine) => coversPattern(mine, p)),
-    );
-    let reached = false;
-    list.forEach((t, i) => {
-      if (foreign.some((p) => toleratesPattern(t, p))) {
-        reaching.add(i);
-        reached = true;
-      }
-    });
-    if (reached) namespaces.push(other.namespace);
+  if (!Array.isArray(tolerations)) return { tolerations: [], namespaces: [] };
+  const index = others instanceof ForeignPoolIndex ? others : new ForeignPoolIndex(own, others);
+  const reaching: Toleration[] = [];
+  const namespaces = new Set<string>();
+  for (const t of tolerations as unknown[]) {
+    const reached = index.reachedBy(t);
+    if (reached.length === 0) continue;
+    reaching.push(t as Toleration);
+    for (const ns of reached) namespaces.add(ns);
   }
-  return {
-    tolerations: list.filter((_, i) => reaching.has(i)) as Toleration[],
-    namespaces: [...new Set(namespaces)].sort(),
-  };
-}
-
-/**
- * The taint keys other pools' mandates name: a toleration whose key is neither empty nor one of
- * these reaches no other pool, so most Pods (their mandate's tolerations, the default
- * `node.kubernetes.io/*` ones) are judged without comparing them with every mandate.
- */
-export function poolTaintKeys(others: readonly OtherMandate[]): Set<string> {
-  const keys = new Set<string>();
-  for (const other of others) for (const p of mandatedTaintPatterns(other.spec.tolerations)) keys.add(p.key);
-  return keys;
-}
-
-/** Could a toleration among `tolerations` reach a pool whose taint keys are `keys`? */
-export function mayReachPools(tolerations: unknown, keys: ReadonlySet<string>): boolean {
-  if (!Array.isArray(tolerations)) return false;
-  return (tolerations as unknown[]).some((t) => isObject(t) && (str(t.key) === '' || keys.has(str(t.key))));
+  return { tolerations: reaching, namespaces: [...namespaces].sort() };
 }
 
 function finished(pod: PlacedPodLike): boolean {
@@ -149,8 +182,7 @@ export function judgePlacement(
   spec: NodeIsolationSpec,
   pod: PlacedPodLike,
   node: NodeLike | undefined,
-  others: readonly OtherMandate[],
-  keys: ReadonlySet<string> = poolTaintKeys(others),
+  others: readonly OtherMandate[] | ForeignPoolIndex,
 ): MisplacedPod | undefined {
   const name = pod?.metadata?.name;
   if (typeof name !== 'string' || name === '' || finished(pod)) return undefined;
@@ -162,10 +194,8 @@ export function judgePlacement(
     const missing = missingSelectorPairs(node.metadata?.labels, spec.nodeSelector);
     if (Object.keys(missing).length > 0) out.offPool = { node: nodeName, missingNodeLabels: missing };
   }
-  if (mayReachPools(pod.spec?.tolerations, keys)) {
-    const beyond = tolerationsBeyondMandate(pod.spec?.tolerations, spec, others);
-    if (beyond.tolerations.length > 0) out.beyondMandate = beyond;
-  }
+  const beyond = tolerationsBeyondMandate(pod.spec?.tolerations, spec, others);
+  if (beyond.tolerations.length > 0) out.beyondMandate = beyond;
   return out.offPool === undefined && out.beyondMandate === undefined ? undefined : out;
 }
 

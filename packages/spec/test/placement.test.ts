@@ -1,13 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   coversPattern,
+  ForeignPoolIndex,
   foreignPodsOnNode,
   judgePlacement,
-  mayReachPools,
   type NodeIsolationSpec,
+  type OtherMandate,
   poolNodes,
-  poolTaintKeys,
   SYSTEM_NAMESPACES,
+  toleratesPattern,
   tolerationsBeyondMandate,
 } from '../src/index.js';
 
@@ -167,13 +168,50 @@ describe('poolNodes', () => {
   });
 });
 
-describe('poolTaintKeys and mayReachPools: the fast path', () => {
-  it('only an empty key or another pool’s taint key may reach a pool', () => {
-    const keys = poolTaintKeys(others);
-    expect([...keys]).toEqual(['dedicated']);
-    expect(mayReachPools([{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }], keys)).toBe(false);
-    expect(mayReachPools([{ operator: 'Exists' }], keys)).toBe(true);
-    expect(mayReachPools([{ key: 'dedicated', value: 'x' }], keys)).toBe(true);
-    expect(mayReachPools(undefined, keys)).toBe(false);
+describe('ForeignPoolIndex: a toleration compared only with the patterns it can reach', () => {
+  const gpu: OtherMandate = {
+    namespace: 'open',
+    spec: { nodeSelector: { pool: 'o' }, tolerations: [{ key: 'gpu', operator: 'Exists' }] },
+  };
+  const many = [...Array.from({ length: 50 }, (_, i) => ({ namespace: `t${i}`, spec: mandate(`p${i}`) })), gpu];
+  const index = new ForeignPoolIndex(teamA, many);
+
+  it('an Equal toleration reaches the pool of its value and open-valued patterns of its key, nothing else', () => {
+    expect(index.reachedBy({ key: 'dedicated', operator: 'Equal', value: 'p7' })).toEqual(['t7']);
+    expect(index.reachedBy({ key: 'dedicated', value: 'team-a-pool', effect: 'NoSchedule' })).toEqual([]);
+    expect(index.reachedBy({ key: 'gpu', value: 'x' })).toEqual(['open']);
+    expect(index.reachedBy({ key: 'node.kubernetes.io/not-ready', operator: 'Exists' })).toEqual([]);
+  });
+
+  it('Exists on a key reaches every pool of that key; on every key, every pool; an effect narrows', () => {
+    expect(index.reachedBy({ key: 'dedicated', operator: 'Exists' })).toHaveLength(50);
+    expect(index.reachedBy({ operator: 'Exists' })).toHaveLength(51);
+    expect(index.reachedBy({ operator: 'Exists', effect: 'NoExecute' })).toEqual(['open']);
+  });
+
+  it('the indexed form agrees with toleratesPattern over every pattern', () => {
+    const probes = [
+      { key: 'dedicated', value: 'p3' },
+      { key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'gpu', operator: 'Exists', effect: 'PreferNoSchedule' },
+      { operator: 'Equal', value: 'p9' },
+      ...teamA.tolerations,
+    ];
+    for (const t of probes) {
+      const slow = many
+        .filter((o) =>
+          o.spec.tolerations.some(
+            (m) =>
+              m.key !== undefined &&
+              toleratesPattern(t, {
+                key: m.key,
+                ...(m.operator === 'Exists' ? {} : { value: m.value ?? '' }),
+                ...(m.effect ? { effect: m.effect } : {}),
+              }),
+          ),
+        )
+        .map((o) => o.namespace);
+      expect({ t, reached: index.reachedBy(t) }).toEqual({ t, reached: slow });
+    }
   });
 });

@@ -10,6 +10,7 @@
 
 import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import {
+  ForeignPoolIndex,
   findUnisolatedPods,
   foreignPodsOnNode,
   judgePlacement,
@@ -19,7 +20,6 @@ import {
   type PlacedPodLike,
   type PodLike,
   poolNodes,
-  poolTaintKeys,
 } from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
@@ -212,7 +212,7 @@ export class NodeIsolationAuditor implements Reconciler {
     const placed = this.options.placement;
     const mandates = placed === undefined ? undefined : isolatedMandates(this.options.namespaces);
     const others = mandates === undefined ? [] : otherMandates(namespace, mandates);
-    const keys = poolTaintKeys(others);
+    const foreignPools = new ForeignPoolIndex(audited.spec, others);
     let continueToken: string | undefined;
     let pages = 0;
     do {
@@ -228,7 +228,7 @@ export class NodeIsolationAuditor implements Reconciler {
         for (const pod of page.items) {
           const nodeName = pod.spec?.nodeName;
           const node = nodeName ? (placed.nodes.get(nodeName) as NodeLike | undefined) : undefined;
-          const found = judgePlacement(audited.spec, pod, node, others, keys);
+          const found = judgePlacement(audited.spec, pod, node, foreignPools);
           if (found !== undefined) misplaced.push(found);
         }
         placement = addMisplaced(placement, misplaced, this.keepPods);
