@@ -184,6 +184,23 @@ describe('operator: where Pods really run, judged on the real API server (fake n
       30_000,
     );
     expect(onB.properties).toEqual({ node, foreignPods: '2' });
+    // The leader's gauge, by finding (no namespace label): team-a's two findings, team-b's two foreign Pods.
+    await waitFor(
+      'the placement gauge to count every finding',
+      async (observe) => {
+        const counts = {
+          off_pool: await op.metric('kubeplus_operator_pool_placement_pods', { finding: 'off_pool' }),
+          tolerates_beyond_mandate: await op.metric('kubeplus_operator_pool_placement_pods', {
+            finding: 'tolerates_beyond_mandate',
+          }),
+          foreign_on_pool: await op.metric('kubeplus_operator_pool_placement_pods', { finding: 'foreign_on_pool' }),
+        };
+        observe(counts);
+        // At least: the shared cluster may hold other suites' isolated namespaces, which this leader audits too.
+        return counts.off_pool >= 1 && counts.tolerates_beyond_mandate >= 1 && counts.foreign_on_pool >= 2;
+      },
+      { timeoutMs: 30_000 },
+    );
     // And team-a's pool has no node any more: its foreign-Pod result is gone.
     expect((await readResults(teamA))?.some((r) => r.rule === 'foreign-pods-on-pool')).toBe(false);
   });
