@@ -388,7 +388,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'AUDIT_INTERVAL',
     placeholder: '<duration>',
     default: '5m',
-    help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance; where its Pods really run is judged too (a Pod on a node outside its pool, a Pod tolerating another isolated namespace's pool taints, Pods of other namespaces on the pool's nodes: kubeplus_operator_pool_placement_pods). A namespace is also audited when it becomes isolated, its mandate or owner changes, or a node of its pool is relabelled or retainted. Pods are never changed. 0 disables the audit.',
+    help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance; where its Pods really run is judged too (a Pod on a node outside its pool, a Pod tolerating the pool taints of another isolated namespace, Pods of other namespaces on the nodes of the pool: kubeplus_operator_pool_placement_pods). A namespace is also audited when it becomes isolated, its mandate or owner changes, or a node of its pool is relabelled or retainted. Pods are never changed. 0 disables the audit.',
     parse: auditInterval,
   },
   {
