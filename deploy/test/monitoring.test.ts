@@ -169,6 +169,7 @@ describe('monitoring', () => {
         'KubeplusIsolationOperatorNoLeader',
         'KubeplusIsolationOperatorReconcileErrors',
         'KubeplusIsolationPodsAdmittedUnplaced',
+        'KubeplusIsolationPodsMisplaced',
         'KubeplusIsolationUnisolatedPods',
         'KubeplusIsolationWebhookCertificateExpiring',
         'KubeplusIsolationWebhookDown',
@@ -215,6 +216,10 @@ describe('monitoring', () => {
     // A rejected isolation annotation, by annotation key, for an hour (the Event's life; issue 39).
     expect(byName.KubeplusIsolationInvalidAnnotations?.expr).toContain(
       'sum by (annotation) (increase(kubeplus_operator_invalid_annotations_total{namespace="kubeplus-system"}[1h])) > 0',
+    );
+    // Where Pods really run (issue 38): off-pool, beyond the mandate, foreign on a pool.
+    expect(byName.KubeplusIsolationPodsMisplaced?.expr).toContain(
+      'sum(kubeplus_operator_pool_placement_pods{namespace="kubeplus-system"}) > 0',
     );
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',

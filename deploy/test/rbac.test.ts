@@ -158,6 +158,8 @@ describe('RBAC', () => {
       // Exclusive pools (on by default): the one ExclusivePools object, cached, created, replaced by name.
       'isolation.kubeplus.io/exclusivepools': sorted('list', 'watch', 'create'),
       'isolation.kubeplus.io/exclusivepools[exclusive-pools]': ['update'],
+      // Where Pods really run (issue 38): the audit's Node cache; no get.
+      'core/nodes': sorted('list', 'watch'),
       // webhookCertificates: finding the labelled configurations; writing is granted by name below.
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
       // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.

@@ -4,6 +4,7 @@ export * from './k8s-validation.js';
 export * from './keys.js';
 export * from './names.js';
 export * from './parse.js';
+export * from './placement.js';
 export * from './pools.js';
 export * from './runtime.js';
 export {

@@ -72,6 +72,12 @@ export interface Config {
   reportMaxResults: number;
   /** Namespaces shown at most in kubeplus_operator_unisolated_pods_by_namespace. */
   unisolatedNamespacesMetricLimit: number;
+  /**
+   * Namespaces whose Pods are never foreign on a tenant's pool, besides kube-system, kube-public,
+   * kube-node-lease and the operator's own (the release's) namespace: platform DaemonSets' (CNI,
+   * log and metrics agents).
+   */
+  poolExemptNamespaces: string[];
   /** Which admission engine applies node isolation to Pods (what the operator writes for it). */
   nodeIsolationEngine: NodeIsolationEngine;
   /** The chart's refusal policy reads the NodeIsolation parameter: write it under every engine (issue 38). */
@@ -389,7 +395,7 @@ export const FLAGS: readonly Flag[] = [
     env: 'AUDIT_INTERVAL',
     placeholder: '<duration>',
     default: '5m',
-    help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance. A namespace is also audited when it becomes isolated or its mandate or owner changes. Pods are never changed. 0 disables the audit.',
+    help: 'Period of the fail-open audit (leader only): the Pods of every namespace labelled kubeplus.io/node-isolation-enabled=true are listed and those lacking its mandated nodeSelector or tolerations (admitted while the webhook failed open) are counted (kubeplus_operator_unisolated_pods), logged and reported by a Warning Event on the owning instance; where its Pods really run is judged too (a Pod on a node outside its pool, a Pod tolerating the pool taints of another isolated namespace, Pods of other namespaces on the nodes of the pool: kubeplus_operator_pool_placement_pods). A namespace is also audited when it becomes isolated, its mandate or owner changes, or a node of its pool is relabelled or retainted. Pods are never changed. 0 disables the audit.',
     parse: auditInterval,
   },
   {
@@ -418,6 +424,22 @@ export const FLAGS: readonly Flag[] = [
     default: '20',
     help: 'Namespaces shown at most in kubeplus_operator_unisolated_pods_by_namespace: only those with unisolated Pods, the ones with the most first. Bounded so a cluster with many tenants cannot grow the series without limit; 0 turns the per-namespace series off.',
     parse: integer(0, 1000, 'a whole number'),
+  },
+  {
+    key: 'poolExemptNamespaces',
+    name: 'pool-exempt-namespaces',
+    env: 'POOL_EXEMPT_NAMESPACES',
+    placeholder: '<namespaces>',
+    default: '',
+    help: "Comma-separated namespaces whose Pods the audit never reports as foreign on a tenant's dedicated node pool, besides kube-system, kube-public, kube-node-lease and the operator's own namespace (--leader-election-namespace): the platform's DaemonSets (CNI, log and metrics agents) that run on every node. The chart sets it from global.nodeIsolation.exclusivePools.exemptNamespaces.",
+    parse: (raw) => {
+      const names = raw
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== '');
+      const bad = names.filter((n) => !isDns1123Label(n));
+      return bad.length > 0 ? fail(`not namespace names: ${bad.join(', ')}`) : ok([...new Set(names)]);
+    },
   },
   {
     key: 'nodeIsolationEngine',

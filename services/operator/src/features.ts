@@ -5,6 +5,7 @@
  * switched on without its I/O is refused here, at start.
  */
 import { type AccessReviewer, formatDuration } from '@kubeplus-isolation/service';
+import { SYSTEM_NAMESPACES } from '@kubeplus-isolation/spec';
 import { writesNodeIsolationParams } from './config.js';
 import type { AuditFeature } from './controllers/audit/setup.js';
 import type { ReportsFeature } from './controllers/compliance/setup.js';
@@ -79,6 +80,7 @@ export function operatorFeatures(deps: OperatorDeps): Features {
             pods,
             podWatch: deps.podWatch,
             namespaceMetricLimit: config.unisolatedNamespacesMetricLimit,
+            exemptNamespaces: [...SYSTEM_NAMESPACES, config.leaderElectionNamespace, ...config.poolExemptNamespaces],
             reports: reports && { ...reports, maxResults: config.reportMaxResults, self: deps.self },
           },
         }

@@ -33,6 +33,7 @@ describe('parseConfig', () => {
     expect(ok([])).toEqual({
       kubeconfig: undefined,
       platformNamespace: 'kubeplus',
+      poolExemptNamespaces: [],
       instanceKinds: { groups: [], kinds: [] },
       leaderElect: true,
       leaderElectionNamespace: 'kubeplus-isolation',
@@ -348,6 +349,7 @@ describe('usage', () => {
         'node-isolation-engine',
         'node-isolation-refusal',
         'platform-namespace',
+        'pool-exempt-namespaces',
         'renew-deadline',
         'report-max-results',
         'reports',

@@ -63,6 +63,7 @@ export class FakeWorld {
       namespaces: (labelSelector) =>
         this.source(`namespaces?${labelSelector}`) as unknown as FakeInformerSource<V1Namespace>,
       runtimeClasses: () => this.source('runtimeclasses') as unknown as FakeInformerSource<V1RuntimeClass>,
+      nodes: () => this.source('nodes'),
       policies: (type) => this.source(type.resource),
       instances: (gvr) => this.source(gvrString(gvr)),
     };

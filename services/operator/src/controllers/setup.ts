@@ -28,6 +28,8 @@ export interface InformerSources {
   crds(labelSelector: string | undefined): InformerSource<V1CustomResourceDefinition>;
   namespaces(labelSelector: string): InformerSource<V1Namespace>;
   runtimeClasses(): InformerSource<V1RuntimeClass>;
+  /** Every Node (the audit's Node cache: where Pods really run). */
+  nodes(): InformerSource<KubernetesObject>;
   policies(type: PolicyResource, labelSelector: string): InformerSource<KubernetesObject>;
   instances(gvr: GroupVersionResource): InformerSource<KubernetesObject>;
 }

@@ -80,6 +80,12 @@ export function crdSource(kc: KubeConfig, labelSelector?: string): InformerSourc
   );
 }
 
+/** Every Node (the audit keeps their labels and taints only: controllers/audit/nodes.ts). */
+export function nodeSource(kc: KubeConfig): InformerSource<KubernetesObject> {
+  const api = kc.makeApiClient(CoreV1Api);
+  return makeInformer(kc, '/api/v1/nodes', () => api.listNode() as Promise<KubernetesListObject<KubernetesObject>>);
+}
+
 /** MutatingWebhookConfigurations matching `labelSelector` (the ones the operator issues certificates for). */
 export function webhookConfigurationSource(
   kc: KubeConfig,
@@ -139,6 +145,7 @@ export function kubeInformerSources(kc: KubeConfig): InformerSources {
     crds: (labelSelector) => crdSource(kc, labelSelector),
     namespaces: (labelSelector) => namespaceSource(kc, labelSelector),
     runtimeClasses: () => runtimeClassSource(kc),
+    nodes: () => nodeSource(kc),
     policies: (type, labelSelector) => clusterObjectSource(kc, type, labelSelector),
     instances: (gvr) => customResourceSource(kc, gvr),
   };

@@ -95,7 +95,34 @@ export async function listUnfinishedPods(
   return { items: page.items, continueToken: page.metadata?._continue };
 }
 
+/**
+ * One page of the unfinished Pods bound to `node`, in every namespace (the foreign-Pod search of a
+ * pool's nodes): `spec.nodeName` is a Pod field selector the API server's watch cache indexes, so
+ * the server reads only that node's Pods (at most the kubelet's maxPods, 110 by default).
+ */
+export async function listUnfinishedPodsOnNode(
+  api: CoreV1Api,
+  node: string,
+  { limit, continueToken }: { limit: number; continueToken?: string | undefined },
+  pages?: PodPageSizer,
+): Promise<{ items: V1Pod[]; continueToken: string | undefined }> {
+  const list = (sized: number, options?: ConfigurationOptions) =>
+    api.listPodForAllNamespaces(
+      {
+        limit: sized,
+        _continue: continueToken,
+        fieldSelector: `spec.nodeName=${node},${UNFINISHED_PODS_FIELD_SELECTOR}`,
+      },
+      options,
+    );
+  const page = pages === undefined ? await list(limit) : await sizedPodPage(pages, limit, list);
+  return { items: page.items, continueToken: page.metadata?._continue };
+}
+
 /** The audit's lister: its pages sized by bytes (`pages`, its own by default). */
 export function kubePodLister(api: CoreV1Api, pages: PodPageSizer = new PodPageSizer()): PodLister {
-  return { listPods: (namespace, page) => listUnfinishedPods(api, namespace, page, undefined, pages) };
+  return {
+    listPods: (namespace, page) => listUnfinishedPods(api, namespace, page, undefined, pages),
+    listPodsOnNode: (node, page) => listUnfinishedPodsOnNode(api, node, page, pages),
+  };
 }

@@ -8,6 +8,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Lister } from '../../runtime/informer.js';
 import type { AuditHooks } from './auditor.js';
+import { PLACEMENT_FINDINGS, type PlacementCounts, zeroPlacementCounts } from './placement.js';
 import { auditedNamespace, MISSING_KINDS, type MissingCounts, type MissingKind, zeroCounts } from './report.js';
 import { CATCH_UP_REASONS, type CatchUpReason } from './watch-checkpoint.js';
 
@@ -24,6 +25,8 @@ export interface AuditMetrics {
   trackTotals(totals: () => MissingCounts): void;
   /** Where the per-namespace gauge reads unisolated Pods per namespace at scrape time. */
   trackNamespaces(counts: () => ReadonlyMap<string, number>): void;
+  /** Where the placement gauge reads its values at scrape time (the auditor's placement totals). */
+  trackPlacement(totals: () => PlacementCounts): void;
 }
 
 /**
@@ -49,6 +52,7 @@ export function registerAuditMetrics(
   const registers = [registry];
   let totals: () => MissingCounts = zeroCounts;
   let byNamespace: () => ReadonlyMap<string, number> = () => new Map();
+  let placement: () => PlacementCounts = zeroPlacementCounts;
   new Gauge({
     name: 'kubeplus_operator_unisolated_pods_by_namespace',
     help: 'Pods lacking the mandated node placement, per namespace: only namespaces with at least one, and only the ones with the most (at most --unisolated-namespaces-metric-limit), so the series stay bounded however many tenants there are. Leader only; the unlabelled total is kubeplus_operator_unisolated_pods.',
@@ -72,6 +76,16 @@ export function registerAuditMetrics(
     },
   });
   new Gauge({
+    name: 'kubeplus_operator_pool_placement_pods',
+    help: "Where Pods really run, at the last audit of each isolated namespace, by finding: off_pool (a Pod of an isolated namespace on a node whose labels lack its mandated nodeSelector, e.g. left on a re-pooled node), tolerates_beyond_mandate (a Pod of an isolated namespace whose tolerations reach another isolated namespace's pool taints, e.g. {operator: Exists} added by an UPDATE), foreign_on_pool (a Pod of another, non-exempt namespace on a node of an isolated namespace's pool, counted once per pool it is on). Leader only.",
+    labelNames: ['finding'] as const,
+    registers,
+    collect() {
+      const now = placement();
+      for (const finding of PLACEMENT_FINDINGS) this.set({ finding }, now[finding]);
+    },
+  });
+  new Gauge({
     name: 'kubeplus_operator_isolated_namespaces',
     help: 'Namespaces labelled kubeplus.io/node-isolation-enabled=true, by whether their kubeplus.io/node-isolation-resolved annotation is valid (audited) or not (the webhook admits their Pods unpatched).',
     labelNames: ['annotation'] as const,
@@ -90,7 +104,7 @@ export function registerAuditMetrics(
   });
   const listRequests = new Counter({
     name: 'kubeplus_operator_audit_pod_list_requests_total',
-    help: "LIST requests for Pods made by the fail-open audit (one per isolated namespace per audit, more for namespaces with over 500 Pods or pages of large Pods: a page carries at most 500 Pods and, sized by the last page measured, about 8 MiB), and by the Pod watch's catch-ups.",
+    help: "LIST requests for Pods made by the fail-open audit (one per isolated namespace per audit, more for namespaces with over 500 Pods or pages of large Pods: a page carries at most 500 Pods and, sized by the last page measured, about 8 MiB; plus one per node of the namespace's pool, the Pods bound to it, to find foreign ones), and by the Pod watch's catch-ups.",
     registers,
   });
   const podsChecked = new Counter({
@@ -126,6 +140,9 @@ export function registerAuditMetrics(
     },
     trackNamespaces(read) {
       byNamespace = read;
+    },
+    trackPlacement(read) {
+      placement = read;
     },
   };
 }

@@ -16,7 +16,8 @@ import type { KeySource } from '../../runtime/key-sources.js';
 import type { ControllerOptions } from '../../runtime/manager.js';
 import { registerAuditMetrics } from './audit-metrics.js';
 import { isolatedNamespaceEvents, periodicAudit } from './audit-sources.js';
-import { type NamespaceReports, NodeIsolationAuditor, type PodLister } from './auditor.js';
+import { type NamespaceReports, NodeIsolationAuditor, type PlacementOptions, type PodLister } from './auditor.js';
+import { nodePoolChanges } from './nodes.js';
 import { type PodWatchApi, unisolatedPodAdmissions } from './pod-admissions.js';
 
 export { kubePodLister } from '../../kube/pod-lister.js';
@@ -55,6 +56,13 @@ export interface NodeIsolationAuditOptions {
   onTermStart?: () => void;
   /** Namespaces shown in kubeplus_operator_unisolated_pods_by_namespace. */
   namespaceMetricLimit?: number;
+  /**
+   * Judge where Pods really run (the Node cache and the exempt namespaces); with it, a Node's
+   * label or taint change brings forward the audits of the pools it left or joined.
+   */
+  placement?:
+    | (PlacementOptions & { nodes: { addEventHandler(handlers: EventHandlers<KubernetesObject>): () => void } })
+    | undefined;
 }
 
 export interface NodeIsolationAudit {
@@ -75,8 +83,10 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
     clock: options.clock,
     reports: options.reports,
     reportPods: options.reportPods,
+    placement: options.placement,
   });
   metrics.trackTotals(() => audit.totals());
+  metrics.trackPlacement(() => audit.placementTotals());
   metrics.trackNamespaces(() => audit.countsByNamespace());
   return {
     auditor: audit,
@@ -104,6 +114,7 @@ export function createNodeIsolationAudit(options: NodeIsolationAuditOptions): No
                 clock: options.clock,
               }),
             ]),
+        ...(options.placement === undefined ? [] : [nodePoolChanges(options.placement.nodes, options.namespaces)]),
         ...(options.extraSources ?? []),
       ],
       concurrency: 1,

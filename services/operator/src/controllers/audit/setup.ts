@@ -11,6 +11,7 @@ import type { ControllerOptions } from '../../runtime/manager.js';
 import { recordEvent, type SetupContext } from '../setup.js';
 import type { NamespaceReports, PodLister } from './auditor.js';
 import { AUDIT_CONTROLLER, createNodeIsolationAudit, ISOLATED_NAMESPACE_SELECTOR } from './controller.js';
+import { NODES_RESOURCE, trimNode } from './nodes.js';
 import type { PodWatchApi } from './pod-admissions.js';
 
 export { AUDIT_CONTROLLER };
@@ -24,6 +25,11 @@ export interface AuditFeature {
   podWatch?: PodWatchApi | undefined;
   /** Namespaces shown in kubeplus_operator_unisolated_pods_by_namespace. */
   namespaceMetricLimit: number;
+  /**
+   * Namespaces whose Pods are never foreign on a pool (system ones, the release's,
+   * --pool-exempt-namespaces). Where Pods really run is judged whenever the audit is on.
+   */
+  exemptNamespaces: readonly string[];
 }
 
 /** What the compliance reports add to the audit (compliance/setup.ts). */
@@ -51,6 +57,13 @@ export function setupAudit(
     source: () => ctx.sources.namespaces(ISOLATED_NAMESPACE_SELECTOR),
   });
   const { reports } = deps;
+  // Where Pods really run: the nodes' labels and taints, trimmed to those (nodes.ts).
+  const nodes = ctx.caches.informer<KubernetesObject>({
+    name: NODES_RESOURCE,
+    resource: 'v1/nodes',
+    source: () => ctx.sources.nodes(),
+    transform: trimNode,
+  });
   return createNodeIsolationAudit({
     intervalMs: feature.intervalMs,
     namespaces,
@@ -69,5 +82,6 @@ export function setupAudit(
     onTermStart: reports?.onTermStart,
     extraSources: reports?.extraSources,
     namespaceMetricLimit: feature.namespaceMetricLimit,
+    placement: { nodes, exempt: new Set(feature.exemptNamespaces) },
   }).controller;
 }

@@ -7,7 +7,10 @@
  *
  * One Report per namespace, named `kubeplus-isolation`: one `fail` result per Pod lacking the
  * mandated node placement (policy `node-isolation`) and per Sandbox weaker than the namespace's
- * current minimum (policy `sandbox-isolation`), at most `maxResults` of them; `summary` counts
+ * current minimum (policy `sandbox-isolation`); under policy `node-isolation` too, with a `rule`,
+ * where Pods really run (issue 38): per Pod on a node outside its pool (`off-pool`) or tolerating
+ * another tenant's pool taints (`tolerates-beyond-mandate`), and per pool node with Pods of other
+ * namespaces (`foreign-pods-on-pool`: how many, never whose); at most `maxResults` of them; `summary` counts
  * every object checked (pass) and every finding (fail) exactly, and the annotation
  * `kubeplus.io/report-results-omitted` says how many findings the cap left out.
  *
@@ -17,12 +20,15 @@
  * expires in an hour, the Report stays while the annotation is bad). They come first.
  */
 
-import type { JudgedClass, UnisolatedPod, WeakSandbox } from '@kubeplus-isolation/spec';
+import type { JudgedClass, MisplacedPod, UnisolatedPod, WeakSandbox } from '@kubeplus-isolation/spec';
 import {
   COMPLIANCE_REPORT_NAME,
+  FOREIGN_PODS_ON_POOL_RULE,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  OFF_POOL_RULE,
   type RuntimeLevel,
+  TOLERATES_BEYOND_MANDATE_RULE,
   type Toleration,
 } from '@kubeplus-isolation/spec';
 
@@ -51,6 +57,8 @@ export interface ObjectRef {
 export interface ReportResult {
   source: string;
   policy: string;
+  /** The finding's stable name, for the placement findings (issue 38): off-pool, tolerates-beyond-mandate, foreign-pods-on-pool. */
+  rule?: string;
   result: ResultValue;
   message: string;
   properties: Record<string, string>;
@@ -89,6 +97,24 @@ export interface PodFindings {
   unisolated: number;
   /** The first of them, in LIST order (may be fewer than `unisolated`). */
   pods: readonly UnisolatedPod[];
+  /**
+   * Where the Pods really run (issue 38): off-pool and tolerates-beyond-mandate Pods, foreign Pods
+   * on the namespace's pool nodes. Absent: not judged.
+   */
+  placement?: PlacementReport | undefined;
+  /** Pods with at least one finding of either kind (for the summary's pass count). Default `unisolated`. */
+  failingPods?: number;
+}
+
+/** The placement findings the Report shows (audit/placement.ts PlacementFindings). */
+export interface PlacementReport {
+  /** Exact counts. */
+  offPool: number;
+  beyondMandate: number;
+  /** The first misplaced Pods. */
+  pods: readonly MisplacedPod[];
+  /** Pool nodes with foreign Pods: the node and how many (never whose). */
+  foreign: ReadonlyArray<{ node: string; count: number }>;
 }
 
 /** The sandbox-isolation check of one namespace. */
@@ -173,6 +199,86 @@ export function podResult(namespace: string, pod: UnisolatedPod): ReportResult {
       { apiVersion: 'v1', kind: 'Pod', namespace, name: pod.name, ...(pod.uid === undefined ? {} : { uid: pod.uid }) },
     ],
   };
+}
+
+/** A Pod of the namespace running on a node outside its pool (after a re-pooling, typically). */
+export function offPoolResult(
+  namespace: string,
+  pod: MisplacedPod & Required<Pick<MisplacedPod, 'offPool'>>,
+): ReportResult {
+  const { node, missingNodeLabels } = pod.offPool;
+  return {
+    source: REPORT_SOURCE,
+    policy: NODE_ISOLATION_POLICY,
+    rule: OFF_POOL_RULE,
+    result: 'fail',
+    message:
+      `Pod ${pod.name} runs on node ${node}, outside the namespace's node pool: the node's labels lack ${formatSelector(missingNodeLabels)}. ` +
+      'The node was re-pooled (relabelled) under the running Pod, or the Pod was placed before its mandate; Kubernetes does not ' +
+      'move a running Pod and the operator never changes Pods: delete it, and its controller recreates it on the pool.',
+    properties: { node, missingNodeLabels: formatSelector(missingNodeLabels) },
+    resources: [podRef(namespace, pod)],
+  };
+}
+
+/** A Pod of the namespace whose tolerations reach another isolated namespace's pool. */
+export function beyondMandateResult(
+  namespace: string,
+  pod: MisplacedPod & Required<Pick<MisplacedPod, 'beyondMandate'>>,
+): ReportResult {
+  const tolerations = pod.beyondMandate.tolerations.map(formatToleration).join(', ');
+  return {
+    source: REPORT_SOURCE,
+    policy: NODE_ISOLATION_POLICY,
+    rule: TOLERATES_BEYOND_MANDATE_RULE,
+    result: 'fail',
+    message:
+      `Pod ${pod.name} tolerates beyond its mandate: ${pod.beyondMandate.tolerations.length === 1 ? 'toleration' : 'tolerations'} ${tolerations} ` +
+      "also tolerate the taints that keep another tenant's dedicated node pool, so only its nodeSelector keeps it off that pool, " +
+      'and a node re-pooled for that tenant does not evict it. Tolerations can be added to a running Pod by an UPDATE; ' +
+      'recreate the Pod with its mandated tolerations only.',
+    properties: { tolerations },
+    resources: [podRef(namespace, pod)],
+  };
+}
+
+/** Pods of other namespaces on a node of this namespace's pool: how many, never whose. */
+export function foreignPodsResult(node: string, count: number): ReportResult {
+  return {
+    source: REPORT_SOURCE,
+    policy: NODE_ISOLATION_POLICY,
+    rule: FOREIGN_PODS_ON_POOL_RULE,
+    result: 'fail',
+    message:
+      `${count} ${count === 1 ? 'Pod' : 'Pods'} of other namespaces ${count === 1 ? 'runs' : 'run'} on node ${node} of this namespace's dedicated node pool ` +
+      '(not exempt platform Pods). Which ones is for the platform to see: the operator logs them and records a ForeignPodOnPool ' +
+      'Warning Event on each.',
+    properties: { node, foreignPods: String(count) },
+    resources: [{ apiVersion: 'v1', kind: 'Node', name: node }],
+  };
+}
+
+function podRef(namespace: string, pod: { name: string; uid?: string }): ObjectRef {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    namespace,
+    name: pod.name,
+    ...(pod.uid === undefined ? {} : { uid: pod.uid }),
+  };
+}
+
+/** The placement results, in order: per Pod off-pool then beyond-mandate, then per node foreign Pods. */
+export function placementResults(namespace: string, placement: PlacementReport | undefined): ReportResult[] {
+  if (placement === undefined) return [];
+  const out: ReportResult[] = [];
+  for (const pod of placement.pods) {
+    if (pod.offPool !== undefined) out.push(offPoolResult(namespace, { ...pod, offPool: pod.offPool }));
+    if (pod.beyondMandate !== undefined)
+      out.push(beyondMandateResult(namespace, { ...pod, beyondMandate: pod.beyondMandate }));
+  }
+  for (const f of placement.foreign) out.push(foreignPodsResult(f.node, f.count));
+  return out;
 }
 
 /** How a judged class reads in a message: `RuntimeClass "x" (handler h, level l)`, or why it has none. */
@@ -264,7 +370,10 @@ export function reportable(input: Pick<ReportInput, 'pods' | 'sandboxes' | 'inva
 /** The namespace's Report. */
 export function buildReport(input: ReportInput): Report {
   const { namespace, pods, sandboxes } = input;
-  const podResults = (pods?.pods ?? []).map((p) => podResult(namespace, p));
+  const podResults = [
+    ...(pods?.pods ?? []).map((p) => podResult(namespace, p)),
+    ...placementResults(namespace, pods?.placement),
+  ];
   const sandboxResults =
     sandboxes === undefined
       ? []
@@ -273,10 +382,13 @@ export function buildReport(input: ReportInput): Report {
   const annotationResults = invalid.slice(0, Math.max(0, input.maxResults)).map(invalidAnnotationResult);
   const room = shareResults(podResults.length, sandboxResults.length, input.maxResults - annotationResults.length);
   const results = [...annotationResults, ...podResults.slice(0, room.pods), ...sandboxResults.slice(0, room.sandboxes)];
-  const fail = (pods?.unisolated ?? 0) + (sandboxes?.weakCount ?? 0);
+  const placement = pods?.placement;
+  const placementFails =
+    placement === undefined ? 0 : placement.offPool + placement.beyondMandate + placement.foreign.length;
+  const fail = (pods?.unisolated ?? 0) + placementFails + (sandboxes?.weakCount ?? 0);
   const error = invalid.length;
   const pass =
-    Math.max(0, (pods?.checked ?? 0) - (pods?.unisolated ?? 0)) +
+    Math.max(0, (pods?.checked ?? 0) - (pods?.failingPods ?? pods?.unisolated ?? 0)) +
     Math.max(0, (sandboxes?.checked ?? 0) - (sandboxes?.weakCount ?? 0));
   return {
     apiVersion: REPORT_API_VERSION,

@@ -314,3 +314,71 @@ describe('reportChange', () => {
     expect(isOwnReport({})).toBe(false);
   });
 });
+
+describe('where Pods really run (issue 38): placement results', () => {
+  const misplaced = {
+    name: 'web',
+    uid: 'uid-web',
+    offPool: { node: 'n1', missingNodeLabels: { pool: 'pool-a' } },
+    beyondMandate: { tolerations: [{ operator: 'Exists' as const }], namespaces: ['team-b'] },
+  };
+  const withPlacement = buildReport({
+    namespace: 'team-a',
+    maxResults: 100,
+    pods: {
+      checked: 3,
+      unisolated: 1,
+      pods: [pod('down')],
+      failingPods: 2,
+      placement: { offPool: 1, beyondMandate: 1, pods: [misplaced], foreign: [{ node: 'n1', count: 2 }] },
+    },
+  });
+
+  it('one result per finding, each with its stable rule; the summary counts findings as fail and clean Pods as pass', () => {
+    expect(
+      withPlacement.results.map((r) => [r.policy, r.rule ?? null, r.resources[0]?.kind, r.resources[0]?.name]),
+    ).toEqual([
+      ['node-isolation', null, 'Pod', 'down'],
+      ['node-isolation', 'off-pool', 'Pod', 'web'],
+      ['node-isolation', 'tolerates-beyond-mandate', 'Pod', 'web'],
+      ['node-isolation', 'foreign-pods-on-pool', 'Node', 'n1'],
+    ]);
+    expect(withPlacement.summary).toEqual({ pass: 1, fail: 4, warn: 0, error: 0, skip: 0 });
+    expect(withPlacement.metadata.annotations['kubeplus.io/report-results-omitted']).toBe('0');
+  });
+
+  it("names the node and the missing pairs, the tolerations, and how many foreign Pods: never another namespace's name", () => {
+    const [, off, beyond, foreign] = withPlacement.results;
+    expect(off?.properties).toEqual({ node: 'n1', missingNodeLabels: 'pool=pool-a' });
+    expect(off?.message).toMatch(
+      /^Pod web runs on node n1, outside the namespace's node pool: the node's labels lack pool=pool-a\./,
+    );
+    expect(beyond?.properties).toEqual({ tolerations: '* Exists' });
+    expect(beyond?.message).toMatch(/^Pod web tolerates beyond its mandate: toleration \* Exists also tolerate/);
+    expect(foreign?.properties).toEqual({ node: 'n1', foreignPods: '2' });
+    expect(foreign?.message).toMatch(
+      /^2 Pods of other namespaces run on node n1 of this namespace's dedicated node pool/,
+    );
+    expect(JSON.stringify(withPlacement)).not.toContain('team-b');
+  });
+
+  it('without placement findings the Report is what it was (no rule, same summary)', () => {
+    const plain = buildReport({
+      namespace: 'team-a',
+      maxResults: 100,
+      pods: { checked: 3, unisolated: 1, pods: [pod('down')] },
+    });
+    const judged = buildReport({
+      namespace: 'team-a',
+      maxResults: 100,
+      pods: {
+        checked: 3,
+        unisolated: 1,
+        pods: [pod('down')],
+        failingPods: 1,
+        placement: { offPool: 0, beyondMandate: 0, pods: [], foreign: [] },
+      },
+    });
+    expect(judged).toEqual(plain);
+  });
+});
