@@ -1,8 +1,9 @@
 /**
  * What the tamper guard is made of, as rendered. Its behaviour (who is denied what, with which
  * message) is proven against a real kube-apiserver in e2e/test/chart.test.ts; here: that it
- * guards the right keys and objects, exempts exactly the operator's ServiceAccount and the admin
- * groups, and follows the values.
+ * guards the right keys and objects, exempts exactly the operator's ServiceAccount, the admin
+ * groups and (issue 39) whoever RBAC allows `override` on tamperprotection.isolation.kubeplus.io
+ * cluster-wide, never grants that verb to the operator, and follows the values.
  */
 import { describe, expect, jest, test } from '@jest/globals';
 import {

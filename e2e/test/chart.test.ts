@@ -8,7 +8,10 @@
  * - the operator's ServiceAccount holds exactly the access the chart's RBAC describes;
  * - the tamper guard denies a tenant (a real client-certificate user) every change of isolation
  *   state, while the operator's own token, admins and ordinary namespace edits get through, and
- *   the operator itself is confined;
+ *   the operator itself is confined; a cloud admin (bound to cluster-admin by a ClusterRoleBinding,
+ *   not in system:masters) repairs a namespace and writes the helm test hook's objects, a group
+ *   given the chart's tamper-override ClusterRole does too, and a tenant bound to cluster-admin by a
+ *   RoleBinding in its own namespace is still refused (issue 39);
  * - with global.nodeIsolation.engine=both, the chart's admission-policy engine too: the operator
  *   writes each namespace's NodeIsolation parameter under the chart's RBAC, and the guard keeps
  *   tenants from changing it;
