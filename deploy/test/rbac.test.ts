@@ -367,6 +367,8 @@ describe('RBAC', () => {
         .sort(),
     ).toEqual([
       `${RELEASE}-kubeplus-isolation-metrics-reader`,
+      // Issue 39: the guards' RBAC override (bound to nobody by default; tamper-protection.test.ts).
+      `${RELEASE}-kubeplus-isolation-tamper-override`,
       `${RELEASE}-webhook`,
       `${RELEASE}-webhook-metrics-auth`,
     ]);

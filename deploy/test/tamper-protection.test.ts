@@ -1,8 +1,9 @@
 /**
  * What the tamper guard is made of, as rendered. Its behaviour (who is denied what, with which
  * message) is proven against a real kube-apiserver in e2e/test/chart.test.ts; here: that it
- * guards the right keys and objects, exempts exactly the operator's ServiceAccount and the admin
- * groups, and follows the values.
+ * guards the right keys and objects, exempts exactly the operator's ServiceAccount, the admin
+ * groups and (issue 39) whoever RBAC allows `override` on tamperprotection.isolation.kubeplus.io
+ * cluster-wide, never grants that verb to the operator, and follows the values.
  */
 import { describe, expect, jest, test } from '@jest/globals';
 import {
@@ -37,6 +38,24 @@ interface Policy {
 
 const PREFIX = `${RELEASE}-kubeplus-isolation`;
 const OPERATOR = `system:serviceaccount:${NAMESPACE}:${RELEASE}-operator`;
+/** Issue 39: the RBAC check every guard ORs last into each validation (tamperProtection.rbacOverride). */
+const OVERRIDE_CHECK =
+  "authorizer.group('isolation.kubeplus.io').resource('tamperprotection').check('override').allowed()";
+const OR_OVERRIDE = ' || variables.rbacOverride';
+const OVERRIDE_ROLE = `${PREFIX}-tamper-override`;
+/** Every guard policy (the confinement is no guard: it narrows the operator, never exempts). */
+const GUARDS = [
+  'namespace-guard',
+  'owned-objects-guard',
+  'report-guard',
+  'instance-guard',
+  'node-isolation-params-guard',
+];
+/** Values rendering every guard. */
+const ALL_GUARDS = {
+  operator: { instanceGroups: [{ group: 'platformapi.kubeplus', resources: ['wordpressservices'] }] },
+  global: { nodeIsolation: { refuseUnplaced: true } },
+};
 
 function policy(objects: K8sObject[], suffix: string): Policy {
   return one(objects, 'ValidatingAdmissionPolicy', `${PREFIX}-${suffix}`).spec as Policy;
@@ -220,7 +239,8 @@ describe('tamper protection', () => {
     // The teardown exemption sits in the validation: matchConditions do not see namespaceObject.
     expect(JSON.stringify(guard.matchConditions)).not.toContain('namespaceObject');
     expect(guard.validations[0]?.expression).toBe(
-      "request.operation == 'DELETE' && namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp)",
+      "(request.operation == 'DELETE' && namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp))" +
+        OR_OVERRIDE,
     );
     expect(guard.validations[0]?.messageExpression).toContain("compliance Report: ' +");
   });
@@ -260,7 +280,7 @@ describe('tamper protection', () => {
       expect(annotations).toEqual([NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION]);
       const [, finalizerCheck] = guard.validations;
       expect(finalizerCheck?.expression).toBe(
-        `(${JSON.stringify(FINALIZER)} in variables.newFinalizers) == (${JSON.stringify(FINALIZER)} in variables.oldFinalizers)`,
+        `(${JSON.stringify(FINALIZER)} in variables.newFinalizers) == (${JSON.stringify(FINALIZER)} in variables.oldFinalizers)${OR_OVERRIDE}`,
       );
       for (const v of guard.validations) {
         expect(v.reason).toBe('Forbidden');
@@ -323,6 +343,105 @@ describe('tamper protection', () => {
       expect(await renderError({ tamperProtection: { instances: { extraGroups: ['*'] } } })).toMatch(
         /tamperProtection\/instances\/extraGroups\/0/,
       );
+    });
+  });
+
+  describe('cloud admins: the RBAC override (issue 39)', () => {
+    test('every guard lets through whoever RBAC allows override on tamperprotection.isolation.kubeplus.io, cluster-wide', async () => {
+      const objects = await render(ALL_GUARDS);
+      for (const suffix of GUARDS) {
+        const guard = policy(objects, suffix);
+        // No namespace in the check: only a ClusterRoleBinding grants it (never a RoleBinding in a
+        // tenant's namespace, even to cluster-admin).
+        expect(variable(guard, 'rbacOverride')).toBe(OVERRIDE_CHECK);
+        expect(variable(guard, 'rbacOverride')).not.toContain('.namespace(');
+        // Last in every validation, and never in a matchCondition: variables are lazy, so only a
+        // request the guard would otherwise refuse costs an authorization check.
+        expect(guard.validations.length).toBeGreaterThan(0);
+        for (const v of guard.validations) {
+          expect(v.expression.endsWith(OR_OVERRIDE)).toBe(true);
+          expect(v.messageExpression).toContain(
+            `identities RBAC allows to override tamperprotection.isolation.kubeplus.io cluster-wide (a ClusterRoleBinding to cluster-admin or to ${OVERRIDE_ROLE})`,
+          );
+        }
+        expect(JSON.stringify(guard.matchConditions)).not.toContain('authorizer');
+        // The explicit lists stay.
+        expect(guard.matchConditions.at(-1)?.expression).toContain('system:masters');
+      }
+    });
+
+    test('the operator is never exempted through RBAC: its confinement asks no authorizer', async () => {
+      const confinement = policy(await render(ALL_GUARDS), 'operator-confinement');
+      expect(JSON.stringify(confinement)).not.toContain('authorizer');
+      expect(JSON.stringify(confinement)).not.toContain('rbacOverride');
+    });
+
+    test('the chart ships a ClusterRole granting exactly that verb, bound only to the subjects given', async () => {
+      const plain = await render(ALL_GUARDS);
+      expect(one(plain, 'ClusterRole', OVERRIDE_ROLE).rules).toEqual([
+        { apiGroups: ['isolation.kubeplus.io'], resources: ['tamperprotection'], verbs: ['override'] },
+      ]);
+      expect(plain.some((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === OVERRIDE_ROLE)).toBe(false);
+      const subjects = [
+        { kind: 'Group', name: 'platform-admins' },
+        { kind: 'User', name: 'alice@example.com' },
+      ];
+      const bound = await render({ tamperProtection: { rbacOverride: { subjects } } });
+      const binding = one(bound, 'ClusterRoleBinding', OVERRIDE_ROLE);
+      expect(binding.roleRef).toEqual({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: OVERRIDE_ROLE,
+      });
+      expect(binding.subjects).toEqual(subjects);
+      expect(
+        await renderError({ tamperProtection: { rbacOverride: { subjects: [{ kind: 'Role', name: 'x' }] } } }),
+      ).toMatch(/tamperProtection\/rbacOverride\/subjects\/0/);
+    });
+
+    test('no role of the chart but the override ClusterRole grants the verb, whatever is enabled', async () => {
+      // A rule grants it when its group, resource and verb each match (a `*` would too).
+      const grantsOverride = (rule: { apiGroups?: string[]; resources?: string[]; verbs?: string[] }): boolean =>
+        (rule.apiGroups ?? []).some((g) => g === 'isolation.kubeplus.io' || g === '*') &&
+        (rule.resources ?? []).some((r) => r === 'tamperprotection' || r === '*') &&
+        (rule.verbs ?? []).some((v) => v === 'override' || v === '*');
+      for (const values of [
+        ALL_GUARDS,
+        {
+          ...ALL_GUARDS,
+          operator: { ...ALL_GUARDS.operator, instanceRoleAggregation: true },
+          global: { nodeIsolation: { engine: 'both', refuseUnplaced: true } },
+          webhook: { autoscaling: { enabled: true } },
+        },
+      ]) {
+        const objects = await render(values, { args: ['--kube-version', '1.36.0'] });
+        const granting = objects
+          .filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
+          .filter((r) => ((r.rules as Parameters<typeof grantsOverride>[0][] | undefined) ?? []).some(grantsOverride))
+          .map((r) => `${r.kind}/${r.metadata.name}`);
+        expect(granting).toEqual([`ClusterRole/${OVERRIDE_ROLE}`]);
+        // ...and no binding of the chart gives that role to anyone (no subjects set).
+        const toOverride = objects.filter(
+          (o) =>
+            (o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding') &&
+            (o.roleRef as { name: string }).name === OVERRIDE_ROLE,
+        );
+        expect(toOverride).toEqual([]);
+      }
+    });
+
+    test('rbacOverride.enabled=false: only the explicit lists, no authorizer, no ClusterRole, and the messages say so', async () => {
+      const objects = await render({ ...ALL_GUARDS, tamperProtection: { rbacOverride: { enabled: false } } });
+      for (const suffix of GUARDS) {
+        const guard = policy(objects, suffix);
+        expect(JSON.stringify(guard)).not.toContain('authorizer');
+        expect(JSON.stringify(guard)).not.toContain('rbacOverride');
+        for (const v of guard.validations) expect(v.messageExpression).not.toContain('cluster-admin');
+      }
+      expect(policy(objects, 'owned-objects-guard').validations[0]?.expression).toBe('false');
+      expect(objects.some((o) => o.metadata.name === OVERRIDE_ROLE)).toBe(false);
+      const off = await render({ tamperProtection: { enabled: false } });
+      expect(off.some((o) => o.metadata.name === OVERRIDE_ROLE)).toBe(false);
     });
   });
 

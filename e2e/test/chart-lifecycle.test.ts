@@ -18,7 +18,8 @@
  *   kubeplus_operator_unisolated_pods gauge, one result each in the namespace's OpenReports
  *   Report: the cluster had no OpenReports CRDs, the chart installs them with
  *   operator.reports.installCrds), and once the webhook is back new Pods are patched;
- * - `helm test` passes: its Pod's dry-run Pod in a throw-away isolated namespace carries the mandate;
+ * - `helm test` passes, run by a cluster-admin user not in system:masters (issue 39): its Pod's
+ *   dry-run Pod in a throw-away isolated namespace carries the mandate;
  * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated (the
  *   Reports included) and its finalizers; afterwards instances delete at once and no generated object remains; installed
  *   again with uninstall.keepGeneratedObjects=true, a hook that fails (its RBAC broken) fails
@@ -70,6 +71,7 @@ import {
   admitDryRunWhile,
   CHART,
   carriesPoolMandate,
+  cloudAdminHelmArgs,
   helm,
   INSTANCE_GROUP_VALUES,
   isolateTenant,
@@ -475,9 +477,12 @@ describe('the chart over its life on a real node', () => {
     process.stderr.write(`[lifecycle] ${await kubectl(cluster, 'get', 'reports', '-A')}\n`);
   });
 
-  test('helm test passes: the test Pod sees a dry-run Pod admitted with the mandate, and cleans up', async () => {
+  test('helm test passes as a cluster-admin user not in system:masters: the test Pod sees a dry-run Pod admitted with the mandate, and cleans up', async () => {
+    // Issue 39: run as a cloud admin (bound to cluster-admin, not in system:masters), whose hook
+    // writes (an isolated namespace, its NodeIsolation) the tamper guard must let through.
+    const asCloudAdmin = await cloudAdminHelmArgs(cluster);
     // No --logs: a passing test's Pod is deleted at once (hook-succeeded); a failing one stays.
-    const out = await helmNs('test', RELEASE, '--timeout', '180s').catch(async (error: Error) => {
+    const out = await helmNs('test', RELEASE, '--timeout', '180s', ...asCloudAdmin).catch(async (error: Error) => {
       const log = await kubectl(cluster, 'logs', '-n', RELEASE_NS, 'kpi-kubeplus-isolation-helm-test').catch(String);
       throw new Error(`${error.message}\nthe test Pod's log:\n${log}`);
     });

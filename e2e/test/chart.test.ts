@@ -8,7 +8,10 @@
  * - the operator's ServiceAccount holds exactly the access the chart's RBAC describes;
  * - the tamper guard denies a tenant (a real client-certificate user) every change of isolation
  *   state, while the operator's own token, admins and ordinary namespace edits get through, and
- *   the operator itself is confined;
+ *   the operator itself is confined; a cloud admin (bound to cluster-admin by a ClusterRoleBinding,
+ *   not in system:masters) repairs a namespace and writes the helm test hook's objects, a group
+ *   given the chart's tamper-override ClusterRole does too, and a tenant bound to cluster-admin by a
+ *   RoleBinding in its own namespace is still refused (issue 39);
  * - with global.nodeIsolation.engine=both, the chart's admission-policy engine too: the operator
  *   writes each namespace's NodeIsolation parameter under the chart's RBAC, and the guard keeps
  *   tenants from changing it;
@@ -61,6 +64,9 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
   NodeV1Api,
   PatchStrategy,
   RbacAuthorizationV1Api,
@@ -110,6 +116,16 @@ describe('the umbrella Helm chart on a real control plane', () => {
   const tenantUser = uniqueName('tenant');
   /** A platform identity exempted from the instance guard only (as KubePlus's own ServiceAccounts would be). */
   const platformUser = uniqueName('platform');
+  /**
+   * Issue 39: a cloud admin (EKS access entry, GKE, AKS Entra ID): bound cluster-wide to
+   * cluster-admin by a ClusterRoleBinding, in no group the chart names (never system:masters).
+   */
+  const cloudAdmin = uniqueName('cloud-admin');
+  /** A tenant whose RoleBinding in its own namespace grants cluster-admin there (and only there). */
+  const namespaceAdmin = uniqueName('ns-admin');
+  /** A platform group given the chart's tamper-override ClusterRole (tamperProtection.rbacOverride.subjects). */
+  const overrideGroup = uniqueName('platform-admins');
+  const overrideUser = uniqueName('repairer');
   let releaseNs = '';
   let installed = false;
   let webhookPort = 0;
@@ -188,7 +204,10 @@ describe('the umbrella Helm chart on a real control plane', () => {
           tls: { mode: 'helm' },
         },
         operator: { instanceGroups: [{ group: INSTANCE_GROUP, resources: ['widgets'] }] },
-        tamperProtection: { instances: { exemptUsers: [platformUser] } },
+        tamperProtection: {
+          instances: { exemptUsers: [platformUser] },
+          rbacOverride: { subjects: [{ kind: 'Group', name: overrideGroup }] },
+        },
         // Both engines: every webhook check below still holds, and the policy engine's objects,
         // RBAC and guard are exercised too.
         global: { nodeIsolation: { engine: POLICY_ENGINE ? 'both' : 'webhook' } },
@@ -204,6 +223,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     for (const call of [
       () => rbac.deleteClusterRoleBinding({ name: tenantUser }),
+      () => rbac.deleteClusterRoleBinding({ name: cloudAdmin }),
+      () => rbac.deleteClusterRoleBinding({ name: overrideUser }),
       () => rbac.deleteClusterRole({ name: tenantUser }),
     ]) {
       try {
@@ -366,6 +387,10 @@ describe('the umbrella Helm chart on a real control plane', () => {
       ['update', 'agents.x-k8s.io', 'sandboxes', 'team-a', 's', false],
       ['bind', 'rbac.authorization.k8s.io', 'clusterroles', '', '', false],
       ['impersonate', '', 'users', '', '', false],
+      // Issue 39: the guards exempt whoever RBAC allows this verb cluster-wide; never the operator
+      // (its confinement would be void), in no namespace either.
+      ['override', 'isolation.kubeplus.io', 'tamperprotection', '', '', false],
+      ['override', 'isolation.kubeplus.io', 'tamperprotection', 'team-a', '', false],
     ];
     const actual = await Promise.all(
       expectations.map(async ([verb, group, resource, namespace, name]) => [
@@ -509,6 +534,8 @@ describe('the umbrella Helm chart on a real control plane', () => {
       );
       expect(changed).toContain(operatorUser());
       expect(changed).toContain('system:masters');
+      // Issue 39: the message names the RBAC way through, so a cloud admin knows what to check.
+      expect(changed).toContain('override tamperprotection.isolation.kubeplus.io cluster-wide');
       await forbidden(patchLabels(tenant, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: null }));
       expect(
         await forbidden(
@@ -659,6 +686,170 @@ describe('the umbrella Helm chart on a real control plane', () => {
       await patchAnnotations(admin.makeApiClient(CoreV1Api), tenantNs, {
         [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"a"}}',
       });
+    });
+
+    /** A client-certificate user in `groups` (never system:masters). */
+    async function userKc(user: string, groups: string[]): Promise<KubeConfig> {
+      const cert = await cluster.issueClientCert(user, groups);
+      return loadKubeConfig(cluster.writeKubeconfig(join(cluster.dir, `${user}.kubeconfig`), user, cert));
+    }
+
+    /** Waits until RBAC (its informer) allows `kc` the verb: the binding has reached the authorizer. */
+    async function untilAllowed(
+      kc: KubeConfig,
+      verb: string,
+      group: string,
+      resource: string,
+      namespace = '',
+      name = '',
+    ) {
+      const authz = kc.makeApiClient(AuthorizationV1Api);
+      await waitFor(
+        `RBAC to allow ${verb} ${resource}.${group} in "${namespace}"`,
+        async () =>
+          (
+            await authz.createSelfSubjectAccessReview({
+              body: { spec: { resourceAttributes: { verb, group, resource, namespace, name } } },
+            })
+          ).status?.allowed === true,
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+    }
+
+    async function canOverride(kc: KubeConfig, namespace = ''): Promise<boolean> {
+      const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
+        body: {
+          spec: {
+            resourceAttributes: {
+              verb: 'override',
+              group: 'isolation.kubeplus.io',
+              resource: 'tamperprotection',
+              namespace,
+            },
+          },
+        },
+      });
+      return review.status?.allowed === true;
+    }
+
+    test('a user bound cluster-wide to cluster-admin, not in system:masters, repairs an isolated namespace (issue 39)', async () => {
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: cloudAdmin },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cloudAdmin }],
+        },
+      });
+      const kc = await userKc(cloudAdmin, ['cloud-admins']);
+      await untilAllowed(kc, 'patch', '', 'namespaces', '', tenantNs);
+      // cluster-admin's rules are `*`: RBAC allows the dedicated verb without anyone naming it.
+      expect(await canOverride(kc)).toBe(true);
+      const core = kc.makeApiClient(CoreV1Api);
+      // The repair: the mandate rewritten, the label taken off and put back.
+      await patchAnnotations(core, tenantNs, { [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"r"}}' });
+      await patchLabels(core, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: null });
+      await patchLabels(core, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: 'true' });
+      await patchAnnotations(core, tenantNs, { [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"a"}}' });
+      const ns = await admin.makeApiClient(CoreV1Api).readNamespace({ name: tenantNs });
+      expect(ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
+      expect(ns.metadata?.annotations?.[NODE_ISOLATION_RESOLVED_ANNOTATION]).toBe('{"nodeSelector":{"pool":"a"}}');
+    });
+
+    test('the helm test hook’s objects are written by that cluster-admin user (issue 39)', async () => {
+      // `helm test` needs a node to run its Pod (proven on the real node, chart-lifecycle and
+      // kubernetes-versions-node); here: every object the hook writes, exactly as rendered, created
+      // as the cloud admin. Its isolated namespace is what the guard refused them.
+      const rendered = await run(
+        helmBin,
+        [
+          'template',
+          release,
+          CHART,
+          '--namespace',
+          releaseNs,
+          '--values',
+          valuesFile(),
+          '--kube-version',
+          cluster.state.kubernetesVersion,
+          '--show-only',
+          'templates/tests/isolation-test.yaml',
+        ],
+        { maxBuffer: 16 * 1024 * 1024 },
+      );
+      const objects = (loadAllYaml(rendered.stdout) as (KubernetesObject | null)[]).filter(
+        (o): o is KubernetesObject => o !== null,
+      );
+      const testNs = `${release}-kubeplus-isolation-helm-test`;
+      expect(objects.map((o) => o.kind)).toEqual(
+        expect.arrayContaining(['Namespace', 'ConfigMap', 'ServiceAccount', 'Role', 'RoleBinding', 'Pod']),
+      );
+      if (POLICY_ENGINE) expect(objects.map((o) => o.kind)).toContain('NodeIsolation');
+      const kc = await userKc(cloudAdmin, ['cloud-admins']);
+      await untilAllowed(kc, 'create', '', 'namespaces');
+      const api = KubernetesObjectApi.makeApiClient(kc);
+      namespaces.push(testNs);
+      const created: KubernetesObject[] = [];
+      try {
+        for (const object of objects) {
+          // The Pod dry-run: no node here runs it (the hook's own check is a dry-run Pod as well).
+          if (object.kind === 'Pod') await api.create(object, undefined, 'All');
+          else created.push(await api.create(object));
+        }
+        const ns = await admin.makeApiClient(CoreV1Api).readNamespace({ name: testNs });
+        expect(ns.metadata?.labels?.[NODE_ISOLATION_ENABLED_LABEL]).toBe('true');
+      } finally {
+        for (const object of created.reverse()) await api.delete(object).catch(() => undefined);
+      }
+    });
+
+    test('a tenant bound to cluster-admin by a RoleBinding in its own namespace is still refused (issue 39)', async () => {
+      await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+        namespace: tenantNs,
+        body: {
+          metadata: { name: namespaceAdmin },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: namespaceAdmin }],
+        },
+      });
+      const kc = await userKc(namespaceAdmin, ['tenants']);
+      // RBAC lets it write its own Namespace object (its namespace is the request's)...
+      await untilAllowed(kc, 'patch', '', 'namespaces', tenantNs, tenantNs);
+      // ...and even the verb, inside its namespace; the guards ask cluster-wide, where it has nothing.
+      expect(await canOverride(kc, tenantNs)).toBe(true);
+      expect(await canOverride(kc)).toBe(false);
+      const core = kc.makeApiClient(CoreV1Api);
+      expect(await forbidden(patchLabels(core, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: null }))).toContain(guard());
+      expect(
+        await forbidden(
+          patchAnnotations(core, tenantNs, { [NODE_ISOLATION_RESOLVED_ANNOTATION]: '{"nodeSelector":{"pool":"x"}}' }),
+        ),
+      ).toContain(guard());
+      // Everything else of its namespace stays its own.
+      await patchLabels(core, tenantNs, { team: 'ns-admin' });
+    });
+
+    test('the chart’s tamper-override ClusterRole exempts a group that is not cluster-admin (issue 39)', async () => {
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      // The tenant's rights (namespaces, NodeIsolations, ...), nothing else: only the chart's
+      // binding of its group (tamperProtection.rbacOverride.subjects) sets it apart.
+      await rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: overrideUser },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantUser },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: overrideUser }],
+        },
+      });
+      const role = await rbac.readClusterRole({ name: `${release}-kubeplus-isolation-tamper-override` });
+      expect(role.rules).toEqual([
+        { apiGroups: ['isolation.kubeplus.io'], resources: ['tamperprotection'], verbs: ['override'] },
+      ]);
+      const kc = await userKc(overrideUser, [overrideGroup]);
+      await untilAllowed(kc, 'patch', '', 'namespaces', '', tenantNs);
+      expect(await canOverride(kc)).toBe(true);
+      const core = kc.makeApiClient(CoreV1Api);
+      await patchLabels(core, tenantNs, { [NODE_ISOLATION_ENABLED_LABEL]: 'true', [OWNER_NAME_LABEL]: 'repaired' });
+      await patchLabels(core, tenantNs, { [OWNER_NAME_LABEL]: null });
     });
 
     test('the operator is confined to its own keys, its own Namespaces and RuntimeClasses', async () => {

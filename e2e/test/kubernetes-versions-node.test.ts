@@ -7,7 +7,8 @@
  * - `helm install --wait`: the webhook and operator Pods are Ready on the node;
  * - the operator (from its Pod) isolates an instance's namespace, and a tenant Pod is patched by
  *   the webhook through its Service and runs on the pool node (labelled and tainted for it);
- * - `helm test` passes (its Pod sees a dry-run Pod admitted with the mandate).
+ * - `helm test` passes (its Pod sees a dry-run Pod admitted with the mandate), run by a cloud admin:
+ *   a user bound to cluster-admin by a ClusterRoleBinding, not in system:masters (issue 39).
  *
  * On the newest minor chart-real-node.test.ts and chart-lifecycle.test.ts prove all of this and
  * more on the same kind of node, so this suite is skipped there (it says so).
@@ -18,6 +19,7 @@ import { NODE_ISOLATION_ANNOTATION, NODE_ISOLATION_ENABLED_LABEL } from '@kubepl
 import { CoreV1Api } from '@kubernetes/client-node';
 import { createAgent } from './support/operator.js';
 import {
+  cloudAdminHelmArgs,
   helm,
   installChart,
   kubectl,
@@ -109,8 +111,9 @@ const MANDATE = poolMandate(POOL);
       await kubectl(cluster, 'taint', 'node', cluster.nodeName, 'dedicated-');
     });
 
-    test('helm test passes', async () => {
-      const out = await helm(cluster, 'test', RELEASE, '--namespace', RELEASE_NS, '--timeout', '180s');
+    test('helm test passes, run by a cluster-admin user who is not in system:masters (issue 39)', async () => {
+      const asCloudAdmin = await cloudAdminHelmArgs(cluster);
+      const out = await helm(cluster, 'test', RELEASE, '--namespace', RELEASE_NS, '--timeout', '180s', ...asCloudAdmin);
       expect(out).toMatch(/Phase:\s+Succeeded/);
     });
   },

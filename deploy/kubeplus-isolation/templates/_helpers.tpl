@@ -62,6 +62,39 @@ comes from neither an exempt user nor a member of an admin group.
 !(request.userInfo.username in {{ include "kubeplus-isolation.exemptUsers" . }}) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {{ include "kubeplus-isolation.exemptGroups" . }}))
 {{- end -}}
 
+{{/*
+Issue 39, cloud admins: besides the explicit lists, the guards let through whoever RBAC allows the
+dedicated verb `override` on `tamperprotection` in group isolation.kubeplus.io CLUSTER-WIDE (no
+namespace in the check, so only a ClusterRoleBinding can grant it: a RoleBinding in a tenant's
+namespace, even to cluster-admin, never does). cluster-admin's rules are `*`, so a cloud admin bound
+to it (EKS access entries, GKE, AKS Entra ID) is let through without the chart naming a group; the
+ClusterRole <fullname>-tamper-override grants exactly this verb (templates/tamper-override-rbac.yaml).
+No resource of that name is served: RBAC authorizes any name. The operator's RBAC must never hold the
+verb (deploy/test/tamper-protection.test.ts checks it), and its confinement never consults it.
+*/}}
+{{- define "kubeplus-isolation.rbacOverride" -}}
+{{- dict "group" "isolation.kubeplus.io" "resource" "tamperprotection" "verb" "override" | toJson -}}
+{{- end -}}
+
+{{/*
+The guards' variable `rbacOverride` (a CEL authorization check of the requester), rendered into a
+policy's variables when tamperProtection.rbacOverride.enabled. Variables are evaluated lazily and
+each validation ORs it last (kubeplus-isolation.orRbacOverride), so only a request the guard would
+otherwise refuse costs an authorization check; every other matched request costs none.
+*/}}
+{{- define "kubeplus-isolation.rbacOverrideVariable" -}}
+{{- if .Values.tamperProtection.rbacOverride.enabled -}}
+{{- $o := include "kubeplus-isolation.rbacOverride" . | fromJson -}}
+- name: rbacOverride
+  expression: {{ printf "authorizer.group(%s).resource(%s).check(%s).allowed()" (squote $o.group) (squote $o.resource) (squote $o.verb) | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* " || variables.rbacOverride" when the RBAC override is on, else nothing: the end of every guard validation. */}}
+{{- define "kubeplus-isolation.orRbacOverride" -}}
+{{- if .Values.tamperProtection.rbacOverride.enabled }} || variables.rbacOverride{{ end -}}
+{{- end -}}
+
 {{/* Human-readable list of who may change protected state, for denial messages. */}}
 {{- define "kubeplus-isolation.whoMay" -}}
 {{- $root := include "kubeplus-isolation.guardRoot" . | eq "extra" | ternary (get . "root") . -}}
@@ -74,6 +107,10 @@ comes from neither an exempt user nor a member of an admin group.
 {{- end -}}
 {{- with include "kubeplus-isolation.exemptGroups" . | fromJsonArray -}}
 {{- $who = append $who (printf "members of %s" (join ", " .)) -}}
+{{- end -}}
+{{- if $root.Values.tamperProtection.rbacOverride.enabled -}}
+{{- $o := include "kubeplus-isolation.rbacOverride" $root | fromJson -}}
+{{- $who = append $who (printf "identities RBAC allows to %s %s.%s cluster-wide (a ClusterRoleBinding to cluster-admin or to %s-tamper-override)" $o.verb $o.resource $o.group (include "kubeplus-isolation.fullname" $root)) -}}
 {{- end -}}
 {{- join " or " $who -}}
 {{- end -}}

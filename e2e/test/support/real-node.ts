@@ -41,6 +41,26 @@ export function poolMandate(pool: string) {
   };
 }
 
+/**
+ * Issue 39: a cloud admin as EKS (access entries), GKE and AKS (Entra ID) make them: bound to
+ * `cluster-admin` by a ClusterRoleBinding, in no group but system:authenticated (never
+ * system:masters). Creates the binding and returns helm's flags to act as that user (impersonation
+ * by the harness's admin: the API server then sees only this user), e.g. for `helm test`.
+ */
+export async function cloudAdminHelmArgs(cluster: RealNodeCluster, user = 'cloud-admin'): Promise<string[]> {
+  await kubectl(cluster, 'create', 'clusterrolebinding', user, '--clusterrole=cluster-admin', `--user=${user}`);
+  // RBAC's informer has the binding once the user may do what cluster-admin may (not the guard's verb:
+  // that is what the test proves).
+  await waitFor(
+    `RBAC to bind ${user} to cluster-admin`,
+    async () =>
+      (await kubectl(cluster, 'auth', 'can-i', 'create', 'namespaces', `--as=${user}`).catch(() => 'no')).trim() ===
+      'yes',
+    { timeoutMs: 30_000 },
+  );
+  return ['--kube-as-user', user];
+}
+
 /** helm against the cluster; a failure carries helm's stderr and the tails of every log. */
 export async function helm(cluster: RealNodeCluster, ...args: string[]): Promise<string> {
   try {
