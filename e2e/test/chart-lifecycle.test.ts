@@ -41,7 +41,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
+  appVersion,
   getSecureMetrics,
+  imageRepository,
   installSandboxCrds,
   parsePrometheusText,
   type RealNodeCluster,
@@ -205,9 +207,16 @@ describe('the chart over its life on a real node', () => {
       RELEASE,
       join(previousChartDir, 'deploy', 'kubeplus-isolation'),
       ...VALUES,
-      // The previous chart runs this build's images, whose operator serves its one port over
-      // HTTPS by default (secure metrics, issue 34); that chart's probes speak plain HTTP, as the
-      // previous images did.
+      // The previous chart runs this build's images (the node has them, under this release's names:
+      // the previous chart's defaults name another repository and version), whose operator serves
+      // its one port over HTTPS by default (secure metrics, issue 34); that chart's probes speak
+      // plain HTTP, as the previous images did.
+      ...(['webhook', 'operator'] as const).flatMap((s) => [
+        '--set',
+        `${s}.image.repository=${imageRepository(s)}`,
+        '--set',
+        `${s}.image.tag=${appVersion()}`,
+      ]),
       '--set',
       'operator.extraArgs[1]=--metrics-secure=false',
       '--wait',
