@@ -9,6 +9,10 @@
  *   with the pool's nodeSelector, with `{operator: Exists}`, with an Exists on the taint key, with a
  *   required node-affinity term → refused, with a message naming what reaches the pool; the owner's
  *   Pods, Pods in an exempt namespace and Pods reaching no pool are admitted;
+ * - spec.nodeName (a Pod that skips the scheduler and its taint check): a foreign Pod naming a node
+ *   labelled with a pool's selector is refused (Deny) or warned about (Warn); the owner's is
+ *   admitted; once the node is relabelled out of the pool (the operator rewrites the parameter
+ *   from its Node cache) the same Pod is admitted;
  * - UPDATE judges only what it adds: a Pod admitted before its toleration reached any pool keeps
  *   being updated; adding a reaching toleration is refused;
  * - Warn (the chart's default actions, with Audit): the same Pod is admitted with the message as a
@@ -24,7 +28,7 @@
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { isApiStatus, loadKubeConfig, testPod, waitFor } from '@kubeplus-isolation/e2e';
+import { FAKE_NODE_LABEL, isApiStatus, loadKubeConfig, testPod, waitFor } from '@kubeplus-isolation/e2e';
 import { NODE_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import {
   CoreV1Api,
@@ -208,6 +212,56 @@ describe('exclusive pools: no Pod outside the owning namespace reaches a pool, o
         pod('agent', { nodeSelector: { pool: poolA }, tolerations: [{ operator: 'Exists' }] }),
       ),
     );
+  });
+
+  test('spec.nodeName: a foreign Pod naming a pool node is refused (Deny) or warned about (Warn), the owner’s admitted; relabelled out of the pool, the node is free', async () => {
+    // A Node object carrying the pool's selector (no kubelet: admission is what is judged, and
+    // every Pod here is a dry run, so none is bound to it).
+    const core = kc.makeApiClient(CoreV1Api);
+    const node = uniqueName('xp-node');
+    await core.createNode({ body: { metadata: { name: node, labels: { pool: poolA, [FAKE_NODE_LABEL]: 'true' } } } });
+    const onNode = { nodeName: node };
+    try {
+      await waitForRefusal(outsider, onNode);
+      const m = refused(await createPod(kc, outsider, pod('by-node-name', onNode), true));
+      expect(m).toContain(`spec.nodeName ${node} is a node of a node pool reserved for another namespace`);
+      expect(m).not.toContain(teamA);
+      // Another isolated tenant's Pod too; the owner's and an exempt namespace's are admitted.
+      refused(await createPod(kc, teamB, pod('b-by-node-name', onNode), true));
+      admitted(await createPod(kc, teamA, pod('a-by-node-name', onNode), true));
+      admitted(await createPod(kc, exempt, pod('agent-by-node-name', onNode), true));
+      // A node in no pool: admitted.
+      admitted(await createPod(kc, outsider, pod('no-pool', { nodeName: uniqueName('no-such-node') }), true));
+
+      // Warn + Audit: admitted with the refusal as a Warning.
+      await policy?.setActions(['Warn', 'Audit']);
+      const warned = await waitFor(
+        'the binding to warn about the Pod naming a pool node',
+        async (observe) => {
+          const a = await createPod(kc, outsider, pod('warned-by-node-name', onNode), true);
+          observe(a.allowed ? a.warnings : a.message);
+          return a.allowed && a.warnings.length > 0 ? a : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      expect(admitted(warned).join('\n')).toContain(`spec.nodeName ${node} is a node of a node pool`);
+      await policy?.setActions(['Deny']);
+      await waitForRefusal(outsider, onNode);
+
+      // Relabelled out of the pool: the operator rewrites the parameter, the Pod is admitted.
+      await core.patchNode({ name: node, body: { metadata: { labels: { pool: 'elsewhere' } } } }, mergePatch);
+      await waitForParam('to drop the relabelled node', (x) => x?.spec?.nodes !== undefined && !(node in x.spec.nodes));
+      await waitFor(
+        'the relabelled node to be free',
+        async () => (await createPod(kc, outsider, pod('relabelled', onNode), true)).allowed,
+        { timeoutMs: 30_000 },
+      );
+    } finally {
+      await policy?.setActions(['Deny']);
+      await core.deleteNode({ name: node }).catch((error: unknown) => {
+        if (!isApiStatus(error, 404)) throw error;
+      });
+    }
   });
 
   test('UPDATE judges what it adds: a Pod admitted before its toleration reached a pool keeps working; adding a reaching toleration is refused', async () => {

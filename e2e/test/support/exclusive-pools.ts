@@ -143,6 +143,8 @@ export interface ExclusivePoolsParam {
     selectors?: Record<string, Array<{ selector: Record<string, string>; owners: string[] }>>;
     taints?: Record<string, unknown>;
     mandated?: Record<string, { selector: Record<string, string>; tolerations: string[][] }>;
+    /** Pool node name → the namespaces owning a pool it is in. */
+    nodes?: Record<string, string[]>;
   };
 }
 

@@ -17,6 +17,13 @@
  *   of the key), `values[v]` for Equal v (patterns of value v), `open` for patterns whose mandate
  *   tolerates any value of the key (an Equal toleration of any value reaches those too).
  * - `anyKey`: what an Exists toleration with an empty key reaches (every pattern), by effect.
+ * - `nodes[name]`: the pool nodes (a Node whose labels carry a pool's whole selector: packages/spec
+ *   `nodeInPool`) → the namespaces owning a pool it is in (the union: a namespace owning one of the
+ *   node's pools puts its own mandate's selector on its Pods, which the node carries; an overlap
+ *   with another pool is the platform's configuration, as for `mandated`). A Pod of another
+ *   namespace naming the node in `spec.nodeName` skips the scheduler and its taint check: the
+ *   policy judges it. Found through `selectors` (each pool is indexed under one of its pairs,
+ *   which a node of the pool carries): a node costs one lookup per label, not a walk over the pools.
  * - `mandated[namespace]`: what that namespace's own mandate prescribes (its nodeSelector, and its
  *   tolerations as the policy normalizes a Pod's: `[key, Exists|Equal, value, effect|All]`). The
  *   policy never judges these against other pools: the webhook puts them into every Pod of the
@@ -30,6 +37,7 @@
  * (or pattern): two namespaces given one pool share it.
  */
 import {
+  carriesAll,
   mandatedTaintPatterns,
   type NodeIsolationSpec,
   type TaintEffect,
@@ -49,6 +57,13 @@ export const EXCLUSIVE_POOLS_NAME = 'exclusive-pools';
  * them ≈365 KB (desired/exclusive-pools.test.ts; docs/benchmarks.md §6b).
  */
 export const EXCLUSIVE_POOLS_MAX_BYTES = 1_000_000;
+/**
+ * The most pool nodes the parameter holds (the CRD's `nodes` maxProperties): Kubernetes' supported
+ * cluster size. A pool node takes ≈70 bytes (a cloud node name and one owner), so 5,000 of them
+ * ≈350 KB: with 1,000 typical mandates still under EXCLUSIVE_POOLS_MAX_BYTES
+ * (desired/exclusive-pools.test.ts).
+ */
+export const EXCLUSIVE_POOLS_MAX_NODES = 5000;
 
 /** A toleration's effect as the parameter keys it: `All` for a toleration without an effect. */
 export type EffectClass = 'All' | TaintEffect;
@@ -87,6 +102,14 @@ export interface ExclusivePoolsSpec {
   taints: Record<string, TaintKeyReach>;
   anyKey: ReachByEffect;
   mandated: Record<string, OwnMandate>;
+  /** Pool node name → the namespaces owning a pool it is in (sorted). */
+  nodes: Record<string, string[]>;
+}
+
+/** A Node as the planner reads it (from the operator's Node cache). */
+export interface PoolNode {
+  name: string;
+  labels: Readonly<Record<string, string>> | undefined;
 }
 
 /** One isolated namespace and its resolved mandate. */
@@ -233,13 +256,37 @@ function ownMandates(mandates: readonly Mandate[]): Record<string, OwnMandate> {
   );
 }
 
-/** The parameter for these mandates (any order; one per namespace). Deterministic. */
-export function exclusivePoolsSpec(mandates: readonly Mandate[]): ExclusivePoolsSpec {
+/**
+ * The pool nodes among `nodes` and their owners, through the selector index: every pool is
+ * indexed under one of its pairs, so a node of the pool carries that pair.
+ */
+function nodeIndex(selectors: Record<string, SelectorEntry[]>, nodes: readonly PoolNode[]): Record<string, string[]> {
+  const out: Array<[string, string[]]> = [];
+  for (const { name, labels } of nodes) {
+    if (labels === undefined) continue;
+    const owners = new Set<string>();
+    for (const [k, v] of Object.entries(labels)) {
+      for (const entry of selectors[pairOf(k, v)] ?? []) {
+        if (carriesAll(labels, entry.selector)) for (const ns of entry.owners) owners.add(ns);
+      }
+    }
+    if (owners.size > 0) out.push([name, [...owners].sort()]);
+  }
+  return sortedRecord(out);
+}
+
+/**
+ * The parameter for these mandates (any order; one per namespace) and these nodes (any order;
+ * names unique). Deterministic.
+ */
+export function exclusivePoolsSpec(mandates: readonly Mandate[], nodes: readonly PoolNode[] = []): ExclusivePoolsSpec {
+  const selectors = selectorIndex(mandates);
   return {
     namespaces: new Set(mandates.map((m) => m.namespace)).size,
-    selectors: selectorIndex(mandates),
+    selectors,
     ...taintIndex(mandates),
     mandated: ownMandates(mandates),
+    nodes: nodeIndex(selectors, nodes),
   };
 }
 

@@ -3,16 +3,20 @@ import { describe, expect, it } from '@jest/globals';
 import {
   mandatedTaintPatterns,
   type NodeIsolationSpec,
+  nodeInPool,
   type Toleration,
   targetsPool,
   toleratesPattern,
 } from '@kubeplus-isolation/spec';
 import fc from 'fast-check';
 import {
+  EXCLUSIVE_POOLS_MAX_BYTES,
+  EXCLUSIVE_POOLS_MAX_NODES,
   type ExclusivePoolsSpec,
   exclusivePoolsSpec,
   type Mandate,
   normalToleration,
+  type PoolNode,
   type ReachByEffect,
   specBytes,
   specUpToDate,
@@ -89,6 +93,19 @@ function bruteJudge(
     );
   });
 }
+/** The policy's spec.nodeName judgement, as its CEL makes it: one lookup of the node. */
+function indexedNodeJudge(p: ExclusivePoolsSpec, ns: string, nodeName: string): boolean {
+  const owners = p.nodes[nodeName];
+  return owners !== undefined && !owners.includes(ns);
+}
+
+/** The same, asked of every mandate: the node is in some pool, and in none the namespace owns. */
+function bruteNodeJudge(mandates: readonly Mandate[], nodes: readonly PoolNode[], ns: string, nodeName: string) {
+  const labels = nodes.find((n) => n.name === nodeName)?.labels;
+  const pools = mandates.filter((m) => nodeInPool(labels, m.spec));
+  return pools.length > 0 && !pools.some((m) => m.namespace === ns);
+}
+
 const sameSelector = (a: Record<string, string>, b: Record<string, string>): boolean =>
   JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
 
@@ -171,6 +188,64 @@ describe('exclusivePoolsSpec', () => {
     );
   });
 
+  it('holds each pool node (labels carrying a pool’s whole selector) with the namespaces owning a pool it is in', () => {
+    const spec = exclusivePoolsSpec(
+      [
+        { namespace: 'team-a', spec: dedicated('a') },
+        { namespace: 'team-a2', spec: dedicated('a') },
+        { namespace: 'team-b', spec: dedicated('b') },
+        { namespace: 'linux', spec: { nodeSelector: { 'kubernetes.io/os': 'linux' }, tolerations: [] } },
+        { namespace: 'no-pool', spec: { nodeSelector: {}, tolerations: [] } },
+      ],
+      [
+        { name: 'a-1', labels: { pool: 'a', 'kubernetes.io/os': 'linux', zone: 'z1' } },
+        // Half the selector: in the linux pool only.
+        { name: 'half', labels: { pool: 'b', 'kubernetes.io/os': 'windows' } },
+        { name: 'b-1', labels: { pool: 'b', 'kubernetes.io/os': 'linux' } },
+        { name: 'plain', labels: { zone: 'z1' } },
+        { name: 'unlabelled', labels: undefined },
+      ],
+    );
+    expect(spec.nodes).toEqual({
+      'a-1': ['linux', 'team-a', 'team-a2'],
+      'b-1': ['linux', 'team-b'],
+    });
+    // Judged: another namespace's Pod on a-1; the owners' admitted; no pool node: admitted.
+    expect(indexedNodeJudge(spec, 'team-b', 'a-1')).toBe(true);
+    expect(indexedNodeJudge(spec, 'outsider', 'b-1')).toBe(true);
+    expect(indexedNodeJudge(spec, 'team-a2', 'a-1')).toBe(false);
+    expect(indexedNodeJudge(spec, 'outsider', 'half')).toBe(false);
+    expect(exclusivePoolsSpec([{ namespace: 'team-a', spec: dedicated('a') }]).nodes).toEqual({});
+  });
+
+  it('judged through its node lookup, spec.nodeName says what asking every mandate of the node’s labels says', () => {
+    const values = ['a', 'b', 'c'];
+    const labels = fc.dictionary(fc.constantFrom('pool', 'zone', 'os'), fc.constantFrom(...values), { maxKeys: 3 });
+    const mandate = fc.record({
+      namespace: fc.constantFrom('ns1', 'ns2', 'ns3', 'ns4'),
+      spec: fc.record({ nodeSelector: labels, tolerations: fc.constant<Toleration[]>([]) }),
+    });
+    const mandates = fc.uniqueArray(mandate, { selector: (m) => m.namespace, maxLength: 4 });
+    const nodes = fc.uniqueArray(
+      fc.record({ name: fc.constantFrom('n1', 'n2', 'n3', 'n4'), labels: fc.option(labels, { nil: undefined }) }),
+      { selector: (n) => n.name, maxLength: 4 },
+    );
+    fc.assert(
+      fc.property(
+        mandates,
+        nodes,
+        fc.constantFrom('ns1', 'ns2', 'ns5'),
+        fc.constantFrom('n1', 'n2', 'n5'),
+        (ms, ns, namespace, node) => {
+          expect(indexedNodeJudge(exclusivePoolsSpec(ms, ns), namespace, node)).toBe(
+            bruteNodeJudge(ms, ns, namespace, node),
+          );
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
   it('is deterministic whatever the order, and compared by content', () => {
     const ms: Mandate[] = ['a', 'b', 'c'].map((p) => ({ namespace: `team-${p}`, spec: dedicated(p) }));
     const spec = exclusivePoolsSpec(ms);
@@ -181,6 +256,7 @@ describe('exclusivePoolsSpec', () => {
         anyKey: spec.anyKey,
         taints: spec.taints,
         selectors: spec.selectors,
+        nodes: spec.nodes,
         namespaces: 3,
       }),
     );
@@ -197,6 +273,22 @@ describe('exclusivePoolsSpec', () => {
     const spec = exclusivePoolsSpec(ms);
     expect(Object.values(spec.selectors).every((entries) => entries.length === 1)).toBe(true);
     expect(specBytes(spec)).toBeLessThan(400_000);
+  });
+
+  it('1,000 typical mandates and the most pool nodes the CRD admits fit the bytes written at most', () => {
+    const pool = (i: number) => `tenant-${String(i).padStart(4, '0')}`;
+    const ms: Mandate[] = Array.from({ length: 1000 }, (_, i) => ({
+      namespace: pool(i),
+      spec: dedicated(`${pool(i)}-pool`),
+    }));
+    // Cloud-style node names (ip-10-0-12-34.eu-west-1.compute.internal), five per pool.
+    const nodes: PoolNode[] = Array.from({ length: EXCLUSIVE_POOLS_MAX_NODES }, (_, i) => ({
+      name: `ip-10-${i % 256}-${Math.floor(i / 256)}-${i % 97}.eu-west-1.compute.internal`,
+      labels: { pool: `${pool(i % 1000)}-pool`, 'kubernetes.io/os': 'linux', 'topology.kubernetes.io/zone': 'z1' },
+    }));
+    const spec = exclusivePoolsSpec(ms, nodes);
+    expect(Object.keys(spec.nodes)).toHaveLength(EXCLUSIVE_POOLS_MAX_NODES);
+    expect(specBytes(spec)).toBeLessThan(EXCLUSIVE_POOLS_MAX_BYTES);
   });
 
   it('holds what each namespace’s own mandate prescribes, normalized as the policy normalizes a Pod’s tolerations', () => {

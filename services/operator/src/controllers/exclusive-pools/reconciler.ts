@@ -1,11 +1,13 @@
 /**
  * The exclusive-pools reconciler: ONE key, the cluster's ExclusivePools object. Level-triggered:
- * every reconcile reads every isolated namespace's resolved mandate from the Namespace cache,
- * plans the parameter (desired/exclusive-pools.ts) and writes it only when the cached object says
+ * every reconcile reads every isolated namespace's resolved mandate from the Namespace cache and
+ * every Node's labels from the Node cache (a pool's nodes: judged when a Pod names one in
+ * spec.nodeName), plans the parameter (desired/exclusive-pools.ts) and writes it only when the cached object says
  * something else (or is missing: created; edited by hand: put back). A namespace whose resolved
  * annotation does not parse holds no pool here (the webhook ignores it too). A parameter larger
  * than EXCLUSIVE_POOLS_MAX_BYTES is not written: the last one stays, the error is logged and
- * retried with backoff, and the size gauge shows it.
+ * retried with backoff, and the size gauge shows it; so is one holding more than
+ * EXCLUSIVE_POOLS_MAX_NODES pool nodes (the CRD's maxProperties).
  *
  * Mandates that overlap (one namespace's own mandate reaches another's pool; the policy does not
  * refuse what a mandate prescribes: desired/exclusive-pools-overlaps.ts) are reported: a gauge of
@@ -24,10 +26,12 @@ import type { EventTarget, InstanceEvent } from '../../cluster/port.js';
 import { EventReason } from '../../desired/event-reasons.js';
 import {
   EXCLUSIVE_POOLS_MAX_BYTES,
+  EXCLUSIVE_POOLS_MAX_NODES,
   EXCLUSIVE_POOLS_NAME,
   exclusivePoolsObject,
   exclusivePoolsSpec,
   type Mandate,
+  type PoolNode,
   specBytes,
   specUpToDate,
 } from '../../desired/exclusive-pools.js';
@@ -46,8 +50,8 @@ export interface ExclusivePoolsPort {
 }
 
 export interface ExclusivePoolsHooks {
-  /** After each plan: the namespaces it holds and its size in bytes. */
-  planned(namespaces: number, bytes: number): void;
+  /** After each plan: the namespaces it holds, its pool nodes and its size in bytes. */
+  planned(namespaces: number, nodes: number, bytes: number): void;
   /** After each plan: how many namespaces' own mandates reach another namespace's pool. */
   overlapping(namespaces: number): void;
 }
@@ -55,6 +59,8 @@ export interface ExclusivePoolsHooks {
 export interface ExclusivePoolsReconcilerOptions {
   /** The Namespaces labelled node-isolation-enabled. */
   namespaces: Lister<KubernetesObject>;
+  /** The Nodes (names and labels are read). */
+  nodes: Lister<KubernetesObject>;
   /** The cached ExclusivePools object(s) labelled managed-by. */
   params: Lister<KubernetesObject>;
   port: ExclusivePoolsPort;
@@ -76,6 +82,16 @@ export function mandatesOf(namespaces: readonly KubernetesObject[]): Mandate[] {
   return out;
 }
 
+/** The Nodes' names and labels (any shape): unnamed objects are skipped. */
+export function poolNodesOf(nodes: readonly KubernetesObject[]): PoolNode[] {
+  const out: PoolNode[] = [];
+  for (const node of nodes) {
+    const name = node.metadata?.name;
+    if (name) out.push({ name, labels: node.metadata?.labels });
+  }
+  return out;
+}
+
 export class ExclusivePoolsReconciler implements Reconciler {
   readonly name = EXCLUSIVE_POOLS_CONTROLLER;
 
@@ -85,18 +101,24 @@ export class ExclusivePoolsReconciler implements Reconciler {
   constructor(private readonly options: ExclusivePoolsReconcilerOptions) {}
 
   async reconcile(): Promise<ReconcileOutcome> {
-    const { namespaces, params, port, hooks, logger } = this.options;
+    const { namespaces, nodes, params, port, hooks, logger } = this.options;
     const objects = namespaces.list();
     const mandates = mandatesOf(objects);
-    const spec = exclusivePoolsSpec(mandates);
+    const spec = exclusivePoolsSpec(mandates, poolNodesOf(nodes.list()));
     const bytes = specBytes(spec);
-    hooks.planned(spec.namespaces, bytes);
+    const poolNodes = Object.keys(spec.nodes).length;
+    hooks.planned(spec.namespaces, poolNodes, bytes);
     await this.reportOverlaps(poolOverlaps(mandates, spec), objects);
     const stored = params.get(EXCLUSIVE_POOLS_NAME);
     if (stored !== undefined && specUpToDate((stored as { spec?: unknown }).spec, spec)) return;
     if (bytes > EXCLUSIVE_POOLS_MAX_BYTES) {
       throw new Error(
         `the exclusive-pools parameter of ${spec.namespaces} mandates would take ${bytes} bytes, more than the ${EXCLUSIVE_POOLS_MAX_BYTES} written at most (etcd's limit is 1.5 MiB): the last one written stays in force`,
+      );
+    }
+    if (poolNodes > EXCLUSIVE_POOLS_MAX_NODES) {
+      throw new Error(
+        `the exclusive-pools parameter would hold ${poolNodes} pool nodes, more than the ${EXCLUSIVE_POOLS_MAX_NODES} its CRD admits: the last one written stays in force`,
       );
     }
     const object = exclusivePoolsObject(spec, { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE });
@@ -106,7 +128,7 @@ export class ExclusivePoolsReconciler implements Reconciler {
       logger.debug('exclusive-pools write failed', { error: describeError(err) });
       throw err;
     }
-    logger.info('exclusive pools written', { namespaces: spec.namespaces, bytes });
+    logger.info('exclusive pools written', { namespaces: spec.namespaces, nodes: poolNodes, bytes });
   }
 
   private async reportOverlaps(overlaps: Map<string, string[]>, objects: readonly KubernetesObject[]): Promise<void> {
