@@ -41,9 +41,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  appVersion,
   getSecureMetrics,
-  imageRepository,
   installSandboxCrds,
   parsePrometheusText,
   type RealNodeCluster,
@@ -169,11 +167,21 @@ describe('the chart over its life on a real node', () => {
     ).spec?.holderIdentity ?? '';
 
   beforeAll(async () => {
-    cluster = await startProjectNode();
+    const previousCommit = await previousReleaseCommit();
+    // The previous release's own images, as its chart names them (its repository and version),
+    // built once per commit into the cache (e2e/scripts/build-previous-images.sh).
+    const previousImages = (
+      await run(join(repoRoot(), 'e2e', 'scripts', 'build-previous-images.sh'), [previousCommit], {
+        maxBuffer: 64 << 20,
+      })
+    ).stdout
+      .trim()
+      .split('\n')
+      .at(-1) as string;
+    cluster = await startProjectNode(['webhook', 'operator'].map((s) => join(previousImages, `${s}.tar`)));
     // Inside the run's own directory: removed when the cluster stops, and by the next run's sweep
     // when this one is killed (a directory of its own under /tmp outlived a killed run).
     previousChartDir = mkdtempSync(join(cluster.cp.dir, 'previous-chart-'));
-    const previousCommit = await previousReleaseCommit();
     const { stdout } = await run(
       'git',
       ['-C', repoRoot(), 'archive', '--format=tar', previousCommit, 'deploy/kubeplus-isolation'],
@@ -207,18 +215,7 @@ describe('the chart over its life on a real node', () => {
       RELEASE,
       join(previousChartDir, 'deploy', 'kubeplus-isolation'),
       ...VALUES,
-      // The previous chart runs this build's images (the node has them, under this release's names:
-      // the previous chart's defaults name another repository and version), whose operator serves
-      // its one port over HTTPS by default (secure metrics, issue 34); that chart's probes speak
-      // plain HTTP, as the previous images did.
-      ...(['webhook', 'operator'] as const).flatMap((s) => [
-        '--set',
-        `${s}.image.repository=${imageRepository(s)}`,
-        '--set',
-        `${s}.image.tag=${appVersion()}`,
-      ]),
-      '--set',
-      'operator.extraArgs[1]=--metrics-secure=false',
+      // The previous release runs its own images (built from its commit; the node has both sets).
       '--wait',
       '--timeout',
       '180s',

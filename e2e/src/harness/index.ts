@@ -50,7 +50,7 @@ export {
   NODE_LEASE_NAMESPACE,
   startFakeNodes,
 } from './fake-nodes.js';
-export { appVersion, imageArchives, imageRepository, type ProjectService, projectImage } from './images.js';
+export { appVersion, imageArchives, type ProjectService, projectImage } from './images.js';
 export { kubeconfigYaml, loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
 export {
   compareMinors,

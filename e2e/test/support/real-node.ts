@@ -170,10 +170,13 @@ export async function runProbe(
   return { phase: done.status?.phase ?? '', log: String(log), pod: done };
 }
 
-/** A real node with the project's image archives imported, its progress logged as `[real-node]`. */
-export function startProjectNode(): Promise<RealNodeCluster> {
+/**
+ * A real node with the project's image archives imported (and `extraImages`, e.g. a previous
+ * release's), its progress logged as `[real-node]`.
+ */
+export function startProjectNode(extraImages: readonly string[] = []): Promise<RealNodeCluster> {
   return startRealNodeCluster({
-    images: imageArchives(),
+    images: [...imageArchives(), ...extraImages],
     log: (m) => process.stderr.write(`[real-node] ${m}\n`),
   });
 }
