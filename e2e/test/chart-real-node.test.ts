@@ -118,6 +118,10 @@ describe('the chart on a real node', () => {
       // Exclusive pools refusing (the chart's default only warns): the issue's foreign Pod below.
       '--set-json',
       'global.nodeIsolation.exclusivePools.validationActions=["Deny"]',
+      // The spec.nodeName test's control namespace, and a tenant whose Pods exclusive pools let
+      // through, so the kubelet's own check (the layer beneath the policy) is what is seen.
+      '--set-json',
+      'global.nodeIsolation.exclusivePools.exemptNamespaces=["unisolated","team-c"]',
       '--wait',
       '--timeout',
       '180s',
@@ -238,7 +242,7 @@ describe('the chart on a real node', () => {
     expect(patched).toBeGreaterThanOrEqual(3);
     process.stderr.write(`[real-node] ${await kubectl(cluster, 'get', 'pods', '-n', INSTANCE, '-o', 'wide')}\n`);
   });
-  test("a tenant cannot put a Pod on another pool's node by naming it (spec.nodeName): the kubelet refuses it by the mandate", async () => {
+  test("a tenant cannot put a Pod on another pool's node by naming it (spec.nodeName): exclusive pools refuse it, and beneath them the kubelet by the mandate", async () => {
     // The node is team-a-pool's, labeled and tainted (above). spec.nodeName skips the scheduler
     // and with it the taint check: what keeps team-b off this node is the nodeSelector the webhook
     // merged, which the kubelet checks again when it admits a Pod.
@@ -268,7 +272,8 @@ describe('the chart on a real node', () => {
     await core.createNamespacedPod({ namespace: 'unisolated', body: onNode('named-node') });
     expect((await settled('unisolated', 'named-node')).status?.phase).toBe('Running');
 
-    // The attack: team-b's Pod names team-a's node.
+    // The attack: team-b's Pod names team-a's node. Exclusive pools refuse it at admission: the
+    // operator put team-a's pool nodes into the ExclusivePools parameter (issue 38).
     const OTHER = 'team-b-pool';
     await isolateTenant(cluster, 'team-b', poolMandate(OTHER));
     await waitFor(
@@ -280,9 +285,28 @@ describe('the chart on a real node', () => {
         ),
       { timeoutMs: 30_000 },
     );
-    const created = await core.createNamespacedPod({ namespace: 'team-b', body: onNode('named-node') });
-    expect(created.spec?.nodeSelector).toEqual({ pool: OTHER });
-    const refused = await settled('team-b', 'named-node');
+    const admission = await core.createNamespacedPod({ namespace: 'team-b', body: onNode('named-node') }).then(
+      () => 'admitted',
+      (error: { code?: number; body?: unknown }) => `${error.code} ${String(error.body)}`,
+    );
+    expect(admission).toMatch(/^403 .*spec\.nodeName .* is a node of a node pool reserved for another namespace/);
+
+    // Beneath the policy, the kubelet holds the mandate too: team-c, exempt from exclusive pools,
+    // names team-a's node; the webhook gives its Pod team-c's nodeSelector, which the node lacks.
+    const THIRD = 'team-c-pool';
+    await isolateTenant(cluster, 'team-c', poolMandate(THIRD));
+    await waitFor(
+      `the webhook to hold team-c's mandate`,
+      async () =>
+        carriesPoolMandate(
+          THIRD,
+          await core.createNamespacedPod({ namespace: 'team-c', body: tenantPod('probe'), dryRun: 'All' }),
+        ),
+      { timeoutMs: 30_000 },
+    );
+    const created = await core.createNamespacedPod({ namespace: 'team-c', body: onNode('named-node') });
+    expect(created.spec?.nodeSelector).toEqual({ pool: THIRD });
+    const refused = await settled('team-c', 'named-node');
     expect({ phase: refused.status?.phase, reason: refused.status?.reason }).toEqual({
       phase: 'Failed',
       reason: 'NodeAffinity',
