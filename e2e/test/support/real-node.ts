@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
+  AGENT_SANDBOX_NAMESPACE,
   FatalWaitError,
   imageArchives,
   installAgentSandbox,
@@ -200,7 +201,16 @@ export async function startSandboxNode(pool: string, ...chartArgs: string[]): Pr
     '-f',
     '-',
   );
-  await installChart(cluster, 'kpi', ...chartArgs);
+  // The upstream controller runs on the lab's one node, which is also the tenant's pool: a platform
+  // exempts its own controllers' namespace from exclusive pools, which also keeps the audit from
+  // counting them as foreign Pods on the pool (issue 38). A suite's own chartArgs come after.
+  await installChart(
+    cluster,
+    'kpi',
+    '--set-json',
+    `global.nodeIsolation.exclusivePools.exemptNamespaces=${JSON.stringify([AGENT_SANDBOX_NAMESPACE])}`,
+    ...chartArgs,
+  );
   return cluster;
 }
 
