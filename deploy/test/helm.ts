@@ -115,11 +115,16 @@ async function template(values: unknown, options: RenderOptions): Promise<HelmRe
   }
 }
 
-/** Renders the umbrella chart with `values` and returns every object; throws with helm's stderr on failure. */
-export async function render(values: unknown = {}, options: RenderOptions = {}): Promise<K8sObject[]> {
+/** Renders the umbrella chart with `values` and returns helm's output as printed; throws with helm's stderr on failure. */
+export async function renderRaw(values: unknown = {}, options: RenderOptions = {}): Promise<string> {
   const result = await template(values, options);
   if (result.code !== 0) throw new Error(`helm template failed (exit ${result.code}):\n${result.stderr}`);
-  const docs = loadAll(result.stdout) as unknown[];
+  return result.stdout;
+}
+
+/** Renders the umbrella chart with `values` and returns every object; throws with helm's stderr on failure. */
+export async function render(values: unknown = {}, options: RenderOptions = {}): Promise<K8sObject[]> {
+  const docs = loadAll(await renderRaw(values, options)) as unknown[];
   return docs.filter((d): d is K8sObject => d !== null && typeof d === 'object');
 }
 
