@@ -17,6 +17,10 @@ import { FRESH, type ReconcileLogger } from './sync-context.js';
 
 export const SANDBOX_GROUP = 'agents.x-k8s.io';
 export const DEFAULT_PROBE_RETRY_MS = 250;
+/** The probe's requeue doubles from probeRetryMs up to this (a policy that never takes effect must not cost a POST every 250 ms). */
+export const MAX_PROBE_RETRY_MS = 30_000;
+/** Probes after which a namespace still waiting is worth a warning. */
+const WARN_AFTER_PROBES = 8;
 
 export type SettlePort = Pick<
   ClusterPort,
@@ -66,17 +70,22 @@ export class Settler {
         this.#probes.delete(name);
         return {};
       case 'wait':
-        this.#opts.logger.debug('tenant namespace not settled yet: node isolation not written', { namespace: name });
-        return { requeueAfterMs: this.#retryMs };
+        // Read fresh: this reconcile did not write the keys (a conflict, a refusal). Waiting would
+        // not bring them; the next event of the instance or its namespace reconciles it again.
+        this.#opts.logger.debug('tenant namespace not settled: its node isolation is not written', { namespace: name });
+        return {};
       case 'probe': {
         const probes = (this.#probes.get(name) ?? 0) + 1;
         this.#probes.set(name, probes);
-        if (!(await this.#inEffect(port, name, plan.enforce))) {
-          this.#opts.logger.debug('tenant namespace not settled yet: sandbox policy not yet in effect', {
-            namespace: name,
-            probes,
-          });
-          return { requeueAfterMs: this.#retryMs };
+        const answer = await this.#inEffect(port, name, plan.enforce);
+        if (answer !== true) {
+          const fields = { namespace: name, probes, answer };
+          if (probes === WARN_AFTER_PROBES) {
+            this.#opts.logger.warn('tenant namespace still not settled: its sandbox policy is not in effect', fields);
+          } else {
+            this.#opts.logger.debug('tenant namespace not settled yet: sandbox policy not yet in effect', fields);
+          }
+          return { requeueAfterMs: Math.min(MAX_PROBE_RETRY_MS, this.#retryMs * 2 ** Math.min(probes - 1, 10)) };
         }
         break;
       }
@@ -104,13 +113,16 @@ export class Settler {
     });
   }
 
-  async #inEffect(port: SettlePort, namespace: string, enforce: boolean): Promise<boolean> {
+  /** true when the policy is in effect, else what the probe got (for the log). */
+  async #inEffect(port: SettlePort, namespace: string, enforce: boolean): Promise<true | string> {
     const kind = await port.resolveKind(SANDBOX_GROUP, 'Sandbox');
     if (kind === undefined) return true; // no Sandbox can be created: nothing to wait for
     const [answer, mutating] = await Promise.all([
       port.dryRunCreate(settleProbe(`${kind.group}/${kind.version}`, namespace)),
       enforce ? Promise.resolve(undefined) : port.servedMutatingPolicyVersion(),
     ]);
-    return probeInEffect(answer, enforce, mutating !== undefined);
+    if (probeInEffect(answer, enforce, mutating !== undefined)) return true;
+    if ('notServed' in answer) return 'not served';
+    return answer.allowed ? 'admitted' : `refused ${answer.code}: ${answer.message.slice(0, 200)}`;
   }
 }

@@ -142,6 +142,28 @@ describe('Settler after a reconcile (fake cluster)', () => {
     expect(cluster.writeCount()).toBe(writes);
   });
 
+  it('a probe that keeps being admitted is requeued ever later (capped), not every 250 ms', async () => {
+    cluster.putNamespace('t3', { ...KUBEPLUS });
+    cluster.kinds.push(SANDBOX_KIND);
+    const key = cluster.putInstance({ name: 't3', namespace: 'kubeplus', annotations: { [SANDBOX]: KATA_ENFORCE } });
+    await reconciler().reconcile(key);
+    const s = settler();
+    const delays: (number | undefined)[] = [];
+    for (let i = 0; i < 12; i++) {
+      cluster.probeAnswers.push({ allowed: true, object: {} });
+      delays.push((await s.settle(cluster, key)).requeueAfterMs);
+    }
+    expect(delays).toEqual([100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000]);
+    expect(cluster.namespaces.get('t3')?.labels[SETTLED]).toBeUndefined();
+  });
+
+  it('node isolation not written after the reconcile (e.g. refused): not settled, and no requeue', async () => {
+    cluster.putNamespace('t4', { ...KUBEPLUS });
+    const key = cluster.putInstance({ name: 't4', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
+    expect(await settler().settle(cluster, key)).toEqual({});
+    expect(cluster.namespaces.get('t4')?.labels[SETTLED]).toBeUndefined();
+  });
+
   it('advisory mode waits for the defaulting policy', async () => {
     cluster.putNamespace('t2', { ...KUBEPLUS });
     cluster.kinds.push(SANDBOX_KIND);
