@@ -1,5 +1,5 @@
 /**
- * Admission through the hold entry (POST /hold): a Pod or Agent Sandbox CREATE in an unsettled
+ * Admission through the hold entry (POST /hold): a Pod, Sandbox or SandboxTemplate CREATE in an unsettled
  * KubePlus namespace waits for the Holder, then is answered as usual — a Pod patched with the
  * placement its namespace now carries — or refused with a message saying it can be retried.
  *
@@ -15,9 +15,11 @@ import type { HoldAnswer, Holder } from './holder.js';
 /** The hold's HTTP path; the chart's hold entry calls it. */
 export const HOLD_PATH = '/hold';
 
-/** The resources the hold entry registers for (besides core Pods), any version. */
-export const HELD_SANDBOX_GROUP = 'agents.x-k8s.io';
-export const HELD_SANDBOX_RESOURCES: readonly string[] = ['sandboxes'];
+/** The Agent Sandbox resources the hold entry registers for (besides core Pods), any version. */
+export const HELD_SANDBOX_RESOURCES: readonly { group: string; resource: string }[] = [
+  { group: 'agents.x-k8s.io', resource: 'sandboxes' },
+  { group: 'extensions.agents.x-k8s.io', resource: 'sandboxtemplates' },
+];
 
 /** The HTTP status of a refusal: an admission denial, as the API server answers one by default. */
 const REFUSAL_CODE = 403;
@@ -26,8 +28,7 @@ function isSandboxCreate(req: AdmissionRequest): boolean {
   return (
     req.operation === 'CREATE' &&
     req.subResource === undefined &&
-    req.resource.group === HELD_SANDBOX_GROUP &&
-    HELD_SANDBOX_RESOURCES.includes(req.resource.resource)
+    HELD_SANDBOX_RESOURCES.some((r) => r.group === req.resource.group && r.resource === req.resource.resource)
   );
 }
 

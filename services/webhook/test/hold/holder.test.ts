@@ -230,3 +230,22 @@ describe('holdAdmit', () => {
     expect(holdAdmit(parsed.request, holder)).toMatchObject({ result: 'skipped' });
   });
 });
+
+describe('holdAdmit: SandboxTemplates are held too', () => {
+  it('a SandboxTemplate CREATE in an unsettled namespace is held', () => {
+    const cache = new SettleCache();
+    const holder = new Holder(cache, { timeoutMs: 1_000, windowMs: WINDOW, maxHeld: 8, now: () => NOW });
+    cache.upsert(kubeplusNamespace('t9'));
+    const parsed = parseAdmissionReview(
+      review({
+        namespace: 't9',
+        kind: { group: 'extensions.agents.x-k8s.io', version: 'v1alpha1', kind: 'SandboxTemplate' },
+        resource: { group: 'extensions.agents.x-k8s.io', version: 'v1alpha1', resource: 'sandboxtemplates' },
+        object: { kind: 'SandboxTemplate', metadata: { name: 't' } },
+      }),
+    );
+    if (!parsed.ok) throw new Error(parsed.message);
+    expect(holdAdmit(parsed.request, holder)).toBeInstanceOf(Promise);
+    holder.close();
+  });
+});
