@@ -15,9 +15,11 @@
  * retry once the operator is back), a namespace KubePlus stamps long after it was created (never
  * held), and the platform namespace `default` (never sent to the hold).
  */
-import { beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import {
   type ApiProxy,
+  connectE2eCluster,
+  createTestNamespace,
   deleteNamespace,
   isApiStatus,
   type RunningWebhook,
@@ -39,6 +41,7 @@ import {
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
 import {
+  AdmissionregistrationV1Api,
   AppsV1Api,
   BatchV1Api,
   CoreV1Api,
@@ -54,7 +57,7 @@ import {
   waitForWebhookActive,
   withoutDefaultTolerations,
 } from './support/node-isolation.js';
-import { createAgent, readNamespace, statusMessage } from './support/operator.js';
+import { createAgent, policyName, readNamespace, statusMessage } from './support/operator.js';
 import { type Admission, createSandbox } from './support/operator-sandbox.js';
 import { operatorSuite } from './support/operator-suite.js';
 
@@ -191,7 +194,7 @@ describe('the hold: a KubePlus install is governed before its first Pod (real AP
   test(`${INSTANCES} instances at once, KubePlus's order, operator writes slowed by ${SLOW_WRITES_MS / 1000} s: every Pod admitted is placed, no Sandbox below the minimum is admitted`, async () => {
     const kc = suite.kc;
     // Every write but the Lease's (its renewals must not lose the election).
-    const slow = proxy?.delay((r) => r.method !== 'GET' && !r.path.includes('/leases/'), SLOW_WRITES_MS);
+    const slow = proxy?.delay((r) => r.method !== 'GET' && !/\/leases(\/|$)/.test(r.path), SLOW_WRITES_MS);
     await suite.startOperator();
     const mandate = poolMandate(uniqueName('hold-pool'));
     const names = Array.from({ length: INSTANCES }, (_, i) => uniqueName(`hold${i}`));
@@ -239,8 +242,7 @@ describe('the hold: a KubePlus install is governed before its first Pod (real AP
       const result = await helm;
       return { name, ...result, ms: performance.now() - started };
     });
-    const results = await Promise.all(installs);
-    slow?.();
+    const results = await Promise.all(installs).finally(() => slow?.());
 
     const core = kc.makeApiClient(CoreV1Api);
     const custom = kc.makeApiClient(CustomObjectsApi);
@@ -309,6 +311,71 @@ describe('the hold: a KubePlus install is governed before its first Pod (real AP
     );
   });
 
+  test('a sandbox policy binding takes effect after it is stored: the namespace is settled only once a weak Sandbox is refused (delay measured)', async () => {
+    const kc = suite.kc;
+    const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+    const bindingDelays: number[] = [];
+    const settleDelays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const name = uniqueName(`holdsbx${i}`);
+      tenants.push(name);
+      await kubeplusNamespace(kc, name);
+      const binding = policyName(PLATFORM_NAMESPACE, name, 'enforce');
+      const created = performance.now();
+      await createAgent(kc, PLATFORM_NAMESPACE, name, { [SANDBOX_ISOLATION_ANNOTATION]: SANDBOX_ENFORCE });
+      // When the binding is stored, and when a dry-run weak Sandbox is first refused (the test's own probes).
+      const stored = await waitFor(
+        `binding ${binding}`,
+        async () => {
+          try {
+            await admission.readValidatingAdmissionPolicyBinding({ name: binding });
+            return performance.now();
+          } catch (error) {
+            if (isApiStatus(error, 404)) return undefined;
+            throw error;
+          }
+        },
+        { timeoutMs: 60_000, intervalMs: 10 },
+      );
+      const inEffect = await waitFor(
+        `binding ${binding} in effect`,
+        async () => {
+          const outcome = await createSandbox(
+            kc,
+            { kind: 'Sandbox', version: 'v1beta1', namespace: name, name: 'probe' },
+            undefined,
+            { dryRun: true },
+          );
+          return !outcome.allowed && outcome.message.includes('ValidatingAdmissionPolicy')
+            ? performance.now()
+            : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 10 },
+      );
+      // Settled only after that (the operator's own probe saw the same).
+      const settled = await waitFor(
+        `${name} settled`,
+        async () =>
+          (await readNamespace(kc, name))?.metadata?.labels?.[ISOLATION_SETTLED_LABEL] === 'true'
+            ? performance.now()
+            : undefined,
+        { timeoutMs: 60_000, intervalMs: 10 },
+      );
+      // A Sandbox below the minimum is refused by the policy, never held (the namespace is settled).
+      const weak = await createSandbox(
+        kc,
+        { kind: 'Sandbox', version: 'v1beta1', namespace: name, name: 'weak' },
+        undefined,
+      );
+      expect(!weak.allowed && weak.message).toMatch(/ValidatingAdmissionPolicy/);
+      bindingDelays.push(inEffect - stored);
+      settleDelays.push(settled - created);
+    }
+    console.log(
+      `sandbox policy binding: in effect median ${Math.round(median(bindingDelays))} ms after it was stored (${bindingDelays.map(Math.round).join(', ')}); namespace settled median ${Math.round(median(settleDelays))} ms after the instance was created (${settleDelays.map(Math.round).join(', ')})`,
+    );
+  });
+
   test('the operator down longer than the hold: a bare Pod is refused with the message, and admitted placed on retry once it is back', async () => {
     const kc = suite.kc;
     await suite.operator.stop();
@@ -340,32 +407,30 @@ describe('the hold never holds what KubePlus did not just create (webhook with a
   const webhookConfig = uniqueName('e2e-settle-hold-window');
   const namespaces: string[] = [];
   let kc: KubeConfig;
-  const suite = operatorSuite({
-    name: 'hold-window',
-    startOperator: false,
-    waitForServiceAccount: true,
-    beforeOperator: async ({ cluster }) => {
-      kc = cluster.kc;
-      webhook = await startWebhook(cluster, { extraArgs: ['--hold-window=4s', '--hold-timeout=3s'] });
-      await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig, hold: {} });
-      const pool = uniqueName('hold-window-pool');
-      const probe = await createIsolatedNamespace(kc, 'kpi-hold-window-probe', poolMandate(pool));
-      namespaces.push(probe);
-      await waitForWebhookActive(kc, probe, { pool });
-    },
-    afterTeardown: async () => {
-      await unregisterWebhook(kc, webhookConfig);
-      await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
-      await webhook?.stop();
-    },
+
+  // No operator and no instance CRD here: only the webhook and namespaces.
+  beforeAll(async () => {
+    const cluster = await connectE2eCluster();
+    kc = cluster.kc;
+    webhook = await startWebhook(cluster, { extraArgs: ['--hold-window=4s', '--hold-timeout=3s'] });
+    await registerWebhook(kc, { url: webhook.url, caPem: webhook.caPem, name: webhookConfig, hold: {} });
+    const pool = uniqueName('hold-window-pool');
+    const probe = await createIsolatedNamespace(kc, 'kpi-hold-window-probe', poolMandate(pool));
+    namespaces.push(probe);
+    await waitForWebhookActive(kc, probe, { pool });
   });
 
-  beforeAll(() => {
-    kc = suite.kc;
+  afterAll(async () => {
+    if (kc !== undefined) {
+      await unregisterWebhook(kc, webhookConfig);
+      await Promise.all(namespaces.map((ns) => deleteNamespace(kc, ns)));
+    }
+    await webhook?.stop();
   });
 
   test('a namespace KubePlus stamps after the window: its Pods are admitted at once, though nothing ever settles it', async () => {
-    const ns = await suite.tenantNamespace('kpi-hold-old');
+    const ns = await createTestNamespace(kc, 'kpi-hold-old');
+    namespaces.push(ns);
     // Older than the window before KubePlus stamps it (an instance named after an existing namespace).
     await sleep(4_500);
     const core = kc.makeApiClient(CoreV1Api);
