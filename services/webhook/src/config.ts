@@ -239,7 +239,7 @@ export const FLAGS: readonly Flag[] = [
     placeholder: '<duration>',
     parse: duration(1_000, 3_600_000),
     default: '60s',
-    help: 'How long the namespace watch may stay disconnected before /readyz fails and traffic moves to other replicas.',
+    help: "How long either namespace watch (the isolated namespaces; KubePlus's, for the hold) may stay disconnected before /readyz fails and traffic moves to other replicas.",
   },
   {
     key: 'holdTimeoutMs',
