@@ -164,7 +164,8 @@ describe('RBAC', () => {
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
       // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.
       'openreports.io/reports': sorted('list', 'create', 'update', 'delete'),
-      'agents.x-k8s.io/sandboxes': ['list'],
+      // list: the compliance reports; create: the settle probe's server-side dry run (issue 35).
+      'agents.x-k8s.io/sandboxes': sorted('create', 'list'),
     });
     // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
@@ -293,11 +294,13 @@ describe('RBAC', () => {
     }
   });
 
-  test('reports.enabled=false takes away the Report and Sandbox access, and turns the flag off', async () => {
+  test('reports.enabled=false takes away the Report and Sandbox list access, and turns the flag off', async () => {
     const objects = await render({ operator: { reports: { enabled: false } } });
-    const granted = Object.keys(grants(one(objects, 'ClusterRole', `${RELEASE}-operator`)));
+    const all = grants(one(objects, 'ClusterRole', `${RELEASE}-operator`));
+    const granted = Object.keys(all);
     expect(granted).not.toContain('openreports.io/reports');
-    expect(granted).not.toContain('agents.x-k8s.io/sandboxes');
+    // Only the settle probe's dry-run create is left.
+    expect(all['agents.x-k8s.io/sandboxes']).toEqual(['create']);
     expect(granted).toContain('core/pods');
     const deployment = one(objects, 'Deployment', `${RELEASE}-operator`) as K8sObject & {
       spec: { template: { spec: { containers: Array<{ args: string[] }> } } };

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, jest, test } from '@jest/globals';
-import { NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_WEBHOOK_NAME } from '@kubeplus-isolation/spec';
+import { HOLD_WEBHOOK_NAME, NODE_ISOLATION_ENABLED_LABEL, NODE_ISOLATION_WEBHOOK_NAME } from '@kubeplus-isolation/spec';
 import { CHART_DIR, type K8sObject, NAMESPACE, one, RELEASE, render, renderError } from './helm.js';
 import { seedWebhookEntry } from './seed.js';
 
@@ -20,16 +20,37 @@ const DEPLOYMENT_FIELDS = new Set([
   'reinvocationPolicy', // "IfNeeded": re-apply if a later webhook rewrites the Pod
 ]);
 
-function webhooks(objects: K8sObject[]): Record<string, unknown>[] {
+function allWebhooks(objects: K8sObject[]): Record<string, unknown>[] {
   const mwc = one(objects, 'MutatingWebhookConfiguration');
   return mwc.webhooks as Record<string, unknown>[];
 }
 
+/** The node-isolation entry first (what most tests here judge), then the others. */
+function webhooks(objects: K8sObject[]): Record<string, unknown>[] {
+  const all = allWebhooks(objects);
+  return [
+    ...all.filter((e) => e.name === NODE_ISOLATION_WEBHOOK_NAME),
+    ...all.filter((e) => e.name !== NODE_ISOLATION_WEBHOOK_NAME),
+  ];
+}
+
+interface HoldEntry {
+  name: string;
+  rules: { apiGroups: string[]; apiVersions: string[]; resources: string[]; operations: string[] }[];
+  namespaceSelector: { matchExpressions: { key: string; operator: string; values?: string[] }[] };
+  failurePolicy: string;
+  sideEffects: string;
+  reinvocationPolicy: string;
+  timeoutSeconds: number;
+  clientConfig: { service?: Record<string, unknown>; url?: string };
+}
+
 describe('MutatingWebhookConfiguration', () => {
-  test('has exactly one webhooks[] entry, the design document entry field by field', async () => {
+  test('has the hold entry first, then the design document entry field by field', async () => {
     const seed = seedWebhookEntry();
+    const all = allWebhooks(await render());
+    expect(all.map((e) => e.name)).toEqual([HOLD_WEBHOOK_NAME, NODE_ISOLATION_WEBHOOK_NAME]);
     const entries = webhooks(await render());
-    expect(entries).toHaveLength(1);
     const entry = entries[0] as Record<string, unknown>;
     expect(entry.name).toBe(NODE_ISOLATION_WEBHOOK_NAME);
     for (const [field, value] of Object.entries(seed)) {
@@ -139,5 +160,58 @@ describe('MutatingWebhookConfiguration', () => {
   test('a live-lookup bound not below the webhook timeout is refused with a clear message', async () => {
     const stderr = await renderError({ webhook: { timeoutSeconds: 1, liveLookupTimeoutMs: 1000 } });
     expect(stderr).toMatch(/webhook\.liveLookupTimeoutMs \(1000\) must be below webhook\.timeoutSeconds \(1s\)/);
+  });
+
+  describe('the hold entry (issue 35)', () => {
+    const hold = (objects: K8sObject[]): HoldEntry =>
+      allWebhooks(objects).find((e) => e.name === HOLD_WEBHOOK_NAME) as unknown as HoldEntry;
+
+    test('Pod, Sandbox and SandboxTemplate CREATEs of unsettled KubePlus namespaces, never the system or release namespace, at /hold, failing open', async () => {
+      const entry = hold(await render());
+      expect(entry.rules.map((r) => [r.apiGroups, r.resources, r.operations, r.apiVersions])).toEqual([
+        [[''], ['pods'], ['CREATE'], ['v1']],
+        [['agents.x-k8s.io'], ['sandboxes'], ['CREATE'], ['*']],
+        [['extensions.agents.x-k8s.io'], ['sandboxtemplates'], ['CREATE'], ['*']],
+      ]);
+      expect(entry.namespaceSelector.matchExpressions).toEqual([
+        { key: 'managedby', operator: 'In', values: ['kubeplus'] },
+        { key: 'kubeplus.io/isolation-settled', operator: 'DoesNotExist' },
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn',
+          values: ['kube-system', 'kube-public', 'kube-node-lease', 'default', NAMESPACE],
+        },
+      ]);
+      expect([entry.failurePolicy, entry.sideEffects, entry.reinvocationPolicy, entry.timeoutSeconds]).toEqual([
+        'Ignore',
+        'None',
+        'Never',
+        30,
+      ]);
+      expect(entry.clientConfig.service).toMatchObject({ path: '/hold' });
+    });
+
+    test('the webhook gets the hold flags; hold.enabled=false drops the entry and turns holding off', async () => {
+      const args = (objects: K8sObject[]) =>
+        (
+          one(objects, 'Deployment', `${RELEASE}-webhook`) as K8sObject & {
+            spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+          }
+        ).spec.template.spec.containers[0]?.args ?? [];
+      expect(args(await render())).toEqual(
+        expect.arrayContaining(['--hold-timeout=25000ms', '--hold-window=300000ms', '--max-held-requests=256']),
+      );
+      const off = await render({ webhook: { hold: { enabled: false } } });
+      expect(allWebhooks(off).map((e) => e.name)).toEqual([NODE_ISOLATION_WEBHOOK_NAME]);
+      expect(args(off)).toContain('--hold-timeout=0ms');
+    });
+
+    test('a url clientConfig gets /hold beside /mutate/pods; a hold timeout not below timeoutSeconds is refused', async () => {
+      const url = await render({ webhook: { clientConfig: { url: 'https://127.0.0.1:18443/mutate/pods' } } });
+      expect(hold(url).clientConfig.url).toBe('https://127.0.0.1:18443/hold');
+      expect(await renderError({ webhook: { hold: { timeoutSeconds: 10, timeoutMs: 10000 } } })).toMatch(
+        /webhook.hold.timeoutMs \(10000\) must be below webhook.hold.timeoutSeconds \(10s\)/,
+      );
+    });
   });
 });

@@ -57,6 +57,11 @@ export interface ApiProxy {
   mark(): number;
   /** Holds back the response bodies of requests matching `match` (already open ones included). */
   hold(match: (req: ProxiedRequest) => boolean): Hold;
+  /**
+   * Forwards each later request matching `match` only `ms` after it came (e.g. a slowed operator:
+   * every write late by 5 s). Returns a function that ends the delay for requests to come.
+   */
+  delay(match: (req: ProxiedRequest) => boolean, ms: number): () => void;
   close(): Promise<void>;
 }
 
@@ -90,6 +95,7 @@ export async function startApiProxy(cluster: Cluster, opts: ApiProxyOptions = {}
   const log: ProxiedRequest[] = [];
   const streams = new Set<Stream>();
   const holds = new Set<(req: ProxiedRequest) => boolean>();
+  const delays = new Set<{ match: (req: ProxiedRequest) => boolean; ms: number }>();
   const isHeld = (req: ProxiedRequest): boolean => [...holds].some((match) => match(req));
 
   const deliver = (s: Stream, chunk: Buffer | null): void => {
@@ -125,6 +131,16 @@ export async function startApiProxy(cluster: Cluster, opts: ApiProxyOptions = {}
       at: new Date(),
     };
     log.push(entry);
+    const delayMs = Math.max(0, ...[...delays].filter((d) => d.match(entry)).map((d) => d.ms));
+    if (delayMs > 0) {
+      req.pause();
+      setTimeout(() => forward(req, res, url, entry), delayMs);
+      return;
+    }
+    forward(req, res, url, entry);
+  };
+
+  const forward = (req: IncomingMessage, res: ServerResponse, url: string, entry: ProxiedRequest): void => {
     const out = httpsRequest(
       {
         host: upstream.hostname,
@@ -185,6 +201,13 @@ export async function startApiProxy(cluster: Cluster, opts: ApiProxyOptions = {}
     kubeconfigPath,
     requests: (since = 0) => log.filter((r) => r.seq > since),
     mark: () => seq,
+    delay(match, ms) {
+      const rule = { match, ms };
+      delays.add(rule);
+      return () => {
+        delays.delete(rule);
+      };
+    },
     hold(match) {
       holds.add(match);
       return {

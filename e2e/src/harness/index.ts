@@ -109,6 +109,7 @@ export { acquireSweepLock, type LockAttempt, SWEEP_LOCK } from './sweep-lock.js'
 export { FatalWaitError, sleep, waitFor } from './wait.js';
 export {
   DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+  loadHoldEntry,
   loadWebhookEntry,
   mutatingWebhookConfiguration,
   registerWebhook,

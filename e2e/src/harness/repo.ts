@@ -41,6 +41,11 @@ export function openReportsCrdsDir(): string {
   return moduleCrdsDir('openreports', 'KUBEPLUS_OPENREPORTS_CRDS_DIR');
 }
 
+/** The hold's webhooks[] entry shared with the Helm chart (issue 35). */
+export function holdEntryPath(): string {
+  return join(repoRoot(), 'deploy', 'kubeplus-isolation', 'charts', 'webhook', 'files', 'hold-entry.json');
+}
+
 /** The webhooks[] entry shared with the Helm chart (single source of truth). */
 export function webhookEntryPath(): string {
   return join(repoRoot(), 'deploy', 'kubeplus-isolation', 'charts', 'webhook', 'files', 'webhook-entry.json');

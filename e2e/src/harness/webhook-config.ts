@@ -6,7 +6,7 @@ import {
   type V1MutatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import { isApiStatus } from './node-api.js';
-import { webhookEntryPath } from './repo.js';
+import { holdEntryPath, webhookEntryPath } from './repo.js';
 
 export const DEFAULT_WEBHOOK_CONFIGURATION_NAME = 'kubeplus-node-isolation';
 
@@ -31,6 +31,30 @@ export interface WebhookRegistration {
   name?: string;
   /** Alternative entry file (default: the chart's). */
   entryPath?: string;
+  /**
+   * Also register the hold entry (the chart's files/hold-entry.json, issue 35) first, at the URL's
+   * `/hold` beside `/mutate/pods`; `releaseNamespace` is added to the names it never holds, as the
+   * chart adds its release namespace.
+   */
+  hold?: { releaseNamespace?: string };
+}
+
+/** The hold's webhooks[] entry as the chart renders it (its NotIn list plus the release namespace). */
+export function loadHoldEntry(
+  releaseNamespace?: string,
+  path = holdEntryPath(),
+): Omit<V1MutatingWebhook, 'clientConfig'> {
+  const entry = JSON.parse(readFileSync(path, 'utf8')) as V1MutatingWebhook;
+  if (typeof entry.name !== 'string' || !Array.isArray(entry.rules)) {
+    throw new Error(`${path}: not a MutatingWebhook entry (needs name and rules)`);
+  }
+  if (releaseNamespace !== undefined) {
+    for (const e of entry.namespaceSelector?.matchExpressions ?? []) {
+      if (e.key === 'kubernetes.io/metadata.name' && e.operator === 'NotIn')
+        e.values = [...(e.values ?? []), releaseNamespace];
+    }
+  }
+  return entry;
 }
 
 /** The MutatingWebhookConfiguration for a webhook reachable at `url`, from the chart's entry file. */
@@ -40,6 +64,17 @@ export function mutatingWebhookConfiguration(reg: WebhookRegistration): V1Mutati
     kind: 'MutatingWebhookConfiguration',
     metadata: { name: reg.name ?? DEFAULT_WEBHOOK_CONFIGURATION_NAME },
     webhooks: [
+      ...(reg.hold === undefined
+        ? []
+        : [
+            {
+              ...loadHoldEntry(reg.hold.releaseNamespace),
+              clientConfig: {
+                url: reg.url.replace(/\/mutate\/pods$/, '/hold'),
+                caBundle: Buffer.from(reg.caPem, 'utf8').toString('base64'),
+              },
+            },
+          ]),
       {
         ...loadWebhookEntry(reg.entryPath),
         clientConfig: { url: reg.url, caBundle: Buffer.from(reg.caPem, 'utf8').toString('base64') },

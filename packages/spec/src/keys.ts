@@ -35,6 +35,25 @@ export const OWNER_ANNOTATION = 'kubeplus.io/owner';
 /** On a Namespace the operator created for an instance: which instance it belongs to. */
 export const NAMESPACE_CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
 
+/**
+ * On a tenant Namespace: written by the operator once what the instance asks for is in effect
+ * there (node isolation keys written, sandbox policy binding enforced by the API server), for
+ * every instance it governs, annotated or not. Until then the webhook's hold entry
+ * (HOLD_WEBHOOK_NAME) holds Pod and Sandbox CREATEs in a namespace KubePlus just created.
+ * Value is always "true".
+ */
+export const ISOLATION_SETTLED_LABEL = 'kubeplus.io/isolation-settled';
+export const ISOLATION_SETTLED_VALUE = 'true';
+
+/** KubePlus's label on the namespaces it manages (its own, and each tenant namespace it creates). */
+export const KUBEPLUS_MANAGED_LABEL = 'managedby';
+export const KUBEPLUS_MANAGED_VALUE = 'kubeplus';
+/** Helm's release annotation; KubePlus's helmer writes it on each tenant namespace it installs into. */
+export const HELM_RELEASE_NAME_ANNOTATION = 'meta.helm.sh/release-name';
+
+/** Name of the hold's webhooks[] entry (chart files/hold-entry.json). */
+export const HOLD_WEBHOOK_NAME = 'settle-hold.kubeplus.io';
+
 /** Finalizer the operator puts on instances carrying either annotation. */
 export const FINALIZER = 'isolation.kubeplus.io/cleanup';
 

@@ -45,6 +45,10 @@ export interface Config {
   bodyReadTimeoutMs: number;
   maxConnections: number;
   maxInformerStalenessMs: number;
+  /** The hold (hold/holder.ts): 0 turns it off (/hold then answers at once). */
+  holdTimeoutMs: number;
+  holdWindowMs: number;
+  maxHeldRequests: number;
   shutdownDelayMs: number;
   shutdownTimeoutMs: number;
   logLevel: LogLevel;
@@ -235,7 +239,34 @@ export const FLAGS: readonly Flag[] = [
     placeholder: '<duration>',
     parse: duration(1_000, 3_600_000),
     default: '60s',
-    help: 'How long the namespace watch may stay disconnected before /readyz fails and traffic moves to other replicas.',
+    help: "How long either namespace watch (the isolated namespaces; KubePlus's, for the hold) may stay disconnected before /readyz fails and traffic moves to other replicas.",
+  },
+  {
+    key: 'holdTimeoutMs',
+    name: 'hold-timeout',
+    env: 'HOLD_TIMEOUT',
+    placeholder: '<duration>',
+    parse: duration(0, 29_000),
+    default: '25s',
+    help: 'The hold (POST /hold, the chart\'s settle-hold.kubeplus.io entry): how long a Pod or Agent Sandbox CREATE in a namespace KubePlus just created waits for kubeplus-isolation to settle it (label kubeplus.io/isolation-settled) before it is refused with "namespace <ns> is not yet settled by kubeplus-isolation (its isolation is not yet in effect); the request can be retried". Keep it below the hold entry\'s timeoutSeconds: past that the API server would admit the request unheld (failurePolicy Ignore). 0: never hold (POST /hold answers at once).',
+  },
+  {
+    key: 'holdWindowMs',
+    name: 'hold-window',
+    env: 'HOLD_WINDOW',
+    placeholder: '<duration>',
+    parse: duration(1_000, 86_400_000),
+    default: '5m',
+    help: 'Only namespaces younger than this (by creationTimestamp) that carry meta.helm.sh/release-name are held: a namespace KubePlus merely stamped later in its life, or one the operator never settles, is not held past it.',
+  },
+  {
+    key: 'maxHeldRequests',
+    name: 'max-held-requests',
+    env: 'MAX_HELD_REQUESTS',
+    placeholder: '<count>',
+    parse: integer(1, 100_000, 'a whole number'),
+    default: '256',
+    help: 'Requests held at once; one more is refused at once (retryable). Each holds its review in memory while it waits.',
   },
   {
     key: 'shutdownDelayMs',
@@ -273,7 +304,8 @@ export function usage(): string {
     program: PROGRAM,
     summary: [
       "Mutating admission webhook applying a tenant namespace's mandated nodeSelector and tolerations",
-      '(annotation kubeplus.io/node-isolation-resolved) to every Pod created in it.',
+      '(annotation kubeplus.io/node-isolation-resolved) to every Pod created in it; and holding Pod and',
+      'Agent Sandbox CREATEs in a namespace KubePlus just created until kubeplus-isolation has settled it.',
     ],
     flags: FLAGS,
     exitStatus:
@@ -310,6 +342,12 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     return {
       kind: 'error',
       message: `--small-reviews-memory-bytes (${config.smallReviewsMemoryBytes}) must be at least ${READ_COST_PER_BYTE} × --small-review-bytes (${READ_COST_PER_BYTE * config.smallReviewBytes}), so a small review can be read`,
+    };
+  }
+  if (config.holdTimeoutMs >= config.holdWindowMs) {
+    return {
+      kind: 'error',
+      message: `--hold-timeout (${config.holdTimeoutMs} ms) must be shorter than --hold-window (${config.holdWindowMs} ms)`,
     };
   }
   if (config.port !== 0 && config.port === config.metricsPort) {

@@ -10,6 +10,8 @@ import {
   type BadRequestReason,
   FAIL_OPEN_REASONS,
   type FailOpenReason,
+  HOLD_OUTCOMES,
+  type HoldOutcome,
   LIVE_LOOKUP_RESULTS,
   type LiveLookupResult,
 } from './admission/metric-labels.js';
@@ -27,7 +29,12 @@ export interface MetricSources {
   informerStatus?: () => InformerStatus;
   /** The body budget's estimated memory held per lane, and large reviews waiting (http/body-budget.ts). */
   reviewBuffer?: () => { inUse: Readonly<Record<Lane, number>>; queued: number };
+  /** Requests the hold is holding right now (hold/holder.ts). */
+  heldRequests?: () => number;
 }
+
+/** A held request waits up to --hold-timeout (at most 29 s). */
+export const HOLD_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 25, 30];
 
 /** The per-admission series of one result: recording an admission is an addition and an observation. */
 interface AdmissionSeries {
@@ -47,6 +54,8 @@ export interface WebhookMetrics {
   tlsCertificateExpiry: Gauge;
   byResult: Record<AdmissionResult, AdmissionSeries>;
   byFailOpenReason: Record<FailOpenReason, { inc(value?: number): void }>;
+  holdOutcomes: Counter<'outcome'>;
+  holdDuration: Histogram<'outcome'>;
 }
 
 export interface MetricsOptions {
@@ -75,7 +84,7 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
   let byResult: Record<AdmissionResult, AdmissionSeries> | undefined;
   const admissions = new Counter({
     name: `${PREFIX}admissions_total`,
-    help: 'Admission requests to /mutate/pods, by result: patched, unchanged (already compliant), failopen (allowed without isolation, or answered with a 4xx so the API server admits the Pod unpatched), error (internal error, allowed without isolation), skipped (not a Pod CREATE).',
+    help: 'Admission requests to /mutate/pods and /hold, by result: patched, unchanged (already compliant), failopen (allowed without isolation, or answered with a 4xx so the API server admits the Pod unpatched), error (internal error, allowed without isolation), skipped (not a Pod CREATE), refused (by the hold: the namespace is not yet settled; retryable).',
     labelNames: ['result'] as const,
     registers: [registry],
     collect() {
@@ -200,6 +209,31 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
     registers: [registry],
   });
 
+  const holdOutcomes = new Counter({
+    name: `${PREFIX}hold_outcomes_total`,
+    help: 'Requests the hold entry sent (Pod and Agent Sandbox CREATEs in unsettled KubePlus namespaces), by outcome: answered at once (dry_run, settled, not_release, too_old), held then answered as usual (released, released_not_held, namespace_gone), or refused and retryable (timeout, over_capacity, shutdown).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  zero(holdOutcomes, 'outcome', HOLD_OUTCOMES);
+
+  const holdDuration = new Histogram({
+    name: `${PREFIX}hold_duration_seconds`,
+    help: 'How long a held request waited for its namespace to be settled, by outcome (released, released_not_held, namespace_gone, timeout, shutdown).',
+    labelNames: ['outcome'] as const,
+    buckets: HOLD_DURATION_BUCKETS,
+    registers: [registry],
+  });
+
+  new Gauge({
+    name: `${PREFIX}held_requests`,
+    help: 'Requests the hold is holding right now, waiting for their namespace to be settled (at most --max-held-requests).',
+    registers: [registry],
+    collect() {
+      this.set(sources.heldRequests?.() ?? 0);
+    },
+  });
+
   byResult = byKey(ADMISSION_RESULTS, (result) => ({ pending: 0, duration: admissionDuration.labels({ result }) }));
   const byFailOpenReason = byKey(FAIL_OPEN_REASONS, (reason) => failOpen.labels({ reason }));
 
@@ -213,7 +247,14 @@ export function createMetrics(opts: MetricsOptions = {}): WebhookMetrics {
     informerErrors,
     tlsReloads,
     tlsCertificateExpiry,
+    holdOutcomes,
+    holdDuration,
   };
+}
+
+export function recordHoldOutcome(m: WebhookMetrics, outcome: HoldOutcome, heldSeconds: number | undefined): void {
+  m.holdOutcomes.inc({ outcome });
+  if (heldSeconds !== undefined) m.holdDuration.observe({ outcome }, heldSeconds);
 }
 
 export function recordAdmission(m: WebhookMetrics, result: AdmissionResult, seconds: number): void {

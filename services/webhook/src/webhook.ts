@@ -14,6 +14,9 @@ import { NamespaceCache } from './cache/namespace-cache.js';
 import { KubeNamespaceReader } from './cache/namespace-reader.js';
 import { IsolationResolver } from './cache/resolver.js';
 import type { Config } from './config.js';
+import { holdAdmit } from './hold/hold-admit.js';
+import { Holder } from './hold/holder.js';
+import { KUBEPLUS_NAMESPACES_SELECTOR, SettleCache, slimKubePlusNamespace } from './hold/settle-cache.js';
 import { createWebhookApp } from './http/app.js';
 import { BodyBudget } from './http/body-budget.js';
 import { expressMessageClasses } from './http/express-messages.js';
@@ -21,7 +24,7 @@ import { createMetricsApp } from './http/metrics-app.js';
 import { closeGracefully } from './http/shutdown.js';
 import { KubeAccessReviewer } from './kube/access-review.js';
 import type { KubeClient } from './kube/client.js';
-import { createMetrics, type MetricSources, recordLiveLookup } from './metrics.js';
+import { createMetrics, type MetricSources, recordHoldOutcome, recordLiveLookup } from './metrics.js';
 import { CertificateReloader, createHttpsServer, loadKeyPair } from './tls.js';
 
 export interface RunningWebhook {
@@ -65,6 +68,21 @@ export async function startWebhook(
     onError: () => metrics.informerErrors.inc(),
   });
   sources.informerStatus = () => watcher.status();
+  // The hold's own informer: KubePlus's namespaces only, whether settled, stamped, how old.
+  const settleCache = new SettleCache();
+  const settleWatcher = new NamespaceWatcher(
+    (hooks) =>
+      new NamespaceListWatch(kube, hooks, { labelSelector: KUBEPLUS_NAMESPACES_SELECTOR, slim: slimKubePlusNamespace }),
+    settleCache,
+    { maxStalenessMs: config.maxInformerStalenessMs, logger, onError: () => metrics.informerErrors.inc() },
+  );
+  const holder = new Holder(settleCache, {
+    timeoutMs: config.holdTimeoutMs,
+    windowMs: config.holdWindowMs,
+    maxHeld: config.maxHeldRequests,
+    onOutcome: (outcome, seconds) => recordHoldOutcome(metrics, outcome, seconds),
+  });
+  sources.heldRequests = () => holder.held;
   const resolver = new IsolationResolver(cache, new KubeNamespaceReader(kube), {
     liveLookupTimeoutMs: config.liveLookupTimeoutMs,
     maxConcurrentLookups: config.maxLiveLookups,
@@ -83,7 +101,11 @@ export async function startWebhook(
   let shuttingDown = false;
   const app = createWebhookApp({
     resolve: (ns) => resolver.resolve(ns),
-    readiness: () => watcher.readiness(),
+    readiness: () => {
+      const r = watcher.readiness();
+      return r.ready ? settleWatcher.readiness() : r;
+    },
+    hold: (request) => holdAdmit(request, holder),
     metrics,
     logger,
     maxBodyBytes: config.maxBodyBytes,
@@ -132,6 +154,7 @@ export async function startWebhook(
   reloader.start();
   metricsReloader?.start();
   watcher.start();
+  settleWatcher.start();
   const ports = {
     port: (httpsServer.address() as AddressInfo).port,
     metricsPort: (metricsServer.address() as AddressInfo).port,
@@ -146,6 +169,8 @@ export async function startWebhook(
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
       shuttingDown = true;
+      // Held requests are refused (retryable) at once: another replica, or a later try, answers them.
+      holder.close();
       logger.info('shutting down: /readyz now fails; still serving during the shutdown delay', {
         shutdownDelayMs: config.shutdownDelayMs,
       });
@@ -156,7 +181,7 @@ export async function startWebhook(
       ]);
       reloader.stop();
       metricsReloader?.stop();
-      await watcher.stop();
+      await Promise.all([watcher.stop(), settleWatcher.stop()]);
       logger.info('shutdown complete', { connections: webhookClose });
     })();
     return stopping;

@@ -40,6 +40,11 @@ describe('parseConfig', () => {
       bodyReadTimeoutMs: 5_000,
       maxConnections: 1024,
       maxInformerStalenessMs: 60_000,
+      // The hold (hold/holder.ts): 25 s at most, below the chart's 30 s timeoutSeconds; only
+      // namespaces younger than 5 minutes; 256 held at once.
+      holdTimeoutMs: 25_000,
+      holdWindowMs: 300_000,
+      maxHeldRequests: 256,
       shutdownDelayMs: 5_000,
       shutdownTimeoutMs: 10_000,
       logLevel: 'info',

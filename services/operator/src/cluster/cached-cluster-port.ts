@@ -126,6 +126,10 @@ export class CachedClusterPort implements ClusterPort {
     return this.live.createObject(obj);
   }
 
+  dryRunCreate(...args: Parameters<ClusterPort['dryRunCreate']>): ReturnType<ClusterPort['dryRunCreate']> {
+    return this.live.dryRunCreate(...args);
+  }
+
   replaceObject(obj: ManagedObject): Promise<void> {
     return this.live.replaceObject(obj);
   }

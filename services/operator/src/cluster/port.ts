@@ -21,6 +21,7 @@ import type { NamespaceMergePatch, NamespaceMeta, NamespaceToCreate } from '../d
 import type { ManagedObject, ManagedType, MutatingPolicyApiVersion, ObjectRef } from '../desired/objects.js';
 import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../desired/sandbox-policy.js';
+import type { ProbeAnswer } from '../desired/settle.js';
 import { isConflict } from '../runtime/errors.js';
 
 /**
@@ -132,4 +133,10 @@ export interface ClusterPort {
   listSandboxInstances(tenant: string): Promise<readonly SandboxInstanceMeta[]>;
   /** The MutatingAdmissionPolicy API version served (v1 preferred), or undefined when none is. */
   servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined>;
+  /**
+   * A server-side dry run (`dryRun=All`) of creating `obj`: the whole admission chain runs and
+   * nothing is stored. Proves an admission policy in effect (desired/settle.ts). Refusals (403,
+   * 422, 400) are answers; 404 is "not served"; anything else rejects.
+   */
+  dryRunCreate(obj: Record<string, unknown>): Promise<ProbeAnswer>;
 }

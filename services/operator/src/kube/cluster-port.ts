@@ -43,6 +43,7 @@ import {
 } from '../desired/objects.js';
 import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from '../desired/sandbox-policy.js';
+import type { ProbeAnswer } from '../desired/settle.js';
 
 export const FIELD_MANAGER = 'kubeplus-isolation-operator';
 export const EVENT_COMPONENT = 'kubeplus-isolation-operator';
@@ -327,6 +328,21 @@ export class KubeClusterPort implements ClusterPort {
     await call(`create ${obj.kind} ${obj.metadata.name}`, () =>
       this.objects.create(obj as KubernetesObject, undefined, undefined, this.fieldManager),
     );
+  }
+
+  async dryRunCreate(obj: Record<string, unknown>): Promise<ProbeAnswer> {
+    try {
+      const object = await this.objects.create(obj as KubernetesObject, undefined, 'All', this.fieldManager);
+      return { allowed: true, object };
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 404) return { notServed: true };
+      if (status === 400 || status === 403 || status === 422) {
+        const body = statusBody(err);
+        return { allowed: false, code: status, message: body.message ?? String(err) };
+      }
+      throw toApiError(err, `dry-run create ${String(obj.kind)}`);
+    }
   }
 
   async replaceObject(obj: ManagedObject): Promise<void> {

@@ -24,6 +24,7 @@ import {
 } from '../../src/desired/objects.js';
 import { type SandboxInstanceMeta, sandboxInstanceMeta, tenantOf } from '../../src/desired/sandbox-peers.js';
 import { classesForTenant, type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
+import type { ProbeAnswer } from '../../src/desired/settle.js';
 
 type SandboxMetadata = Parameters<typeof sandboxInstanceMeta>[1];
 
@@ -334,6 +335,15 @@ export class FakeCluster implements ClusterPort {
     const stored = defaulted(obj);
     stored.metadata = { ...stored.metadata, uid: this.newUid(), resourceVersion: this.nextRv() };
     this.objects.set(id, stored);
+  }
+
+  /** Probe answers for dryRunCreate, in order (default: the kind is not served). */
+  probeAnswers: ProbeAnswer[] = [];
+  readonly probes: Record<string, unknown>[] = [];
+
+  async dryRunCreate(obj: Record<string, unknown>): Promise<ProbeAnswer> {
+    this.probes.push(obj);
+    return this.probeAnswers.shift() ?? { notServed: true };
   }
 
   async replaceObject(obj: ManagedObject): Promise<void> {

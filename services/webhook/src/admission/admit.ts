@@ -63,7 +63,7 @@ export function admit(req: AdmissionRequest, resolve: ResolveNamespace): Admissi
 }
 
 /** The outcome for a Pod CREATE once its namespace's mandate is known. Pure; never throws. */
-function decide(req: AdmissionRequest, resolution: Resolution): AdmissionOutcome {
+export function decide(req: AdmissionRequest, resolution: Resolution): AdmissionOutcome {
   try {
     if (!resolution.ok) return failOpen(req.uid, 'failopen', resolution.reason, resolution.detail);
     const patch = buildNodeIsolationPatch(req.object, resolution.spec);

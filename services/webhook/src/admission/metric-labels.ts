@@ -4,7 +4,7 @@
  */
 
 /** What happened to one admission request. */
-export const ADMISSION_RESULTS = ['patched', 'unchanged', 'failopen', 'error', 'skipped'] as const;
+export const ADMISSION_RESULTS = ['patched', 'unchanged', 'failopen', 'error', 'skipped', 'refused'] as const;
 export type AdmissionResult = (typeof ADMISSION_RESULTS)[number];
 
 /** Why a Pod was admitted without the isolation it should have had. */
@@ -59,3 +59,22 @@ export const BAD_REQUEST_REASONS = [
   ...INVALID_REVIEW_REASONS,
 ] as const;
 export type BadRequestReason = (typeof BAD_REQUEST_REASONS)[number];
+
+/** What the hold (hold/holder.ts) did with one request: kubeplus_webhook_hold_outcomes_total. */
+export const HOLD_OUTCOMES = [
+  // Answered at once: not held (--hold-timeout=0, a dry run, settled, not stamped by KubePlus, too old).
+  'disabled',
+  'dry_run',
+  'settled',
+  'not_release',
+  'too_old',
+  // Held, then answered as usual.
+  'released',
+  'released_not_held',
+  'namespace_gone',
+  // Refused (the request can be retried).
+  'timeout',
+  'over_capacity',
+  'shutdown',
+] as const;
+export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];

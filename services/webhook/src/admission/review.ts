@@ -43,7 +43,10 @@ export interface AdmissionRequest {
 
 export interface AdmissionResponse {
   uid: string;
-  allowed: true;
+  /** false only from the hold (hold/holder.ts): a request refused until its namespace is settled. */
+  allowed: boolean;
+  /** With allowed false: what the client is told (`message`) and the HTTP status it gets. */
+  status?: { code: number; reason: string; message: string };
   patchType?: typeof PATCH_TYPE;
   /** base64 of the JSON-encoded RFC 6902 patch. */
   patch?: string;
@@ -184,4 +187,18 @@ export function podIdentity(req: AdmissionRequest): { pod?: string; generateName
   if (pod !== undefined) out.pod = pod;
   else if (generateName !== undefined) out.generateName = generateName;
   return out;
+}
+
+/** A refusal (the hold's only): `code` and `message` reach the client that made the request. */
+export function buildRefusalResponse(
+  uid: string,
+  code: number,
+  reason: string,
+  message: string,
+): AdmissionReviewResponse {
+  return {
+    apiVersion: ADMISSION_REVIEW_API_VERSION,
+    kind: ADMISSION_REVIEW_KIND,
+    response: { uid, allowed: false, status: { code, reason, message } },
+  };
 }

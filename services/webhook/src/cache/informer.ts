@@ -60,6 +60,8 @@ export interface SlimNamespace {
   metadata: {
     name?: string;
     resourceVersion?: string;
+    /** Kept only by the hold's informer (hold/settle-cache.ts): the hold window is counted from it. */
+    creationTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
@@ -110,6 +112,10 @@ export interface ListWatchOptions {
   watchTimeoutSeconds?: () => number;
   quietCloseDelayMs?: number;
   quietCloseMaxDelayMs?: number;
+  /** Which namespaces it lists and watches (default ISOLATED_NAMESPACES_SELECTOR). */
+  labelSelector?: string;
+  /** What it keeps of each namespace (default `slimNamespace`). */
+  slim?: (ns: NamespaceLike) => SlimNamespace;
 }
 
 interface NamespaceListPage {
@@ -132,6 +138,8 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace>, ListerWa
   readonly #listPageSize: number;
   readonly #listTimeoutMs: number;
   readonly #watchTimeoutSeconds: () => number;
+  readonly #labelSelector: string;
+  readonly #slim: (ns: NamespaceLike) => SlimNamespace;
   readonly #loop: ListWatchLoop;
   readonly #callbacks: Record<Verb, Array<(ns: SlimNamespace) => void>> = { add: [], update: [], delete: [] };
   readonly #errorCallbacks: Array<(err?: unknown) => void> = [];
@@ -144,6 +152,8 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace>, ListerWa
     this.#listPageSize = opts.listPageSize ?? LIST_PAGE_SIZE;
     this.#listTimeoutMs = opts.listTimeoutMs ?? LIST_TIMEOUT_MS;
     this.#watchTimeoutSeconds = opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds;
+    this.#labelSelector = opts.labelSelector ?? ISOLATED_NAMESPACES_SELECTOR;
+    this.#slim = opts.slim ?? slimNamespace;
     this.#loop = new ListWatchLoop(this, {
       event: (type, object) => this.#onEvent(type, object),
       connected: () => hooks.connected(),
@@ -195,11 +205,11 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace>, ListerWa
       do {
         const page = (await this.#client.getJson(
           NAMESPACES_PATH,
-          { labelSelector: ISOLATED_NAMESPACES_SELECTOR, limit: this.#listPageSize, continue: next },
+          { labelSelector: this.#labelSelector, limit: this.#listPageSize, continue: next },
           signal,
         )) as NamespaceListPage;
         for (const item of page.items ?? []) {
-          const ns = slimNamespace(item);
+          const ns = this.#slim(item);
           if (ns.metadata.name === undefined) continue;
           seen.add(ns.metadata.name);
           this.#addOrUpdate(ns);
@@ -227,7 +237,7 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace>, ListerWa
     this.#client.watch(
       NAMESPACES_PATH,
       {
-        labelSelector: ISOLATED_NAMESPACES_SELECTOR,
+        labelSelector: this.#labelSelector,
         resourceVersion,
         allowWatchBookmarks: true,
         timeoutSeconds: this.#watchTimeoutSeconds(),
@@ -242,10 +252,10 @@ export class NamespaceListWatch implements InformerLike<SlimNamespace>, ListerWa
     switch (type) {
       case 'ADDED':
       case 'MODIFIED':
-        this.#addOrUpdate(slimNamespace(object as NamespaceLike));
+        this.#addOrUpdate(this.#slim(object as NamespaceLike));
         break;
       case 'DELETED':
-        this.#delete(slimNamespace(object as NamespaceLike));
+        this.#delete(this.#slim(object as NamespaceLike));
         break;
       // BOOKMARK: only its resourceVersion (where to resume from), which the loop takes.
     }

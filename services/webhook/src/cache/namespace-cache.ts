@@ -19,6 +19,7 @@ import type { LogSink } from '../log.js';
 export interface NamespaceLike {
   metadata?: {
     name?: string;
+    creationTimestamp?: string;
     labels?: Readonly<Record<string, string>>;
     annotations?: Readonly<Record<string, string>>;
   };

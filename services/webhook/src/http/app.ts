@@ -31,6 +31,7 @@ import { type AdmissionOutcome, admit, type ResolveNamespace } from '../admissio
 import type { AdmissionResult, BadRequestReason } from '../admission/metric-labels.js';
 import { type AdmissionRequest, parseAdmissionReview, podIdentity } from '../admission/review.js';
 import type { Readiness } from '../cache/informer.js';
+import { HOLD_PATH } from '../hold/hold-admit.js';
 import { logRecord } from '../log.js';
 import { recordAdmission, recordBadRequest, recordFailOpen, type WebhookMetrics } from '../metrics.js';
 import type { BodyBudget, Hold, Lane } from './body-budget.js';
@@ -55,6 +56,8 @@ export const MUTATE_PODS_PATH = '/mutate/pods';
 
 export interface WebhookAppOptions {
   resolve: ResolveNamespace;
+  /** The hold (POST /hold, hold/hold-admit.ts); without it /hold answers 404. */
+  hold?: (request: AdmissionRequest) => AdmissionOutcome | Promise<AdmissionOutcome>;
   readiness: () => Readiness;
   metrics: WebhookMetrics;
   logger: Logger;
@@ -105,6 +108,7 @@ const ADMISSION_LOG: Record<AdmissionResult, { level: 'info' | 'warn' | 'error' 
   error: { level: 'error', message: 'pod admitted WITHOUT node isolation after an internal error (fail open)' },
   unchanged: { level: 'debug', message: 'pod admitted unchanged' },
   skipped: { level: 'debug', message: 'pod admitted unchanged' },
+  refused: { level: 'warn', message: 'request refused: its namespace is not yet settled (the hold)' },
 };
 
 /**
@@ -127,6 +131,8 @@ function logAdmission(logger: Logger, outcome: AdmissionOutcome, request: Admiss
   if (outcome.reason !== undefined) {
     record.reason = outcome.reason;
     record.detail = outcome.detail;
+  } else if (outcome.detail !== undefined) {
+    record.detail = outcome.detail;
   }
   if (outcome.patch.length > 0) record.patchOps = outcome.patch.length;
   logRecord(logger, level, record);
@@ -141,7 +147,11 @@ export type AdmissionRoute = (req: Request, res: Response, next: NextFunction) =
  * answer, counts and logs it. A malformed request gets its 4xx here; an error after that goes to
  * `next` (express's error handler answers 500).
  */
-export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
+export function createAdmissionRoute(
+  opts: WebhookAppOptions,
+  admitRequest: (request: AdmissionRequest) => AdmissionOutcome | Promise<AdmissionOutcome> = (r) =>
+    admit(r, opts.resolve),
+): AdmissionRoute {
   const { metrics, logger, maxBodyBytes, budget, bodyReadTimeoutMs } = opts;
   const shuttingDown = opts.isShuttingDown ?? (() => false);
   const refuse = (res: ServerResponse, startedAt: number, refusal: BodyRefusal): void => {
@@ -195,7 +205,7 @@ export function createAdmissionRoute(opts: WebhookAppOptions): AdmissionRoute {
       return;
     }
     const request = parsed.request;
-    const outcome = admit(request, opts.resolve);
+    const outcome = admitRequest(request);
     if (outcome instanceof Promise) {
       outcome.then((o) => answer(o, request, res, startedAt)).catch(next);
       return;
@@ -327,6 +337,9 @@ export function createWebhookApp(opts: WebhookAppOptions): express.Express {
   // "/mutate/pods/", "/MUTATE/pods"), first and in one handler: express runs no other layer
   // before it.
   app.post(MUTATE_PODS_PATH, createAdmissionRoute(opts));
+  // POST /hold: the hold entry's requests, through the same reading and answering (hold/hold-admit.ts).
+  const hold = opts.hold;
+  if (hold !== undefined) app.post(HOLD_PATH, createAdmissionRoute(opts, hold));
 
   app.use((_req, res, next) => {
     closeIfDraining(res);

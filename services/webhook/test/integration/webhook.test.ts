@@ -63,14 +63,18 @@ describe('startWebhook wired to a (fake) API server over real TLS', () => {
   const admit = async (ns: string): Promise<ReviewBody> =>
     (await httpsJson(port, 'POST', '/mutate/pods?timeout=5s', review({ namespace: ns }))).body as ReviewBody;
 
-  it('becomes ready once the informer has listed and is watching labeled namespaces only', async () => {
+  it('becomes ready once both informers have listed and are watching labeled namespaces only', async () => {
     await eventually(async () => (await httpsJson(port, 'GET', '/readyz')).status === 200, 'readiness');
     expect(
       api.requests.some((r) =>
         r.startsWith('GET /api/v1/namespaces?labelSelector=kubeplus.io%2Fnode-isolation-enabled%3Dtrue'),
       ),
     ).toBe(true);
-    await eventually(async () => api.watcherCount === 1, 'a watch');
+    // The hold's informer: KubePlus's namespaces only.
+    expect(api.requests.some((r) => r.startsWith('GET /api/v1/namespaces?labelSelector=managedby%3Dkubeplus'))).toBe(
+      true,
+    );
+    await eventually(async () => api.watcherCount === 2, 'two watches');
   });
 
   it('patches a Pod in a namespace from the initial list', async () => {

@@ -4,6 +4,7 @@ import type { Reconciler } from '../../runtime/manager.js';
 import type { ReconcileOutcome } from '../../runtime/worker-pool.js';
 import { abortablePort, type ControllerDeps, logFailure, logOutcome } from '../reconcile-call.js';
 import type { InstanceReconciler } from './reconciler.js';
+import type { SettlePort, SettleResult } from './settle.js';
 
 export const INSTANCES_CONTROLLER = 'instances';
 
@@ -12,12 +13,21 @@ function instanceFields(key: InstanceKey): Record<string, unknown> {
 }
 
 /** The `instances` controller: one instance per key (`encodeInstanceKey`). */
+/** After a successful reconcile: settle the tenant namespace (settle.ts), issue 35's hold. */
+export type SettleHook = (port: SettlePort, key: InstanceKey) => Promise<SettleResult>;
+
+function earliest(a: { requeueAfterMs?: number } | undefined, b: SettleResult): { requeueAfterMs?: number } {
+  const delays = [a?.requeueAfterMs, b.requeueAfterMs].filter((d): d is number => d !== undefined);
+  return delays.length === 0 ? {} : { requeueAfterMs: Math.min(...delays) };
+}
+
 export function instancesReconciler({
   port,
   reconcilerFor,
   logger,
   clock = systemClock,
-}: ControllerDeps<Pick<InstanceReconciler, 'reconcile'>>): Reconciler {
+  settle,
+}: ControllerDeps<Pick<InstanceReconciler, 'reconcile'>> & { settle?: SettleHook }): Reconciler {
   const log = logger.child({ controller: INSTANCES_CONTROLLER });
   return {
     name: INSTANCES_CONTROLLER,
@@ -30,7 +40,9 @@ export function instancesReconciler({
       const fields = { key, ...instanceFields(instance) };
       const startedAt = clock.now();
       try {
-        const outcome = await reconcilerFor(abortablePort(port, signal)).reconcile(instance);
+        const p = abortablePort(port, signal);
+        const reconciled = (await reconcilerFor(p).reconcile(instance)) ?? undefined;
+        const outcome = settle === undefined ? reconciled : earliest(reconciled, await settle(p, instance));
         logOutcome(log, fields, startedAt, clock, outcome);
         return outcome;
       } catch (err) {

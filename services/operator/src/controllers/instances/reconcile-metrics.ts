@@ -28,6 +28,8 @@ export interface WiringMetrics {
   trackMixedPolicyNamespaces(count: () => number): void;
   /** How many cached instances ask for sandbox isolation, by mode (sandbox-peers.ts `countSandboxModes`); read at scrape time. */
   trackSandboxModes(count: () => Readonly<Record<SandboxMode, number>>): void;
+  /** A tenant namespace was labeled kubeplus.io/isolation-settled (controllers/instances/settle.ts). */
+  namespaceSettled(): void;
 }
 
 export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
@@ -35,6 +37,11 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
   const unavailable = new Counter({
     name: 'kubeplus_operator_mutating_policy_unavailable_total',
     help: 'Advisory-mode reconciles on a cluster serving no MutatingAdmissionPolicy API: an unset runtimeClassName is warned about, not defaulted.',
+    registers,
+  });
+  const settled = new Counter({
+    name: 'kubeplus_operator_namespaces_settled_total',
+    help: 'Tenant namespaces labeled kubeplus.io/isolation-settled once what their instance asks for was in effect: the webhook then stops holding their Pod and Sandbox CREATEs.',
     registers,
   });
   const conflicts = new Counter({
@@ -86,6 +93,7 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     trackInstanceKinds(count) {
       countKinds = count;
     },
+    namespaceSettled: () => settled.inc(),
     trackMixedPolicyNamespaces(count) {
       countMixed = count;
     },

@@ -28,6 +28,7 @@ import { createWiringMetrics } from './reconcile-metrics.js';
 import { InstanceReconciler } from './reconciler.js';
 import { bindRuntimeClassIndex, RuntimeClassIndex } from './runtime-class-index.js';
 import { bindSandboxInstanceIndex, SandboxInstanceIndex } from './sandbox-instance-index.js';
+import { Settler } from './settle.js';
 
 export { INSTANCES_CONTROLLER };
 
@@ -98,10 +99,22 @@ export function setupInstances(ctx: SetupContext, options: InstancesOptions): In
       hooks: wiringMetrics.hooks,
       logger: reconcileLogger,
     });
+  // Issue 35: after each successful reconcile, the tenant namespace is settled (the hold ends).
+  const settler = new Settler({
+    platformNamespace,
+    logger: reconcileLogger,
+    onSettled: () => wiringMetrics.namespaceSettled(),
+  });
   const owners = new KeyChannel();
   return {
     controller: {
-      reconciler: instancesReconciler({ port, reconcilerFor, logger: ctx.logger, clock: ctx.clock }),
+      reconciler: instancesReconciler({
+        port,
+        reconcilerFor,
+        logger: ctx.logger,
+        clock: ctx.clock,
+        settle: (p, key) => settler.settle(p, key),
+      }),
       sources: [
         instanceSource(caches),
         runtimeClassFanOut(runtimeClasses, sandboxIndex, caches),

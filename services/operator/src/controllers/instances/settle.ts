@@ -1,0 +1,128 @@
+/**
+ * Settling the tenant namespace after a successful reconcile (issue 35): the I/O around
+ * desired/settle.ts. Called by the instances controller (controller.ts) for every instance it
+ * reconciles, annotated or not, so the webhook's hold releases the Pods and Sandboxes of a
+ * namespace KubePlus just created once what the instance asks for is in effect there.
+ *
+ * Reads are cached (an already settled namespace costs nothing at a resync); a namespace the cache
+ * shows unfinished is read fresh once before waiting. The sandbox policy is proven in effect by a
+ * server-side dry run (never stored, and exempt from the hold: the webhook answers a dry run at
+ * once); until it is, the instance is requeued after `probeRetryMs`.
+ */
+
+import type { ClusterPort } from '../../cluster/port.js';
+import { type Instance, type InstanceKey, parseInstance, tenantNamespace } from '../../desired/instance.js';
+import { planSettle, probeInEffect, type SettlePlan, settleProbe } from '../../desired/settle.js';
+import { FRESH, type ReconcileLogger } from './sync-context.js';
+
+export const SANDBOX_GROUP = 'agents.x-k8s.io';
+export const DEFAULT_PROBE_RETRY_MS = 250;
+/** The probe's requeue doubles from probeRetryMs up to this (a policy that never takes effect must not cost a POST every 250 ms). */
+export const MAX_PROBE_RETRY_MS = 30_000;
+/** Probes after which a namespace still waiting is worth a warning. */
+const WARN_AFTER_PROBES = 8;
+
+export type SettlePort = Pick<
+  ClusterPort,
+  'getInstance' | 'getNamespace' | 'patchNamespace' | 'resolveKind' | 'servedMutatingPolicyVersion' | 'dryRunCreate'
+>;
+
+export interface SettlerOptions {
+  platformNamespace: string;
+  /** Never settled besides the system ones (e.g. the release namespace). */
+  protectedNamespaces?: readonly string[];
+  /** Requeue delay while the sandbox policy is not yet in effect, or node isolation not yet written. */
+  probeRetryMs?: number;
+  logger: ReconcileLogger;
+  /** Each namespace settled, with how many probes it took (metrics). Must not throw. */
+  onSettled?: (probes: number) => void;
+}
+
+export interface SettleResult {
+  requeueAfterMs?: number;
+}
+
+export class Settler {
+  readonly #opts: SettlerOptions;
+  readonly #retryMs: number;
+  /** Probes so far per namespace not yet settled (log and metric only; bounded by the namespaces waiting). */
+  readonly #probes = new Map<string, number>();
+
+  constructor(opts: SettlerOptions) {
+    this.#opts = opts;
+    this.#retryMs = opts.probeRetryMs ?? DEFAULT_PROBE_RETRY_MS;
+  }
+
+  async settle(port: SettlePort, key: InstanceKey): Promise<SettleResult> {
+    const raw = await port.getInstance(key);
+    if (raw === undefined) return {};
+    const parsed = parseInstance(raw, key.plural);
+    if (!parsed.ok || parsed.value.deletionTimestamp !== undefined) return {};
+    const instance = parsed.value;
+    const tenant = tenantNamespace(instance, this.#opts.platformNamespace);
+    if (!tenant.ok) return {};
+    const name = tenant.value.name;
+    let plan = this.#plan(instance, name, await port.getNamespace(name));
+    // The cache may not show this reconcile's own write yet: read once more, fresh.
+    if (plan.action === 'wait') plan = this.#plan(instance, name, await port.getNamespace(name, FRESH));
+    switch (plan.action) {
+      case 'skip':
+        this.#probes.delete(name);
+        return {};
+      case 'wait':
+        // Read fresh: this reconcile did not write the keys (a conflict, a refusal). Waiting would
+        // not bring them; the next event of the instance or its namespace reconciles it again.
+        this.#opts.logger.debug('tenant namespace not settled: its node isolation is not written', { namespace: name });
+        return {};
+      case 'probe': {
+        const probes = (this.#probes.get(name) ?? 0) + 1;
+        this.#probes.set(name, probes);
+        const answer = await this.#inEffect(port, name, plan.enforce);
+        if (answer !== true) {
+          const fields = { namespace: name, probes, answer };
+          if (probes === WARN_AFTER_PROBES) {
+            this.#opts.logger.warn('tenant namespace still not settled: its sandbox policy is not in effect', fields);
+          } else {
+            this.#opts.logger.debug('tenant namespace not settled yet: sandbox policy not yet in effect', fields);
+          }
+          return { requeueAfterMs: Math.min(MAX_PROBE_RETRY_MS, this.#retryMs * 2 ** Math.min(probes - 1, 10)) };
+        }
+        break;
+      }
+      case 'settle':
+        break;
+    }
+    await port.patchNamespace(name, plan.patch);
+    const probes = this.#probes.get(name) ?? 0;
+    this.#probes.delete(name);
+    this.#opts.onSettled?.(probes);
+    this.#opts.logger.info('tenant namespace settled', {
+      namespace: name,
+      instance: `${key.namespace}/${key.name}`,
+      probes,
+    });
+    return {};
+  }
+
+  #plan(instance: Instance, tenant: string, namespace: Awaited<ReturnType<SettlePort['getNamespace']>>): SettlePlan {
+    return planSettle({
+      instance,
+      tenant,
+      namespace,
+      protectedNamespaces: [this.#opts.platformNamespace, ...(this.#opts.protectedNamespaces ?? [])],
+    });
+  }
+
+  /** true when the policy is in effect, else what the probe got (for the log). */
+  async #inEffect(port: SettlePort, namespace: string, enforce: boolean): Promise<true | string> {
+    const kind = await port.resolveKind(SANDBOX_GROUP, 'Sandbox');
+    if (kind === undefined) return true; // no Sandbox can be created: nothing to wait for
+    const [answer, mutating] = await Promise.all([
+      port.dryRunCreate(settleProbe(`${kind.group}/${kind.version}`, namespace)),
+      enforce ? Promise.resolve(undefined) : port.servedMutatingPolicyVersion(),
+    ]);
+    if (probeInEffect(answer, enforce, mutating !== undefined)) return true;
+    if ('notServed' in answer) return 'not served';
+    return answer.allowed ? 'admitted' : `refused ${answer.code}: ${answer.message.slice(0, 200)}`;
+  }
+}

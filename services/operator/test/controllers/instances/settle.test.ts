@@ -1,0 +1,179 @@
+/**
+ * Settling the tenant namespace (issue 35): the pure plan (desired/settle.ts) and the Settler's
+ * I/O (controllers/instances/settle.ts) on the fake cluster, after a real reconcile.
+ */
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { Settler } from '../../../src/controllers/instances/settle.js';
+import { planSettle, probeInEffect, SETTLE_PATCH } from '../../../src/desired/settle.js';
+import {
+  cluster,
+  freshCluster,
+  KATA_ADVISORY,
+  KATA_ENFORCE,
+  NODE,
+  NODE_SPEC,
+  reconciler,
+  SANDBOX,
+} from './reconciler-harness.js';
+
+const SETTLED = 'kubeplus.io/isolation-settled';
+const KUBEPLUS: Readonly<Record<string, string>> = Object.freeze({ managedby: 'kubeplus' });
+const NO_LOG = { debug() {}, info() {}, warn() {} };
+const settler = () => new Settler({ platformNamespace: 'kubeplus', logger: NO_LOG, probeRetryMs: 100 });
+const SANDBOX_KIND = { group: 'agents.x-k8s.io', version: 'v1beta1', kind: 'Sandbox', plural: 'sandboxes' };
+const VAP_DENIAL = {
+  allowed: false as const,
+  code: 422,
+  message: `sandboxes.agents.x-k8s.io "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request: runtimeClassName is unset`,
+};
+
+beforeEach(freshCluster);
+
+describe('planSettle (pure)', () => {
+  const instance = (annotations: Record<string, string>) =>
+    ({ name: 't1', namespace: 'kubeplus', annotations }) as unknown as Parameters<typeof planSettle>[0]['instance'];
+  const ns = (labels: Record<string, string>, annotations: Record<string, string> = {}) => ({
+    name: 't1',
+    labels,
+    annotations,
+  });
+
+  it('an instance asking for nothing settles its KubePlus namespace at once', () => {
+    expect(
+      planSettle({ instance: instance({}), tenant: 't1', namespace: ns(KUBEPLUS), protectedNamespaces: [] }),
+    ).toEqual({
+      action: 'settle',
+      patch: SETTLE_PATCH,
+    });
+  });
+
+  it.each([
+    ['default', 'protected'],
+    ['kube-system', 'protected'],
+    ['kube-anything', 'protected'],
+    ['kubeplus', 'protected'],
+  ])('never settles %s', (tenant, reason) => {
+    expect(
+      planSettle({ instance: instance({}), tenant, namespace: ns(KUBEPLUS), protectedNamespaces: ['kubeplus'] }),
+    ).toEqual({ action: 'skip', reason });
+  });
+
+  it('skips a namespace not KubePlus’s, one already settled, a missing one, an invalid annotation', () => {
+    const p = (namespace: ReturnType<typeof ns> | undefined, a: Record<string, string> = {}) =>
+      planSettle({ instance: instance(a), tenant: 't1', namespace, protectedNamespaces: [] });
+    expect(p(ns({}))).toEqual({ action: 'skip', reason: 'not-kubeplus' });
+    expect(p(ns({ ...KUBEPLUS, [SETTLED]: 'true' }))).toEqual({ action: 'skip', reason: 'settled' });
+    expect(p(undefined)).toEqual({ action: 'skip', reason: 'missing' });
+    expect(p(ns(KUBEPLUS), { [NODE]: '{' })).toEqual({ action: 'skip', reason: 'invalid-annotation' });
+    expect(p(ns(KUBEPLUS), { [SANDBOX]: '{"minRuntimeClass":"nope"}' })).toEqual({
+      action: 'skip',
+      reason: 'invalid-annotation',
+    });
+  });
+
+  it('waits for node isolation keys, then probes for a sandbox policy', () => {
+    const a = { [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE };
+    const p = (namespace: ReturnType<typeof ns>) =>
+      planSettle({ instance: instance(a), tenant: 't1', namespace, protectedNamespaces: [] });
+    expect(p(ns(KUBEPLUS))).toEqual({ action: 'wait', reason: 'node-isolation-pending' });
+    expect(
+      p(
+        ns(
+          { ...KUBEPLUS, 'kubeplus.io/node-isolation-enabled': 'true' },
+          { 'kubeplus.io/node-isolation-resolved': '{}' },
+        ),
+      ),
+    ).toEqual({ action: 'probe', enforce: true, patch: SETTLE_PATCH });
+  });
+
+  it('probeInEffect: a ValidatingAdmissionPolicy refusal (enforce), a defaulted runtime class (advisory)', () => {
+    expect(probeInEffect(VAP_DENIAL, true, true)).toBe(true);
+    expect(probeInEffect({ allowed: true, object: {} }, true, true)).toBe(false);
+    expect(probeInEffect({ allowed: false, code: 403, message: 'cannot create resource' }, true, true)).toBe(false);
+    expect(probeInEffect({ notServed: true }, true, true)).toBe(true);
+    const defaulted = { spec: { podTemplate: { spec: { runtimeClassName: 'kubeplus-sandbox-t1' } } } };
+    expect(probeInEffect({ allowed: true, object: defaulted }, false, true)).toBe(true);
+    expect(probeInEffect({ allowed: true, object: {} }, false, true)).toBe(false);
+    expect(probeInEffect({ allowed: true, object: {} }, false, false)).toBe(true);
+  });
+});
+
+describe('Settler after a reconcile (fake cluster)', () => {
+  it('an instance in its own KubePlus namespace asking for nothing: the namespace is settled', async () => {
+    cluster.putNamespace('tenant-x', { ...KUBEPLUS });
+    const key = cluster.putInstance({ name: 'x', namespace: 'tenant-x', annotations: {} });
+    await reconciler().reconcile(key);
+    expect(await settler().settle(cluster, key)).toEqual({});
+    expect(cluster.namespaces.get('tenant-x')?.labels[SETTLED]).toBe('true');
+  });
+
+  it('a namespace not labeled managedby=kubeplus is never written', async () => {
+    const key = cluster.putInstance({ name: 'x', namespace: 'team-a', annotations: {} });
+    const before = cluster.writeCount();
+    await settler().settle(cluster, key);
+    expect(cluster.writeCount()).toBe(before);
+  });
+
+  it('node isolation and an enforced sandbox policy: settled only once the probe is refused by the policy', async () => {
+    cluster.putNamespace('t1', { ...KUBEPLUS });
+    cluster.kinds.push(SANDBOX_KIND);
+    const key = cluster.putInstance({
+      name: 't1',
+      namespace: 'kubeplus',
+      annotations: { [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE },
+    });
+    await reconciler().reconcile(key);
+    cluster.probeAnswers.push({ allowed: true, object: {} }, VAP_DENIAL);
+    const s = settler();
+    expect(await s.settle(cluster, key)).toEqual({ requeueAfterMs: 100 });
+    expect(cluster.namespaces.get('t1')?.labels[SETTLED]).toBeUndefined();
+    expect(await s.settle(cluster, key)).toEqual({});
+    expect(cluster.namespaces.get('t1')?.labels[SETTLED]).toBe('true');
+    expect(cluster.probes).toHaveLength(2);
+    expect(cluster.probes[0]).toMatchObject({
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { namespace: 't1' },
+    });
+    // Settled: a later resync costs no probe and no write.
+    const writes = cluster.writeCount();
+    await s.settle(cluster, key);
+    expect(cluster.probes).toHaveLength(2);
+    expect(cluster.writeCount()).toBe(writes);
+  });
+
+  it('a probe that keeps being admitted is requeued ever later (capped), not every 250 ms', async () => {
+    cluster.putNamespace('t3', { ...KUBEPLUS });
+    cluster.kinds.push(SANDBOX_KIND);
+    const key = cluster.putInstance({ name: 't3', namespace: 'kubeplus', annotations: { [SANDBOX]: KATA_ENFORCE } });
+    await reconciler().reconcile(key);
+    const s = settler();
+    const delays: (number | undefined)[] = [];
+    for (let i = 0; i < 12; i++) {
+      cluster.probeAnswers.push({ allowed: true, object: {} });
+      delays.push((await s.settle(cluster, key)).requeueAfterMs);
+    }
+    expect(delays).toEqual([100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000]);
+    expect(cluster.namespaces.get('t3')?.labels[SETTLED]).toBeUndefined();
+  });
+
+  it('node isolation not written after the reconcile (e.g. refused): not settled, and no requeue', async () => {
+    cluster.putNamespace('t4', { ...KUBEPLUS });
+    const key = cluster.putInstance({ name: 't4', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
+    expect(await settler().settle(cluster, key)).toEqual({});
+    expect(cluster.namespaces.get('t4')?.labels[SETTLED]).toBeUndefined();
+  });
+
+  it('advisory mode waits for the defaulting policy', async () => {
+    cluster.putNamespace('t2', { ...KUBEPLUS });
+    cluster.kinds.push(SANDBOX_KIND);
+    const key = cluster.putInstance({ name: 't2', namespace: 'kubeplus', annotations: { [SANDBOX]: KATA_ADVISORY } });
+    await reconciler().reconcile(key);
+    cluster.probeAnswers.push({
+      allowed: true,
+      object: { spec: { podTemplate: { spec: { runtimeClassName: 'rc' } } } },
+    });
+    expect(await settler().settle(cluster, key)).toEqual({});
+    expect(cluster.namespaces.get('t2')?.labels[SETTLED]).toBe('true');
+  });
+});
