@@ -35,7 +35,11 @@ export const OWNER_ANNOTATION = 'kubeplus.io/owner';
 /** On a Namespace the operator created for an instance: which instance it belongs to. */
 export const NAMESPACE_CREATED_FOR_ANNOTATION = 'kubeplus.io/created-for';
 
-/** Finalizer the operator puts on instances carrying either annotation. */
+/**
+ * The finalizer releases up to 0.2.0 put on instances carrying either annotation. The operator
+ * no longer adds it (it never writes an instance: every write passes KubePlus's fail-closed
+ * webhook); it only removes it where an earlier release left it, and so does the uninstall hook.
+ */
 export const FINALIZER = 'isolation.kubeplus.io/cleanup';
 
 /** KubePlus's own marker on the CustomResourceDefinitions it registers. */
