@@ -166,7 +166,8 @@ describe('RBAC', () => {
       'openreports.io/reports': sorted('list', 'create', 'update', 'delete'),
       'agents.x-k8s.io/sandboxes': ['list'],
     });
-    // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
+    // Instances: one rule per group, named resources only, read + patch (only to remove the finalizer of
+    // releases up to 0.2.0: the operator never otherwise writes an instance), no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
     expect(rulesOf(instances)).toEqual(
       INSTANCE_GROUPS.map(({ group, resources }) => ({
