@@ -21,7 +21,7 @@
  * The NodeIsolation parameter is written where the cluster serves the admission-policy engine
  * (MutatingAdmissionPolicy v1, 1.36+); elsewhere the rest is checked without it.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
 import {
   FINALIZER,
@@ -69,8 +69,9 @@ const nodeMandate = (pool: string): string =>
     nodeSelector: { pool },
     tolerations: [{ key: 'dedicated', operator: 'Equal', value: pool, effect: 'NoSchedule' }],
   });
+/** The canonical form the operator writes for nodeMandate(pool). */
 const resolved = (pool: string): string =>
-  `{"nodeSelector":{"kubernetes.io/os":"linux","pool":"${pool}"},"tolerations":[{"key":"dedicated","operator":"Equal","value":"${pool}","effect":"NoSchedule"}]}`;
+  `{"nodeSelector":{"pool":"${pool}"},"tolerations":[{"key":"dedicated","operator":"Equal","value":"${pool}","effect":"NoSchedule"}]}`;
 const both = (pool: string, enforce: boolean): Record<string, string> => ({
   [NODE_ISOLATION_ANNOTATION]: nodeMandate(pool),
   [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce }),
@@ -110,6 +111,19 @@ describe('operator: never writes an instance (no finalizer), on the real control
   beforeAll(() => {
     kc = suite.kc;
     custom = kc.makeApiClient(CustomObjectsApi);
+  });
+  // A test that stops the operator and fails before starting it again leaves none to the next.
+  let operatorStopped = false;
+  const stopOperator = async (): Promise<void> => {
+    operatorStopped = true;
+    await suite.operator.stop();
+  };
+  const startOperator = async (): Promise<void> => {
+    await suite.startOperator();
+    operatorStopped = false;
+  };
+  beforeEach(async () => {
+    if (operatorStopped) await startOperator();
   });
   afterAll(async () => {
     await kc
@@ -291,14 +305,14 @@ describe('operator: never writes an instance (no finalizer), on the real control
     const pool = uniqueName('pool');
     await createAgent(kc, ns, name, both(pool, false));
     await waitIsolated(ns, name, pool, false);
-    await suite.operator.stop();
+    await stopOperator();
     await deleteAtOnce(ns, name);
     // Nobody cleaned up: the objects and keys are still there.
     expect((await ownedObjects(kc, { namespace: ns, name })).length).toBe(
       expectedSandboxObjects(ns, name, false).length,
     );
     expect(isolatedFor(await readNamespace(kc, ns), pool)).toBe(true);
-    await suite.startOperator();
+    await startOperator();
     await waitCleanedUp(ns, name);
   });
 
@@ -328,14 +342,14 @@ describe('operator: never writes an instance (no finalizer), on the real control
     await waitIsolated(ns, name, pool, true);
 
     // An upgrade while an instance is being deleted: the old finalizer holds it, no operator runs.
-    await suite.operator.stop();
+    await stopOperator();
     await custom.patchNamespacedCustomObject(
       { ...AGENT, namespace: ns, name, body: { metadata: { finalizers: [FINALIZER] } } },
       mergePatch,
     );
     await custom.deleteNamespacedCustomObject({ ...AGENT, namespace: ns, name });
     expect((await readInstance(kc, ns, name))?.metadata.deletionTimestamp).toBeDefined();
-    await suite.startOperator();
+    await startOperator();
     await waitFor(
       `Agent ${ns}/${name} to be released and gone`,
       async (observe) => {
@@ -355,13 +369,13 @@ describe('operator: never writes an instance (no finalizer), on the real control
     await createAgent(kc, ns, name, both(pool, true));
     await waitIsolated(ns, name, pool, true);
     const [rcBefore] = (await ownedObjects(kc, { namespace: ns, name })).filter((o) => o.kind === 'RuntimeClass');
-    await suite.operator.stop();
+    await stopOperator();
     await deleteAtOnce(ns, name);
     // The new incarnation asks for sandbox isolation only, in advisory mode.
     const reborn = await createAgent(kc, ns, name, {
       [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: false }),
     });
-    await suite.startOperator();
+    await startOperator();
     const objects = await waitForOwned(kc, { namespace: ns, name }, expectedSandboxObjects(ns, name, false), (os) =>
       os.every((o) => o.raw.metadata?.labels?.[OWNER_UID_LABEL] === reborn.metadata.uid),
     );
