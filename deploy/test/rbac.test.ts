@@ -167,7 +167,8 @@ describe('RBAC', () => {
       // list: the compliance reports; create: the settle probe's server-side dry run (issue 35).
       'agents.x-k8s.io/sandboxes': sorted('create', 'list'),
     });
-    // Instances: one rule per group, named resources only, read + finalizer patch, no update/delete.
+    // Instances: one rule per group, named resources only, read + patch (only to remove the finalizer of
+    // releases up to 0.2.0: the operator never otherwise writes an instance), no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
     expect(rulesOf(instances)).toEqual(
       INSTANCE_GROUPS.map(({ group, resources }) => ({

@@ -21,10 +21,11 @@
  * - `helm test` passes, run by a cluster-admin user not in system:masters (issue 39): its Pod's
  *   dry-run Pod in a throw-away isolated namespace carries the mandate;
  * - `helm uninstall`: the pre-delete hook stops the operator and removes what it generated (the
- *   Reports included) and its finalizers; afterwards instances delete at once and no generated object remains; installed
- *   again with uninstall.keepGeneratedObjects=true, a hook that fails (its RBAC broken) fails
- *   `helm uninstall` visibly (its Job's log says why) and succeeds once fixed and run again; the
- *   generated objects stay and the finalizers go;
+ *   Reports included) and the finalizer releases up to 0.2.0 added (put back here while the
+ *   operator is stopped, as an upgrade from 0.2.0 can leave it); afterwards instances delete at
+ *   once and no generated object remains; installed again with uninstall.keepGeneratedObjects=true,
+ *   a hook that fails (its RBAC broken) fails `helm uninstall` visibly (its Job's log says why) and
+ *   succeeds once fixed and run again; the generated objects stay and the finalizer goes;
  * - what keepGeneratedObjects=true keeps and what stops (the chart README's "Uninstall"): the
  *   sandbox policies go on refusing, the namespaces stay labeled, but the webhook configuration
  *   and the NodeIsolation CRD (with its objects) go, so a Pod is admitted unplaced; installed
@@ -533,8 +534,38 @@ describe('the chart over its life on a real node', () => {
       }
     ).metadata.finalizers ?? [];
 
-  test('helm uninstall: the pre-delete hook removes what the operator generated and its finalizers', async () => {
+  /**
+   * An instance as an upgrade from 0.2.0 can leave it: the operator stopped (it would take the
+   * finalizer off at once; it never adds one), then the finalizer of releases up to 0.2.0 put on.
+   */
+  const legacyFinalizerWhileStopped = async (name: string): Promise<void> => {
+    await kubectl(cluster, 'scale', 'deployment', `${RELEASE}-operator`, '-n', RELEASE_NS, '--replicas=0');
+    await waitFor(
+      'the operator Deployment to have no Pods',
+      async (observe) => {
+        const d = await apps.readNamespacedDeployment({ name: `${RELEASE}-operator`, namespace: RELEASE_NS });
+        observe(d.status);
+        return (d.status?.replicas ?? 0) === 0;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(await agentFinalizers(name)).toEqual([]);
+    await kubectl(
+      cluster,
+      'patch',
+      'agent',
+      name,
+      '-n',
+      PLATFORM_NS,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ metadata: { finalizers: [FINALIZER] } }),
+    );
+  };
+
+  test('helm uninstall: the pre-delete hook removes what the operator generated and the legacy finalizer', async () => {
     expect(await generated()).toEqual(expect.arrayContaining(['RuntimeClass/kubeplus-sandbox-team-c']));
+    await legacyFinalizerWhileStopped('team-a');
     expect(await agentFinalizers('team-a')).toContain(FINALIZER);
     const out = await helmNs('uninstall', RELEASE, '--wait', '--timeout', '180s').catch(async (error: Error) => {
       const log = await kubectl(cluster, 'logs', '-n', RELEASE_NS, `job/${RELEASE}-operator-uninstall`).catch(String);
@@ -573,7 +604,7 @@ describe('the chart over its life on a real node', () => {
     );
   });
 
-  test('a failing hook is visible and retryable; keepGeneratedObjects=true keeps the generated objects and removes the finalizers', async () => {
+  test('a failing hook is visible and retryable; keepGeneratedObjects=true keeps the generated objects and removes the legacy finalizer', async () => {
     // `helm uninstall` kept the OpenReports CRDs (helm.sh/resource-policy: keep); installed again,
     // the release takes them back.
     for (const crd of OPENREPORTS_CRDS) expect(await kubectl(cluster, 'get', 'crd', crd, '-o', 'name')).toContain(crd);
@@ -594,13 +625,11 @@ describe('the chart over its life on a real node', () => {
       [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
     });
     await waitFor(
-      "the operator to generate team-d's RuntimeClass and set its finalizer",
-      async () =>
-        ((await generated()).includes('RuntimeClass/kubeplus-sandbox-team-d') &&
-          (await agentFinalizers('team-d')).includes(FINALIZER)) ||
-        undefined,
+      "the operator to generate team-d's RuntimeClass",
+      async () => (await generated()).includes('RuntimeClass/kubeplus-sandbox-team-d') || undefined,
       { timeoutMs: 60_000 },
     );
+    await legacyFinalizerWhileStopped('team-d');
     const before = await generated();
 
     // Break the hook: without its instance RBAC the operator's account cannot list Agents.

@@ -32,7 +32,6 @@ import {
   waitForPodBound,
 } from '@kubeplus-isolation/e2e';
 import {
-  FINALIZER,
   NAMESPACE_CREATED_FOR_ANNOTATION,
   NODE_ISOLATION_ANNOTATION,
   NODE_ISOLATION_ENABLED_LABEL,
@@ -160,7 +159,8 @@ for (const engine of ENGINES) {
         expect(labelled?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${AGENT.group}/${AGENT.kind}/${ns}/${name}`);
         // Not created by the operator: it never claims the namespace as its own (so it never deletes it).
         expect(labelled?.metadata?.annotations?.[NAMESPACE_CREATED_FOR_ANNOTATION]).toBeUndefined();
-        expect((await getAgent(kc, ns, name))?.metadata.finalizers).toContain(FINALIZER);
+        // The operator never writes the instance (issue 35): no finalizer.
+        expect((await getAgent(kc, ns, name))?.metadata.finalizers).toBeUndefined();
         await waitForEvent(kc, ns, name, 'NodeIsolationApplied');
         if (engine === 'admission-policy') {
           // The policy's parameter, beside the label: the same canonical spec.
@@ -262,15 +262,7 @@ for (const engine of ENGINES) {
 
         await patchAgent(kc, ns, name, { annotations: { [NODE_ISOLATION_ANNOTATION]: null } });
         await waitForNamespace(kc, ns, 'to lose the label, the annotation and the owner keys', unisolated);
-        await waitFor(
-          `the operator to remove its finalizer from ${ns}/${name} (it owns nothing any more)`,
-          async (observe) => {
-            const agent = await getAgent(kc, ns, name);
-            observe(agent?.metadata.finalizers);
-            return agent !== undefined && !(agent.metadata.finalizers ?? []).includes(FINALIZER);
-          },
-          { timeoutMs: 30_000 },
-        );
+        expect((await getAgent(kc, ns, name))?.metadata.finalizers).toBeUndefined();
         // The API server no longer sends this namespace's Pods to the webhook (nor to the policy).
         const plain = await core.createNamespacedPod({ namespace: ns, body: testPod('after-removal'), dryRun: 'All' });
         expect(plain.spec?.nodeSelector).toBeUndefined();

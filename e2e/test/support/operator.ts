@@ -4,12 +4,11 @@
  * CRD, Lease namespace, operator) is `operatorSuite` (operator-suite.ts); the operator process is
  * the harness's `startOperator`.
  *
- * The protocol's keys (annotations, labels, finalizer) come from @kubeplus-isolation/spec, the one
+ * The protocol's keys (annotations, labels) come from @kubeplus-isolation/spec, the one
  * definition the operator, the webhook and the chart tests share; object names are spelled out here.
  */
 import { instanceKindCrd, instancePolicyName, isApiStatus, type PolicyRole, waitFor } from '@kubeplus-isolation/e2e';
 import {
-  FINALIZER,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   NODE_ISOLATION_ENABLED_LABEL,
@@ -95,9 +94,9 @@ export async function ensureAgentCrd(kc: KubeConfig): Promise<void> {
 }
 
 /**
- * Removes every Agent left (deleted while the suite's operator still runs, so it cleans up; one it
- * did not release within 30 s has its finalizer stripped so cleanup cannot hang), then the CRD,
- * and waits until the CRD is gone.
+ * Removes every Agent left (deleted while the suite's operator still runs, waiting until it has
+ * cleaned up what each owned; one not gone within 30 s — e.g. a test left a finalizer on it — has
+ * its finalizers stripped so cleanup cannot hang), then the CRD, and waits until the CRD is gone.
  */
 export async function deleteAgentsAndCrd(kc: KubeConfig): Promise<void> {
   const custom = kc.makeApiClient(CustomObjectsApi);
@@ -196,7 +195,11 @@ export async function patchAgent(
     .patchNamespacedCustomObject({ ...AGENT, namespace, name, body: { metadata } }, mergePatch)) as AgentObject;
 }
 
-/** Deletes the Agent and waits until it is gone (i.e. the operator removed its finalizer). */
+/**
+ * Deletes the Agent, waits until it is gone, then until the operator's orphan cleanup has deleted
+ * every RuntimeClass and admission policy/binding it owned (the operator adds no finalizer: the
+ * instance goes at once, its cleanup follows).
+ */
 export async function deleteAgent(kc: KubeConfig, namespace: string, name: string, timeoutMs = 30_000): Promise<void> {
   try {
     await kc.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({ ...AGENT, namespace, name });
@@ -205,6 +208,15 @@ export async function deleteAgent(kc: KubeConfig, namespace: string, name: strin
     throw error;
   }
   await waitAgentGone(kc, namespace, name, timeoutMs);
+  await waitFor(
+    `the operator to delete what Agent ${namespace}/${name} owned`,
+    async (observe) => {
+      const left = await ownedObjects(kc, { namespace, name });
+      observe(left.map((o) => `${o.kind}/${o.name}`));
+      return left.length === 0;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
 }
 
 export async function waitAgentGone(
@@ -214,7 +226,7 @@ export async function waitAgentGone(
   timeoutMs = 30_000,
 ): Promise<void> {
   await waitFor(
-    `Agent ${namespace}/${name} to be gone (the operator removes finalizer ${FINALIZER} after cleanup)`,
+    `Agent ${namespace}/${name} to be gone`,
     async (observe) => {
       const agent = await getAgent(kc, namespace, name);
       observe(agent?.metadata);

@@ -54,7 +54,11 @@ export const HELM_RELEASE_NAME_ANNOTATION = 'meta.helm.sh/release-name';
 /** Name of the hold's webhooks[] entry (chart files/hold-entry.json). */
 export const HOLD_WEBHOOK_NAME = 'settle-hold.kubeplus.io';
 
-/** Finalizer the operator puts on instances carrying either annotation. */
+/**
+ * The finalizer releases up to 0.2.0 put on instances carrying either annotation. The operator
+ * no longer adds it (it never writes an instance: every write passes KubePlus's fail-closed
+ * webhook); it only removes it where an earlier release left it, and so does the uninstall hook.
+ */
 export const FINALIZER = 'isolation.kubeplus.io/cleanup';
 
 /** KubePlus's own marker on the CustomResourceDefinitions it registers. */

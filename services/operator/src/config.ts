@@ -475,7 +475,7 @@ export const FLAGS: readonly Flag[] = [
     placeholder: '<mode>',
     default: undefined,
     defaultHelp: 'none (reconcile)',
-    help: `Instead of reconciling, clean up for an uninstall and exit (the chart's pre-delete hook): ${UNINSTALL_MODES.join(' or ')}. Both remove the operator's finalizer from every instance, so instances delete normally once the operator is gone; all also deletes every object the operator generated (RuntimeClasses, admission policies and bindings, NodeIsolation parameters) and removes its keys from Namespaces (which stay). Exit status 0 when done, 1 on a failure (run it again).`,
+    help: `Instead of reconciling, clean up for an uninstall and exit (the chart's pre-delete hook): ${UNINSTALL_MODES.join(' or ')}. Both remove the finalizer isolation.kubeplus.io/cleanup from every instance that still carries it (releases up to 0.2.0 added it; this operator never adds one), so instances delete normally once the operator is gone; all also deletes every object the operator generated (RuntimeClasses, admission policies and bindings, NodeIsolation parameters) and removes its keys from Namespaces (which stay). Exit status 0 when done, 1 on a failure (run it again).`,
     parse: oneOf(UNINSTALL_MODES),
   },
   {

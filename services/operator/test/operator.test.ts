@@ -119,7 +119,7 @@ describe('operator wiring', () => {
     expect(
       world.cluster.stored('ValidatingAdmissionPolicy', agentPolicy('team-a', 'agent-x', 'enforce')),
     ).toBeDefined();
-    expect(world.cluster.finalizersOf(key)).toEqual(['isolation.kubeplus.io/cleanup']);
+    expect(world.cluster.finalizersOf(key)).toEqual([]); // the instance is never written
     expect(a.events.map((e) => e.reason)).toContain('SandboxIsolationApplied');
 
     // Changes keep coming; the standby sees them in its caches and does nothing.
@@ -396,15 +396,35 @@ describe('operator wiring', () => {
     first.stop.abort();
     await first.done;
 
-    // While no operator runs, the instance's finalizer is force-removed and it goes away.
+    // While no operator runs, the instance is deleted (no finalizer holds it).
     world.cluster.deleteInstance(key);
-    world.cluster.forceRemoveFinalizers(key);
+    expect(world.cluster.instance(key)).toBeUndefined();
     world.sync();
     const second = replica(world, clock, 'second', testConfig('--leader-elect=false'));
     await settle(clock);
     expect(world.cluster.storedOfKind('RuntimeClass')).toEqual([]);
     expect(world.cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
     expect(second.logs().some((l) => l.controller === 'owned-objects' && l.msg === 'reconciled')).toBe(true);
+  });
+
+  it('deletes what an instance owned when it is deleted while the operator runs (its delete event), never writing the instance', async () => {
+    const world = new FakeWorld();
+    const clock = new FakeClock();
+    world.putCrd(crd({ labels: LABELLED }));
+    const key = world.cluster.putInstance({ name: 'agent-x', namespace: 'team-a', annotations: { [SANDBOX]: KATA } });
+    world.sync();
+    const op = replica(world, clock, 'only', testConfig('--leader-elect=false'));
+    await settle(clock);
+    expect(world.cluster.stored('RuntimeClass', 'kubeplus-sandbox-agent-x')).toBeDefined();
+    world.cluster.deleteInstance(key);
+    world.sync();
+    await settle(clock);
+    expect(world.cluster.storedOfKind('RuntimeClass')).toEqual([]);
+    expect(world.cluster.storedOfKind('ValidatingAdmissionPolicy')).toEqual([]);
+    expect(world.cluster.storedOfKind('ValidatingAdmissionPolicyBinding')).toEqual([]);
+    expect(world.cluster.writes.filter((w) => w.op === 'setFinalizers')).toEqual([]);
+    op.stop.abort();
+    await op.done;
   });
 });
 

@@ -41,7 +41,6 @@ export const EventReason = {
   NodeIsolationRemoved: 'NodeIsolationRemoved',
   SandboxIsolationApplied: 'SandboxIsolationApplied',
   SandboxIsolationRemoved: 'SandboxIsolationRemoved',
-  NamespaceDeleted: 'NamespaceDeleted',
 } as const;
 
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];

@@ -8,8 +8,10 @@
  *   bindings, NodeIsolation parameters, compliance Reports) is deleted, after every Namespace it
  *   isolated or created lost the isolation and ownership keys (the Namespace stays: its workloads
  *   are the tenant's; `desired/node-isolation.ts` uninstallPatch); then
- * - in both modes, the operator's finalizer leaves every instance, so instances delete normally
- *   once the operator is gone. `finalizers` keeps the generated objects on purpose.
+ * - in both modes, the finalizer releases up to 0.2.0 added (`isolation.kubeplus.io/cleanup`;
+ *   this operator never adds it and removes it where it finds it) leaves every instance still
+ *   carrying it, so instances delete normally once the operator is gone. `finalizers` keeps the
+ *   generated objects on purpose.
  *
  * Objects go before finalizers: an instance already being deleted disappears the moment its
  * finalizer goes, and must not take with it the only record that something of it is left.

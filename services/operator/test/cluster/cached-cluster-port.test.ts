@@ -252,7 +252,7 @@ describe('the reconciler on cached reads', () => {
   it('an up-to-date instance costs no API request at all: no write and no read', async () => {
     const key = put({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE });
     await reconciler().reconcile(key);
-    await reconciler().reconcile(key); // the finalizer's own update event
+    await reconciler().reconcile(key); // a resync
     caches.refresh();
     calls.length = 0;
     expect(await reconciler().reconcile(key)).toEqual({});
@@ -283,7 +283,7 @@ describe('the reconciler on cached reads', () => {
     const key = put({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE });
     caches.refresh();
     await reconciler().reconcile(key);
-    // The instance's update (its finalizer) has arrived; the adds of what it created have not.
+    // The instance is cached; the adds of what it created have not arrived.
     caches.refresh(['instances']);
     const before = JSON.stringify([...cluster.objects.values(), ...cluster.namespaces.values()]);
     const writes = cluster.writeCount();
@@ -335,7 +335,7 @@ describe('the reconciler on cached reads', () => {
       team: 'x',
       'kubeplus.io/node-isolation-enabled': 'true',
     });
-    expect(cluster.writes.map((w) => w.op)).toEqual(['setFinalizers', 'createNamespace', 'patchNamespace']);
+    expect(cluster.writes.map((w) => w.op)).toEqual(['createNamespace', 'patchNamespace']);
   });
 
   it('a namespace patch planned from a stale cache fails with 409 instead of taking the namespace over', async () => {
@@ -370,7 +370,7 @@ describe('the reconciler on cached reads', () => {
     const key = put({ [SANDBOX]: KATA_ENFORCE });
     await reconciler().reconcile(key);
     await reconciler().reconcile(key);
-    // Cached: the old incarnation, deleted with its finalizer force-removed. Live: a new one, same name.
+    // Cached: the old incarnation, being deleted. Live: a new one, same name.
     caches.refresh();
     const cached = caches.view('instances').get(NAME, 'kubeplus') as { metadata: Record<string, unknown> };
     cached.metadata.deletionTimestamp = '2026-11-29T19:00:00Z';
@@ -383,25 +383,36 @@ describe('the reconciler on cached reads', () => {
     expect(cluster.stored('RuntimeClass', RC)).toBeDefined();
   });
 
-  it('deletion lists fresh: an object the cache has not seen is deleted before the finalizer goes', async () => {
+  it('deletion: what the caches had not seen when the owner went is deleted when its add arrives (the owner confirmed gone)', async () => {
     const key = put({ [SANDBOX]: KATA_ENFORCE });
     caches.refresh();
     await reconciler().reconcile(key); // created RC, VAP, VAPB; the caches saw none of them
     cluster.deleteInstance(key);
-    caches.refresh(['instances']);
-    await reconciler().reconcile(key);
+    expect(cluster.instance(key)).toBeUndefined(); // nothing holds it
+    caches.refresh(); // the adds arrive, and the instance's delete
+    for (const kind of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy'] as const) {
+      await orphans().cleanupOrphan({ apiVersion: 'admissionregistration.k8s.io/v1', kind, name: VAP });
+    }
+    await orphans().cleanupOrphan({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: RC });
     expect(cluster.objects.size).toBe(0);
-    expect(cluster.instance(key)).toBeUndefined();
     expect(cluster.finalizersOf(key)).not.toContain(FINALIZER);
   });
 
-  it('removing both annotations lists fresh before the finalizer goes', async () => {
+  it('removing both annotations: an object whose add had not arrived is pruned when it does', async () => {
     const key = put({ [SANDBOX]: KATA_ENFORCE }, 'team-a');
     await reconciler().reconcile(key);
     cluster.putInstance({ name: NAME, namespace: 'team-a', annotations: {} });
     caches.refresh();
     caches.clear('ValidatingAdmissionPolicyBinding'); // its add has not arrived
     await reconciler().reconcile(key);
+    const binding = agentPolicy('team-a', NAME, 'enforce');
+    expect(cluster.stored('ValidatingAdmissionPolicyBinding', binding)).toBeDefined();
+    caches.refresh();
+    await orphans().cleanupOrphan({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      name: binding,
+    });
     expect(cluster.objects.size).toBe(0);
     expect(cluster.finalizersOf(key)).toEqual([]);
   });

@@ -2,25 +2,26 @@
  * The instance reconciler: level-triggered and idempotent, in the manner of controller-runtime's
  * Reconcile. Each call reads the instance and the state it owns, computes the desired state with
  * the pure functions of `desired/`, and writes only what differs. It keeps no state between
- * calls: everything it needs is in the cluster (labels, annotations, the finalizer), so a
- * restarted or newly elected operator carries on where the last one stopped.
+ * calls: everything it needs is in the cluster (the instance's annotations, the ownership markers
+ * on what it owns), so a restarted or newly elected operator carries on where the last one stopped.
  *
- * This file is the finalizer lifecycle (add it first, finalize on deletion, remove it once nothing
- * is owned); node-sync.ts and sandbox-sync.ts write the two isolations. Objects whose owner is
- * gone are the owned-objects controller's (owned-objects/orphan-cleanup.ts).
+ * It never writes the instance (desired/instance-writes.ts): no finalizer, annotation or status,
+ * so isolation never waits on KubePlus's webhook. The one exception is taking off the finalizer an
+ * earlier release added. node-sync.ts and sandbox-sync.ts write the two isolations. What an
+ * instance owns once it is gone or being deleted is the owned-objects controller's
+ * (owned-objects/orphan-cleanup.ts), the only path that deletes it.
  *
  * Errors propagate to the caller (the work queue), which retries; 409s keep `statusCode: 409`.
  */
 import {
   DEFAULT_HANDLER_LEVELS,
   DEFAULT_LEVEL_HANDLERS,
-  FINALIZER,
   type HandlerLevels,
   parseSandboxIsolation,
   type RuntimeLevel,
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import { deleteObjects, listOwned, settleAll } from '../../cluster/apply.js';
+import { listOwned, settleAll } from '../../cluster/apply.js';
 import type { ClusterPort } from '../../cluster/port.js';
 import { EventReason } from '../../desired/event-reasons.js';
 import {
@@ -28,24 +29,17 @@ import {
   type Instance,
   type InstanceKey,
   instanceIdentity,
-  instanceKeyOf,
   parseInstance,
   tenantNamespace,
 } from '../../desired/instance.js';
-import { planNamespaceCleanup } from '../../desired/node-isolation.js';
+import { planInstance } from '../../desired/instance-writes.js';
 import { type ManagedType, type MutatingPolicyApiVersion, NODE_ISOLATION_PARAMS_TYPE } from '../../desired/objects.js';
+import { isOwnedBy } from '../../desired/owner.js';
 import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
 import { ConditionWarnings } from './condition-warnings.js';
 import { NodeSync } from './node-sync.js';
 import { SandboxSync } from './sandbox-sync.js';
-import {
-  asksForIsolation,
-  FRESH,
-  NO_LOG,
-  type ReconcileLogger,
-  type ReconcilerHooks,
-  SyncContext,
-} from './sync-context.js';
+import { asksForIsolation, NO_LOG, type ReconcileLogger, type ReconcilerHooks, SyncContext } from './sync-context.js';
 
 export type { AnnotationName, ConflictKind, ReconcileLogger, ReconcilerHooks } from './sync-context.js';
 
@@ -124,37 +118,33 @@ export class InstanceReconciler {
   async reconcile(key: InstanceKey): Promise<ReconcileResult> {
     const port = this.ctx.port;
     const raw = await port.getInstance(key);
-    if (raw === undefined) return {}; // gone: its finalizer already ran (or orphan cleanup takes over)
+    if (raw === undefined) return {}; // gone: orphan cleanup takes what it owned down
     const parsed = parseInstance(raw, key.plural);
     if (!parsed.ok) {
       this.ctx.log.warn('ignoring a malformed instance', { key, errors: parsed.errors });
       return {};
     }
     const instance = parsed.value;
-    const hasFinalizer = instance.finalizers.includes(FINALIZER);
-    if (instance.deletionTimestamp !== undefined) {
+    const plan = planInstance(instance, asksForIsolation(instance));
+    if (plan.removeLegacyFinalizer !== undefined) {
+      // The only write to an instance left (desired/instance-writes.ts).
+      await port.setInstanceFinalizers(key, plan.removeLegacyFinalizer, instance.resourceVersion);
+      this.ctx.log.info('removed the finalizer of an earlier release', { key });
+    }
+    if (plan.isolation === 'none') {
       this.conditionWarnings.forget(instanceIdentity(instance));
-      if (hasFinalizer) await this.finalize(instance);
-      return {};
+      return {}; // being deleted: orphan cleanup takes what it owns down
     }
-    const wanted = asksForIsolation(instance);
-    if (!wanted && !hasFinalizer) return {}; // never asked for isolation: exactly as without the operator
-    if (wanted && !hasFinalizer) {
-      // First, so nothing is created that a deletion could leave behind.
-      await port.setInstanceFinalizers(key, [...instance.finalizers, FINALIZER], instance.resourceVersion);
-    }
-    const { ownsNamespace, ...result } = await this.sync(instance);
-    // No isolation asked for any more: the finalizer goes once nothing is owned (a namespace
-    // created for the instance stays owned until the instance is deleted).
-    if (!wanted && !ownsNamespace) await this.removeFinalizer(instance);
+    // Never asked for isolation (or all taken down already): exactly as without the operator.
+    if (plan.isolation === 'prune' && !(await this.ownsAnything(instance))) return {};
+    const { ownsNamespace: _, ...result } = await this.sync(instance);
     return result;
   }
 
   /**
-   * Both isolation paths for a live instance, leaving its finalizer alone: the caller decides
-   * about it. Says whether the operator created the tenant namespace for it (its lifecycle then
-   * follows the instance, so the finalizer must stay). Orphan cleanup calls it for an instance
-   * that neither asks for isolation nor carries the finalizer, to take down what it left.
+   * Both isolation paths for a live instance. Says whether the operator created the tenant
+   * namespace for it (it then stays until the instance is deleted). Orphan cleanup calls it for a
+   * live instance that no longer asks for isolation, to take down what it left.
    */
   async sync(instance: Instance): Promise<ReconcileResult & { ownsNamespace: boolean }> {
     const tenant = tenantNamespace(instance, this.platformNamespace);
@@ -191,48 +181,18 @@ export class InstanceReconciler {
   }
 
   /**
-   * Deletion (§4): remove everything the instance owns, then let it go. Reads here are fresh:
-   * an object a cache has not seen yet would outlive its owner once the finalizer is gone.
+   * Whether anything of this instance is left, from the caches only (an instance that never asked
+   * for isolation costs no API request): an owned object, or the tenant namespace naming it as
+   * owner. What the caches have not seen yet comes back through its add event (orphan cleanup).
    */
-  private async finalize(instance: Instance): Promise<void> {
+  private async ownsAnything(instance: Instance): Promise<boolean> {
     const port = this.ctx.port;
-    const mutatingVersion = await port.servedMutatingPolicyVersion();
     const tenant = tenantNamespace(instance, this.platformNamespace);
     const [owned, namespace] = await settleAll([
-      listOwned(port, instance, this.ownedTypes(mutatingVersion), FRESH),
-      tenant.ok ? port.getNamespace(tenant.value.name, FRESH) : undefined,
+      port.servedMutatingPolicyVersion().then((v) => listOwned(port, instance, this.ownedTypes(v))),
+      tenant.ok ? port.getNamespace(tenant.value.name, { missIsAbsent: true }) : undefined,
     ]);
-    // The NodeIsolation parameter goes only after the namespace's label: while the label is on,
-    // the engine's policy and the refusal policy (parameterNotFoundAction Deny) select the
-    // namespace, and without its parameter a Pod would be admitted unpatched, or refused.
-    const isParam = (o: (typeof owned)[number]): boolean => o.kind === NODE_ISOLATION_PARAMS_TYPE.kind;
-    await deleteObjects(
-      port,
-      owned.filter((o) => !isParam(o)),
-    );
-    if (tenant.ok) {
-      const plan = planNamespaceCleanup(instance, namespace);
-      if (plan.action === 'delete') {
-        await port.deleteNamespace(tenant.value.name, plan.uid === undefined ? {} : { uid: plan.uid });
-        this.ctx.event(instance, 'Normal', EventReason.NamespaceDeleted, `deleted namespace ${tenant.value.name}`);
-      } else if (plan.action === 'patch') {
-        await port.patchNamespace(tenant.value.name, plan.patch, namespace?.resourceVersion);
-      }
-    }
-    await deleteObjects(
-      port,
-      owned.filter((o) => isParam(o)),
-    );
-    await this.removeFinalizer(instance);
-  }
-
-  private async removeFinalizer(instance: Instance): Promise<void> {
-    if (!instance.finalizers.includes(FINALIZER)) return;
-    await this.ctx.port.setInstanceFinalizers(
-      instanceKeyOf(instance),
-      instance.finalizers.filter((f) => f !== FINALIZER),
-      instance.resourceVersion,
-    );
+    return owned.length > 0 || (namespace !== undefined && isOwnedBy(namespace, instance));
   }
 
   /** Every type whose objects an instance may own (the NodeIsolation parameter with its engine). */

@@ -37,7 +37,7 @@ import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandb
 import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
 import { sharedSandboxPolicies } from '../../desired/sandbox-shared-policy.js';
 import type { ConditionWarnings } from './condition-warnings.js';
-import { asksForIsolation, FRESH, type SyncContext } from './sync-context.js';
+import type { SyncContext } from './sync-context.js';
 
 export interface SandboxSyncOptions {
   platformNamespace: string;
@@ -70,8 +70,8 @@ export class SandboxSync {
     if (parsed === undefined || tenant === undefined) {
       this.options.conditionWarnings.forget(instanceIdentity(instance));
       const types = this.sandboxTypes(await port.servedMutatingPolicyVersion());
-      // With no isolation asked for at all, the finalizer goes next if nothing is left: list fresh.
-      const removed = await pruneOwned(port, instance, types, [], asksForIsolation(instance) ? {} : FRESH);
+      // From the caches: an object they have not seen yet is pruned through its add event (orphan cleanup).
+      const removed = await pruneOwned(port, instance, types, []);
       if (removed.length > 0) {
         this.ctx.event(
           instance,

@@ -3,9 +3,18 @@
  * for the namespaced NodeIsolation parameter): add/update of an object carrying
  * the operator's ownership markers, checked by `OrphanCleanup.cleanupOrphan` (orphan-cleanup.ts).
  */
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_UID_LABEL } from '@kubeplus-isolation/spec';
+import {
+  labelValue,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  OWNER_NAME_LABEL,
+  OWNER_NAMESPACE_LABEL,
+  OWNER_UID_LABEL,
+} from '@kubeplus-isolation/spec';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { InstanceIdentity } from '../../desired/instance.js';
 import { type ManagedKind, NAMESPACED_KINDS } from '../../desired/objects.js';
+import { isOwnedBy } from '../../desired/owner.js';
 import type { OwnedTarget } from './orphan-cleanup.js';
 
 /** A kind of object the operator owns, at the API version its informer watches. */
@@ -72,4 +81,34 @@ export function ownedObjectKey(type: OwnedType, obj: KubernetesObject): string |
   const namespace = obj.metadata?.namespace;
   if (!NAMESPACED_KINDS.has(type.kind)) return encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, name });
   return namespace ? encodeOwnedRef({ apiVersion: type.apiVersion, kind: type.kind, namespace, name }) : undefined;
+}
+
+/** The labels an owner index files owned objects under (the owner's name and namespace labels). */
+export const OWNER_INDEX_LABELS: readonly string[] = [OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL];
+
+/** The owner-index terms under which every object any incarnation of `owner` may own is filed. */
+export function ownerIndexTerms(owner: InstanceIdentity): Array<[string, string]> {
+  return [
+    [OWNER_NAME_LABEL, labelValue(owner.name)],
+    [OWNER_NAMESPACE_LABEL, labelValue(owner.namespace)],
+  ];
+}
+
+/**
+ * The owned-objects keys of what `owner` owns among `candidates` of one type (found by its index
+ * terms; label values are shortened, so only the owner annotation decides): on its deletion, each
+ * goes to orphan cleanup, which confirms the owner is gone and removes it.
+ */
+export function ownedKeysOf(
+  owner: InstanceIdentity,
+  type: OwnedType,
+  candidates: readonly KubernetesObject[],
+): string[] {
+  const keys: string[] = [];
+  for (const obj of candidates) {
+    if (!isOwnedBy(obj.metadata ?? {}, owner)) continue;
+    const key = ownedObjectKey(type, obj);
+    if (key !== undefined) keys.push(key);
+  }
+  return keys;
 }

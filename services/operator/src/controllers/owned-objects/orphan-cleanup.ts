@@ -1,10 +1,18 @@
 /**
- * Orphan cleanup, the owned-objects controller's job: an object carrying the operator's ownership
- * markers whose owner instance is gone (its finalizer was force-removed, or it was deleted while
- * no operator could act) is removed; one whose owner still wants it is handed to that owner's
- * reconcile, which restores or prunes it.
+ * Orphan cleanup, the owned-objects controller's job and the only path that deletes what an
+ * instance owned once it is gone: an object carrying the operator's ownership markers whose owner
+ * instance is absent or being deleted is removed; one whose owner still wants it is handed to that
+ * owner's reconcile, which restores or prunes it.
+ *
+ * Level-triggered, with no finalizer on the instance (desired/instance-writes.ts): every owned
+ * object is checked when its cache sees it (so at every start, after any downtime), when its
+ * owner is deleted (owned-objects/key-sources.ts), and by a periodic pass.
+ *
+ * Ownership is the owner's identity (group/Kind/namespace/name), not its uid: an instance deleted
+ * and re-created under the same identity while no operator ran adopts what the first one left,
+ * and its reconcile rewrites or prunes it to what the new instance asks (desired/owner.ts
+ * `isOwnedBy`). Deleting it instead would take a namespace the new instance's release now runs in.
  */
-import { FINALIZER } from '@kubeplus-isolation/spec';
 import { preconditionsOf } from '../../cluster/apply.js';
 import type { ClusterPort, ReadOptions } from '../../cluster/port.js';
 import {
@@ -14,8 +22,9 @@ import {
   instanceKeyOf,
   parseInstance,
 } from '../../desired/instance.js';
-import { planNamespaceCleanup } from '../../desired/node-isolation.js';
-import { formatRef, type ObjectRef } from '../../desired/objects.js';
+import { isOwnerGone } from '../../desired/instance-writes.js';
+import { type NamespaceMeta, planNamespaceCleanup } from '../../desired/node-isolation.js';
+import { formatRef, NODE_ISOLATION_PARAMS_TYPE, type ObjectRef } from '../../desired/objects.js';
 import { isManaged, ownerOf } from '../../desired/owner.js';
 import { isSharedPolicyName } from '../../desired/sandbox-shared-policy.js';
 import type { InstanceReconciler } from '../instances/reconciler.js';
@@ -56,10 +65,9 @@ export class OrphanCleanup {
   }
 
   /**
-   * For add/update events (and a start-up sweep) of objects carrying ownership markers: when the
-   * owner still wants it, returns the owner to enqueue; when the owner is gone (its finalizer was
-   * force-removed, or it was deleted while this operator could not act), removes the object —
-   * a Namespace created for it is deleted, any other Namespace only loses the keys it wrote.
+   * For an object carrying ownership markers: when the owner still wants it, returns the owner to
+   * enqueue; when the owner is gone or being deleted, removes the object — a Namespace created
+   * for it is deleted, any other Namespace only loses the keys it wrote.
    */
   async cleanupOrphan(target: OwnedTarget): Promise<OrphanResult> {
     if (target.kind === 'Namespace') {
@@ -68,14 +76,7 @@ export class OrphanCleanup {
       if (ns === undefined || owner === undefined) return {};
       const live = await this.liveOwner(owner);
       if (live.state !== 'gone') return this.handleLiveOwner(live);
-      const plan = planNamespaceCleanup(owner, ns);
-      if (plan.action === 'delete') {
-        this.log.info('deleting the namespace of a deleted instance', { namespace: ns.name, owner });
-        await this.port.deleteNamespace(ns.name, plan.uid === undefined ? {} : { uid: plan.uid });
-      } else if (plan.action === 'patch') {
-        this.log.info('removing node isolation of a deleted instance', { namespace: ns.name, owner });
-        await this.port.patchNamespace(ns.name, plan.patch, ns.resourceVersion);
-      }
+      await this.cleanupNamespace(owner, ns);
       return {};
     }
     const policyKind = target.kind === 'ValidatingAdmissionPolicy' || target.kind === 'MutatingAdmissionPolicy';
@@ -88,19 +89,39 @@ export class OrphanCleanup {
     if (obj === undefined || owner === undefined || !isManaged(obj.metadata)) return {};
     const live = await this.liveOwner(owner);
     if (live.state !== 'gone') return this.handleLiveOwner(live);
+    if (target.kind === NODE_ISOLATION_PARAMS_TYPE.kind && target.namespace !== undefined) {
+      // The parameter goes only after the namespace's isolation label: while the label is on, the
+      // engine's policy and the refusal policy select the namespace, and without its parameter a
+      // Pod would be admitted unpatched, or refused. A namespace created for the owner takes it along.
+      const ns = await this.port.getNamespace(target.namespace);
+      if (ns !== undefined && (await this.cleanupNamespace(owner, ns)) === 'delete') return {};
+    }
     this.log.info('deleting an object of a deleted instance', { object: formatRef(target), owner });
     await this.port.deleteObject(target, preconditionsOf(obj));
     return {};
   }
 
+  /** Takes the keys of a gone owner off `ns`, or deletes it if it was created for that owner. */
+  private async cleanupNamespace(
+    owner: InstanceIdentity,
+    ns: NamespaceMeta,
+  ): Promise<ReturnType<typeof planNamespaceCleanup>['action']> {
+    const plan = planNamespaceCleanup(owner, ns);
+    if (plan.action === 'delete') {
+      this.log.info('deleting the namespace of a deleted instance', { namespace: ns.name, owner });
+      await this.port.deleteNamespace(ns.name, plan.uid === undefined ? {} : { uid: plan.uid });
+    } else if (plan.action === 'patch') {
+      this.log.info('removing node isolation of a deleted instance', { namespace: ns.name, owner });
+      await this.port.patchNamespace(ns.name, plan.patch, ns.resourceVersion);
+    }
+    return plan.action;
+  }
+
   private async handleLiveOwner(live: Exclude<Live, { state: 'gone' }>): Promise<OrphanResult> {
     if (live.state === 'unknown') return {};
     const instance = live.instance;
-    if (instance.finalizers.includes(FINALIZER) || asksForIsolation(instance)) {
-      return { enqueue: instanceKeyOf(instance) };
-    }
-    // Alive, but neither asks for isolation nor carries the finalizer (force-removed): what it
-    // owns is left over. Take it down without touching the instance.
+    if (asksForIsolation(instance)) return { enqueue: instanceKeyOf(instance) };
+    // Alive, but asks for no isolation: what it owns is left over. Take it down (never the instance).
     await this.instances.sync(instance);
     return {};
   }
@@ -125,8 +146,8 @@ export class OrphanCleanup {
       return { state: 'unknown' };
     }
     const instance = parsed.value;
-    // Being deleted without this operator's finalizer: nothing will come back for its objects.
-    if (instance.deletionTimestamp !== undefined && !instance.finalizers.includes(FINALIZER)) return { state: 'gone' };
+    // Being deleted: nothing will come back for its objects (no finalizer of this operator holds it).
+    if (isOwnerGone(instance)) return { state: 'gone' };
     return { state: 'live', instance };
   }
 }

@@ -5,6 +5,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import type { InstanceReconciler } from '../../../src/controllers/instances/reconciler.js';
 import {
+  cleanUpOrphans,
   cluster,
   conflicts,
   freshCluster,
@@ -107,7 +108,7 @@ describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolation
     await withParams().reconcile(key);
     const since = cluster.writeCount();
     cluster.deleteInstance(key);
-    await withParams().reconcile(key);
+    await cleanUpOrphans({ nodeIsolationParams: true });
     labelGoesBeforeParam(since);
   });
 
@@ -135,7 +136,7 @@ describe('the admission-policy engine’s NodeIsolation parameter (nodeIsolation
     const key = teamA({ [NODE]: NODE_SPEC });
     await withParams().reconcile(key);
     cluster.deleteInstance(key);
-    await withParams().reconcile(key);
+    await cleanUpOrphans({ nodeIsolationParams: true });
     expect(cluster.storedOfKind(PARAMS)).toEqual([]);
     const other = teamA({ [NODE]: NODE_SPEC });
     await reconciler().reconcile(other);

@@ -1,5 +1,5 @@
 /**
- * What the InstanceReconciler tests share (reconciler.test.ts: the finalizer lifecycle; node-sync.test.ts;
+ * What the InstanceReconciler tests share (reconciler.test.ts: the lifecycle; node-sync.test.ts;
  * sandbox-sync.test.ts): a FakeCluster made afresh by `freshCluster` (each file's beforeEach), the
  * annotations and names they use, and the metric hooks' calls.
  */
@@ -9,8 +9,9 @@ import type {
   InstanceReconcilerOptions,
 } from '../../../src/controllers/instances/reconciler.js';
 import { InstanceReconciler } from '../../../src/controllers/instances/reconciler.js';
+import { OrphanCleanup, type OwnedTarget } from '../../../src/controllers/owned-objects/orphan-cleanup.js';
 import type { InstanceKey } from '../../../src/desired/instance.js';
-import type { ManagedKind, ManagedObject } from '../../../src/desired/objects.js';
+import { type ManagedKind, type ManagedObject, refOf } from '../../../src/desired/objects.js';
 import { FakeCluster } from '../../cluster/fake-cluster.js';
 import { agentPolicy } from '../../desired/helpers.js';
 
@@ -65,6 +66,31 @@ export function spec(kind: string, name: string): Record<string, unknown> {
 
 export function reasons(): string[] {
   return cluster.events.map((e) => e.reason);
+}
+
+/** The finalizer releases before issue 35 put on instances (now only removed). */
+export function withLegacyFinalizer(key: InstanceKey, others: string[] = []): void {
+  const meta = cluster.instance(key)?.metadata as Record<string, unknown> | undefined;
+  if (meta === undefined) throw new Error('no such instance');
+  meta.finalizers = [...others, FINALIZER];
+}
+
+/** The instance writes the operator made (finalizer changes: the only kind the port has). */
+export function instanceWrites(): string[] {
+  return cluster.writes.filter((w) => w.op === 'setFinalizers').map((w) => w.target);
+}
+
+/**
+ * What the owned-objects controller does with every owned object the caches hold (its start-up
+ * replay, an owner's delete event, the periodic pass): orphan cleanup, once each.
+ */
+export async function cleanUpOrphans(over: Partial<InstanceReconcilerOptions> = {}): Promise<void> {
+  const orphans = new OrphanCleanup({ port: cluster, instances: reconciler(over) });
+  const targets: OwnedTarget[] = [
+    ...[...cluster.objects.values()].map(refOf),
+    ...[...cluster.namespaces.keys()].map((name): OwnedTarget => ({ apiVersion: 'v1', kind: 'Namespace', name })),
+  ];
+  for (const target of targets) await orphans.cleanupOrphan(target);
 }
 
 /** A cluster with namespaces team-a and kubeplus, and no hook called yet. */

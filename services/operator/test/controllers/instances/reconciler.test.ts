@@ -1,15 +1,18 @@
 /**
- * InstanceReconciler: the finalizer lifecycle (added first, finalize on deletion, removed once
- * nothing is owned), both isolations together, invalid input and errors. Node isolation alone:
- * node-sync.test.ts; sandbox isolation alone: sandbox-sync.test.ts.
+ * InstanceReconciler: the lifecycle without any write to the instance (deletion is orphan
+ * cleanup's, owned-objects/orphan-cleanup.ts; the legacy finalizer is only removed), both
+ * isolations together, invalid input and errors. Node isolation alone: node-sync.test.ts; sandbox
+ * isolation alone: sandbox-sync.test.ts.
  */
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { isConflict } from '../../../src/runtime/errors.js';
 import {
+  cleanUpOrphans,
   cluster,
   FINALIZER,
   freshCluster,
   INSTANCE,
+  instanceWrites,
   invalid,
   KATA_ADVISORY,
   KATA_ENFORCE,
@@ -23,6 +26,7 @@ import {
   reconciler,
   SANDBOX,
   teamA,
+  withLegacyFinalizer,
 } from './reconciler-harness.js';
 
 beforeEach(freshCluster);
@@ -64,15 +68,19 @@ describe('acceptance: both annotations', () => {
 });
 
 describe('acceptance: removing an annotation', () => {
-  it('removing sandbox isolation deletes every sandbox object and, with nothing left, the finalizer', async () => {
+  it('removing sandbox isolation deletes every sandbox object, never touching the instance', async () => {
     const r = reconciler();
     const key = teamA({ [SANDBOX]: KATA_ADVISORY });
     await r.reconcile(key);
     teamA({});
     await r.reconcile(key);
     expect(cluster.objects.size).toBe(0);
-    expect(cluster.finalizersOf(key)).toEqual([]);
     expect(reasons()).toContain('SandboxIsolationRemoved');
+    // Nothing left: the next reconcile is as for an instance that never asked.
+    const writes = cluster.writeCount();
+    await r.reconcile(key);
+    expect(cluster.writeCount()).toBe(writes);
+    expect(instanceWrites()).toEqual([]);
   });
 
   it('removing node isolation removes the label and annotation but keeps the sandbox policy', async () => {
@@ -85,35 +93,44 @@ describe('acceptance: removing an annotation', () => {
     expect(ns?.labels).toEqual({ 'kubernetes.io/metadata.name': 'team-a' });
     expect(ns?.annotations).toEqual({});
     expect(cluster.objects.size).toBe(3);
-    expect(cluster.finalizersOf(key)).toEqual([FINALIZER]);
+    expect(instanceWrites()).toEqual([]);
   });
 });
 
-describe('acceptance: deleting the instance', () => {
-  it('removes policies, bindings and the RuntimeClass, strips the namespace it did not create, then lets go', async () => {
+describe('acceptance: deleting the instance (orphan cleanup, no finalizer)', () => {
+  it('the reconciler leaves a deleted instance alone; orphan cleanup removes policies, bindings and the RuntimeClass and strips the namespace it did not create', async () => {
     const r = reconciler();
     const key = teamA({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ADVISORY });
     cluster.putRuntimeClass('kata', 'kata');
     await r.reconcile(key);
+    expect(cluster.finalizersOf(key)).toEqual([]);
     cluster.deleteInstance(key);
-    await r.reconcile(key);
+    expect(cluster.instance(key)).toBeUndefined(); // no finalizer holds it
+    const writes = cluster.writeCount();
+    expect(await r.reconcile(key)).toEqual({});
+    expect(cluster.writeCount()).toBe(writes);
+    await cleanUpOrphans();
     expect(kindsInCluster()).toEqual(['RuntimeClass/kata']);
     expect(cluster.namespaces.get('team-a')?.labels).toEqual({ 'kubernetes.io/metadata.name': 'team-a' });
-    expect(cluster.instance(key)).toBeUndefined();
+    expect(cluster.namespaces.get('team-a')?.annotations).toEqual({});
     // Only objects the operator owns (and never a Sandbox or the tenant namespace) were deleted.
     const deleted = cluster.writes.filter((w) => w.op.startsWith('delete')).map((w) => w.target);
     expect(deleted.every((t) => t.includes(INSTANCE))).toBe(true);
+    expect(instanceWrites()).toEqual([]);
   });
 
-  it('deletes bindings before policies before the RuntimeClass', async () => {
+  it('an instance marked for deletion (another controller’s finalizer) counts as gone', async () => {
     const r = reconciler();
-    const key = teamA({ [SANDBOX]: KATA_ADVISORY });
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
     await r.reconcile(key);
+    (cluster.instance(key)?.metadata as Record<string, unknown>).finalizers = ['someone.else/finalizer'];
     cluster.deleteInstance(key);
+    const writes = cluster.writeCount();
     await r.reconcile(key);
-    const order = cluster.writes.filter((w) => w.op === 'deleteObject').map((w) => w.target.split('/')[0]);
-    expect(order.slice(0, 2).every((k) => k?.endsWith('Binding'))).toBe(true);
-    expect(order.at(-1)).toBe('RuntimeClass');
+    expect(cluster.writeCount()).toBe(writes);
+    await cleanUpOrphans();
+    expect(cluster.objects.size).toBe(0);
+    expect(cluster.finalizersOf(key)).toEqual(['someone.else/finalizer']);
   });
 
   it('deletes a namespace it created for an instance in the platform namespace', async () => {
@@ -124,10 +141,8 @@ describe('acceptance: deleting the instance', () => {
     expect(ns?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
     expect(ns?.annotations['kubeplus.io/created-for']).toBe('cloudark.io/Agent/kubeplus/team-b');
     cluster.deleteInstance(key);
-    await r.reconcile(key);
+    await cleanUpOrphans();
     expect(cluster.namespaces.has('team-b')).toBe(false);
-    expect(cluster.instance(key)).toBeUndefined();
-    expect(reasons()).toContain('NamespaceDeleted');
   });
 
   it('only strips a platform-namespace instance’s namespace that already existed', async () => {
@@ -137,30 +152,93 @@ describe('acceptance: deleting the instance', () => {
     await r.reconcile(key);
     expect(cluster.namespaces.get('team-c')?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
     cluster.deleteInstance(key);
-    await r.reconcile(key);
+    await cleanUpOrphans();
     expect(cluster.namespaces.get('team-c')?.labels).toEqual({ owner: 'platform' });
     expect(cluster.namespaces.get('team-c')?.annotations).toEqual({});
   });
 
-  it('cleans up after a restart: a fresh reconciler finds everything by its labels', async () => {
-    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
-    await reconciler().reconcile(key);
-    cluster.deleteInstance(key); // while no operator runs
-    await reconciler().reconcile(key);
-    expect(cluster.objects.size).toBe(0);
-    expect(cluster.instance(key)).toBeUndefined();
-  });
-
-  it('keeps the finalizer of an instance whose namespace it created, even without annotations', async () => {
+  it('keeps a namespace it created while the instance lives without annotations, and deletes it with the instance', async () => {
     const r = reconciler();
     const key = cluster.putInstance({ name: 'team-b', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
     await r.reconcile(key);
     cluster.putInstance({ name: 'team-b', namespace: 'kubeplus', annotations: {} });
     await r.reconcile(key);
+    await cleanUpOrphans();
     expect(cluster.namespaces.get('team-b')?.labels).not.toHaveProperty(['kubeplus.io/node-isolation-enabled']);
-    expect(cluster.finalizersOf(key)).toEqual([FINALIZER]);
+    expect(cluster.namespaces.get('team-b')?.annotations['kubeplus.io/created-for']).toBe(
+      'cloudark.io/Agent/kubeplus/team-b',
+    );
+    cluster.deleteInstance(key);
+    await cleanUpOrphans();
+    expect(cluster.namespaces.has('team-b')).toBe(false);
+    expect(instanceWrites()).toEqual([]);
+  });
+});
+
+describe('the legacy finalizer (releases before issue 35 added it)', () => {
+  it('is removed from a live instance, once, with its other finalizers kept; isolation goes on', async () => {
+    const r = reconciler();
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    withLegacyFinalizer(key, ['someone.else/finalizer']);
+    await r.reconcile(key);
+    expect(cluster.finalizersOf(key)).toEqual(['someone.else/finalizer']);
+    expect(cluster.objects.size).toBe(3);
+    await r.reconcile(key);
+    expect(instanceWrites()).toHaveLength(1);
+  });
+
+  it('is removed from an instance being deleted, which then goes; orphan cleanup takes what it owned', async () => {
+    const r = reconciler();
+    const key = cluster.putInstance({ name: 'team-b', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
+    await r.reconcile(key);
+    withLegacyFinalizer(key);
+    cluster.deleteInstance(key);
+    expect(cluster.instance(key)?.metadata).toHaveProperty('deletionTimestamp');
+    await r.reconcile(key);
+    expect(cluster.instance(key)).toBeUndefined();
+    await cleanUpOrphans();
+    expect(cluster.namespaces.has('team-b')).toBe(false);
+    expect(instanceWrites()).toHaveLength(1);
+  });
+
+  it('a refused removal (KubePlus’s webhook down: 500, or a conflict) propagates so the work queue retries', async () => {
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    withLegacyFinalizer(key);
+    cluster.failNext('setFinalizers', 500);
+    await expect(reconciler().reconcile(key)).rejects.toMatchObject({ statusCode: 500 });
+    await reconciler().reconcile(key);
+    expect(cluster.finalizersOf(key)).toEqual([]);
+  });
+});
+
+describe('the instance is never written', () => {
+  it('through full isolation, annotation changes, removal and deletion: no finalizer, annotation or status write', async () => {
+    const r = reconciler();
+    const key = cluster.putInstance({
+      name: 'team-b',
+      namespace: 'kubeplus',
+      annotations: { [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE },
+    });
+    const before = JSON.stringify(cluster.instance(key));
+    await r.reconcile(key);
+    expect(JSON.stringify(cluster.instance(key))).toBe(before);
+    for (const annotations of <Record<string, string>[]>[
+      { [SANDBOX]: KATA_ADVISORY },
+      { [NODE]: NODE_SPEC },
+      {},
+      { [SANDBOX]: 'not json' },
+    ]) {
+      cluster.putInstance({ name: 'team-b', namespace: 'kubeplus', annotations });
+      const stored = JSON.stringify(cluster.instance(key));
+      await r.reconcile(key);
+      await cleanUpOrphans();
+      expect(JSON.stringify(cluster.instance(key))).toBe(stored);
+    }
     cluster.deleteInstance(key);
     await r.reconcile(key);
+    await cleanUpOrphans();
+    expect(instanceWrites()).toEqual([]);
+    expect(cluster.objects.size).toBe(0);
     expect(cluster.namespaces.has('team-b')).toBe(false);
   });
 });
@@ -218,10 +296,10 @@ describe('invalid annotations', () => {
     expect(invalid).toEqual([['node-isolation', key]]);
   });
 
-  it('an invalid annotation still gets the finalizer, so the instance is cleaned up later', async () => {
+  it('an invalid annotation creates nothing and writes nothing to the instance', async () => {
     const key = teamA({ [SANDBOX]: 'not json' });
     await reconciler().reconcile(key);
-    expect(cluster.finalizersOf(key)).toEqual([FINALIZER]);
+    expect(instanceWrites()).toEqual([]);
     expect(cluster.objects.size).toBe(0);
   });
 
@@ -283,7 +361,7 @@ describe('a re-created instance (same identity, new uid)', () => {
     const key = teamA({ [SANDBOX]: KATA_ENFORCE });
     await r.reconcile(key);
     const uids = [...cluster.objects.values()].map((o) => o.metadata.uid);
-    cluster.instances.clear(); // finalizer force-removed and deleted
+    cluster.instances.clear(); // deleted while no operator ran
     cluster.putInstance({
       name: INSTANCE,
       namespace: 'team-a',
@@ -306,17 +384,17 @@ describe('errors', () => {
       (e: unknown) => e,
     );
     expect(isConflict(err)).toBe(true);
-    // The finalizer was set first; the retry converges.
-    expect(cluster.finalizersOf(key)).toEqual([FINALIZER]);
+    // The retry converges.
     await r.reconcile(key);
     expect(cluster.objects.size).toBe(3);
   });
 
-  it('a stale instance resourceVersion makes the finalizer write fail with 409, never overwrite', async () => {
+  it('a stale instance resourceVersion makes the legacy finalizer’s removal fail with 409, never overwrite', async () => {
     const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    withLegacyFinalizer(key);
     cluster.failNext('setFinalizers', 409);
     await expect(reconciler().reconcile(key)).rejects.toMatchObject({ statusCode: 409 });
-    expect(cluster.objects.size).toBe(0);
+    expect(cluster.finalizersOf(key)).toEqual([FINALIZER]);
   });
 
   it('an Event that cannot be recorded does not fail the reconcile', async () => {

@@ -30,10 +30,10 @@ async function owning(namespace: string, annotations: Record<string, string>): P
   return key;
 }
 
-/** The instance disappears without its finalizer running (finalizer force-removed). */
+/** The instance is deleted: nothing holds it (the operator adds no finalizer). */
 function vanish(key: InstanceKey): void {
   cluster.deleteInstance(key);
-  cluster.forceRemoveFinalizers(key);
+  expect(cluster.instance(key)).toBeUndefined();
 }
 
 beforeEach(() => {
@@ -86,7 +86,7 @@ describe('cleanupOrphan', () => {
     expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
   });
 
-  it('treats an instance being deleted without this operator’s finalizer as gone', async () => {
+  it('treats an instance being deleted as gone, even while another finalizer holds it', async () => {
     const key = await owning('team-a', { [SANDBOX]: ENFORCE });
     const meta = cluster.instance(key)?.metadata as Record<string, unknown>;
     meta.finalizers = ['someone.else/finalizer'];
@@ -97,9 +97,8 @@ describe('cleanupOrphan', () => {
 
   it('takes down what a live instance that no longer asks for isolation left behind', async () => {
     const key = await owning('kubeplus', { [NODE]: NODE_SPEC, [SANDBOX]: ENFORCE });
-    // Annotation removed and finalizer force-removed while the operator was down.
+    // Annotations removed while the operator was down.
     cluster.putInstance({ name: 'inst', namespace: 'kubeplus', annotations: {} });
-    cluster.forceRemoveFinalizers(key);
     expect(await orphans.cleanupOrphan(rcRef)).toEqual({});
     expect(cluster.objects.size).toBe(0);
     // Its namespace is still its own: kept, only the isolation goes.
@@ -107,6 +106,33 @@ describe('cleanupOrphan', () => {
     expect(ns?.annotations['kubeplus.io/created-for']).toBe('cloudark.io/Agent/kubeplus/inst');
     expect(ns?.labels).not.toHaveProperty(['kubeplus.io/node-isolation-enabled']);
     expect(cluster.finalizersOf(key)).toEqual([]);
+  });
+
+  it('treats an instance being deleted that still carries the legacy finalizer as gone (the reconcile removes it)', async () => {
+    const key = await owning('team-a', { [SANDBOX]: ENFORCE });
+    (cluster.instance(key)?.metadata as Record<string, unknown>).finalizers = ['isolation.kubeplus.io/cleanup'];
+    cluster.deleteInstance(key);
+    await orphans.cleanupOrphan(rcRef);
+    expect(cluster.stored('RuntimeClass', RC)).toBeUndefined();
+  });
+
+  it('deletes a gone owner’s NodeIsolation parameter only after its namespace lost the isolation label', async () => {
+    const withParams = new InstanceReconciler({ port: cluster, nodeIsolationParams: true });
+    const key = cluster.putInstance({ name: 'inst', namespace: 'team-a', annotations: { [NODE]: NODE_SPEC } });
+    await withParams.reconcile(key);
+    expect(cluster.stored('NodeIsolation', 'node-isolation', 'team-a')).toBeDefined();
+    vanish(key);
+    const since = cluster.writeCount();
+    const param = {
+      apiVersion: 'isolation.kubeplus.io/v1alpha1',
+      kind: 'NodeIsolation',
+      namespace: 'team-a',
+      name: 'node-isolation',
+    } as const;
+    await new OrphanCleanup({ port: cluster, instances: withParams }).cleanupOrphan(param);
+    expect(cluster.writes.slice(since).map((w) => w.op)).toEqual(['patchNamespace', 'deleteObject']);
+    expect(cluster.namespaces.get('team-a')?.labels).toEqual({});
+    expect(cluster.stored('NodeIsolation', 'node-isolation', 'team-a')).toBeUndefined();
   });
 
   it('leaves alone what it does not manage or cannot attribute', async () => {
@@ -126,6 +152,46 @@ describe('cleanupOrphan', () => {
     vanish(key);
     cluster.failNext('deleteObject', 409);
     await expect(orphans.cleanupOrphan(rcRef)).rejects.toMatchObject({ statusCode: 409 });
+  });
+});
+
+/**
+ * An instance deleted and re-created under the same identity (group/Kind/namespace/name) while no
+ * operator ran: ownership is the identity, so the new instance adopts what the old one left, and
+ * its own reconcile decides what stays. Deleting instead would take the namespace the new
+ * instance's release runs in (KubePlus upgrades into an existing namespace of that name).
+ */
+describe('an owner re-created under the same identity while the operator was down', () => {
+  function recreate(namespace: string, annotations: Record<string, string>): InstanceKey {
+    cluster.instances.clear();
+    return cluster.putInstance({ name: 'inst', namespace, annotations, uid: 'new-uid' });
+  }
+
+  it('asking for isolation: its objects are handed to it, and its reconcile relabels them with the new uid', async () => {
+    await owning('kubeplus', { [NODE]: NODE_SPEC, [SANDBOX]: ENFORCE });
+    const key = recreate('kubeplus', { [SANDBOX]: ENFORCE });
+    expect(await orphans.cleanupOrphan(rcRef)).toEqual({ enqueue: key });
+    expect(await orphans.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'inst' })).toEqual({
+      enqueue: key,
+    });
+    await r.reconcile(key);
+    for (const o of cluster.objects.values()) expect(o.metadata.labels?.['kubeplus.io/owner-uid']).toBe('new-uid');
+    // Node isolation is no longer asked for: the namespace (created for this identity) stays, unlabelled.
+    const ns = cluster.namespaces.get('inst');
+    expect(ns?.labels).not.toHaveProperty(['kubeplus.io/node-isolation-enabled']);
+    expect(ns?.annotations['kubeplus.io/created-for']).toBe('cloudark.io/Agent/kubeplus/inst');
+  });
+
+  it('asking for nothing: what the old one left is taken down, the namespace created for the identity stays', async () => {
+    await owning('kubeplus', { [NODE]: NODE_SPEC, [SANDBOX]: ENFORCE });
+    const key = recreate('kubeplus', {});
+    expect(await orphans.cleanupOrphan(rcRef)).toEqual({});
+    expect(cluster.objects.size).toBe(0);
+    expect(cluster.namespaces.get('inst')?.labels).not.toHaveProperty(['kubeplus.io/node-isolation-enabled']);
+    // Deleted for good later: the namespace goes with it.
+    cluster.deleteInstance(key);
+    await orphans.cleanupOrphan({ apiVersion: 'v1', kind: 'Namespace', name: 'inst' });
+    expect(cluster.namespaces.has('inst')).toBe(false);
   });
 });
 
