@@ -28,11 +28,14 @@ import { createWiringMetrics } from './reconcile-metrics.js';
 import { InstanceReconciler } from './reconciler.js';
 import { bindRuntimeClassIndex, RuntimeClassIndex } from './runtime-class-index.js';
 import { bindSandboxInstanceIndex, SandboxInstanceIndex } from './sandbox-instance-index.js';
+import { TenantRefusals } from './tenant-refusals.js';
 
 export { INSTANCES_CONTROLLER };
 
 export interface InstancesOptions {
   platformNamespace: string;
+  /** kubeplus-isolation's own namespace (`--leader-election-namespace`): never isolated. */
+  releaseNamespace?: string;
   instanceKinds: InstanceKindSelection;
   handlerLevels: HandlerLevels;
   levelHandlers: Readonly<Record<RuntimeLevel, string>>;
@@ -80,6 +83,8 @@ export function setupInstances(ctx: SetupContext, options: InstancesOptions): In
   wiringMetrics.trackInstanceKinds(() => countInstanceKinds(caches.kindInformers()));
   wiringMetrics.trackMixedPolicyNamespaces(() => mixedPolicyNamespaces(sandboxInstances(), platformNamespace));
   wiringMetrics.trackSandboxModes(() => countSandboxModes(sandboxInstances()));
+  const tenantRefusals = new TenantRefusals();
+  wiringMetrics.trackTenantRefusals(() => tenantRefusals.counts());
 
   const port = cachedPort(ctx, options, { caches, owned, runtimeClassIndex, sandboxIndex });
   const reconcileLogger = ctx.logger.child({ component: 'reconciler' });
@@ -91,6 +96,8 @@ export function setupInstances(ctx: SetupContext, options: InstancesOptions): In
       conditionWarnings,
       port: p,
       platformNamespace,
+      ...(options.releaseNamespace === undefined ? {} : { releaseNamespace: options.releaseNamespace }),
+      tenantRefusals,
       handlerLevels: options.handlerLevels,
       levelHandlers: options.levelHandlers,
       nodeIsolationParams: options.nodeIsolationParams,

@@ -130,8 +130,8 @@ describe('acceptance: deleting the instance', () => {
     expect(reasons()).toContain('NamespaceDeleted');
   });
 
-  it('only strips a platform-namespace instance’s namespace that already existed', async () => {
-    cluster.putNamespace('team-c', { owner: 'platform' });
+  it('only strips a platform-namespace instance’s namespace that KubePlus created for it', async () => {
+    cluster.putNamespace('team-c', { owner: 'platform' }, { 'meta.helm.sh/release-name': '"agent-team-c"' });
     const r = reconciler();
     const key = cluster.putInstance({ name: 'team-c', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
     await r.reconcile(key);
@@ -139,7 +139,7 @@ describe('acceptance: deleting the instance', () => {
     cluster.deleteInstance(key);
     await r.reconcile(key);
     expect(cluster.namespaces.get('team-c')?.labels).toEqual({ owner: 'platform' });
-    expect(cluster.namespaces.get('team-c')?.annotations).toEqual({});
+    expect(cluster.namespaces.get('team-c')?.annotations).toEqual({ 'meta.helm.sh/release-name': '"agent-team-c"' });
   });
 
   it('cleans up after a restart: a fresh reconciler finds everything by its labels', async () => {
