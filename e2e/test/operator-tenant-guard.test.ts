@@ -16,17 +16,16 @@
  * from the webhook, isolate `<instance>` and never touch `default`; refuse (Warning Event
  * TenantNamespaceRefused, gauge kubeplus_operator_tenant_namespace_refused_instances{reason})
  * instances named kube-system, the release namespace (the operator's Lease namespace), or an
- * existing namespace not created for them; release a namespace an older release claimed; still
+ * existing namespace not created for them; release what the previous operator (the last commit
+ * before issue 35, built by e2e/scripts/build-previous-operator.sh) claimed on `default`; still
  * isolate a team-a instance in its own namespace; and obey the flag over the discovery.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { instanceKindCrd, isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
-import {
-  NODE_ISOLATION_ANNOTATION,
-  NODE_ISOLATION_ENABLED_LABEL,
-  NODE_ISOLATION_RESOLVED_ANNOTATION,
-  OWNER_ANNOTATION,
-} from '@kubeplus-isolation/spec';
+import { instanceKindCrd, isApiStatus, repoRoot, waitFor } from '@kubeplus-isolation/e2e';
+import { NODE_ISOLATION_ANNOTATION, NODE_ISOLATION_ENABLED_LABEL, OWNER_ANNOTATION } from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -40,6 +39,9 @@ import { poolMandate } from './support/node-isolation.js';
 import { isolationKeys, mergePatch, readNamespace, waitForNamespace } from './support/operator.js';
 import { operatorSuite } from './support/operator-suite.js';
 
+const run = promisify(execFile);
+/** The last commit before issue 35 (e2e/scripts/build-previous-operator.sh builds its operator). */
+const PREVIOUS_OPERATOR_REF = '5ac862d';
 const APP = {
   group: 'platformapi.kubeplus',
   version: 'v1alpha1',
@@ -234,17 +236,15 @@ describe('operator: the tenant namespace beside KubePlus (issue 35), on the real
   }
 
   test("it finds KubePlus's namespace from its webhook, isolates <instance> there and never touches default", async () => {
-    const found = suite.operator
-      .logLines()
-      .find((l) => l.msg === 'platform namespace' && l.platformNamespace === KUBEPLUS_NS);
-    expect(found).toMatchObject({ source: 'discovered' });
-
     const name = uniqueName('kpi-guard-shop');
     await kubeplusTenantNamespace(name);
     await createApp(KUBEPLUS_NS, name);
     const ns = await waitForNamespace(kc, name, 'to be node-isolated for the instance in default', labelled);
     expect(ns?.metadata?.annotations?.[OWNER_ANNOTATION]).toBe(`${APP.group}/${APP.kind}/${KUBEPLUS_NS}/${name}`);
     expect(untouched(await readNamespace(kc, KUBEPLUS_NS))).toBe(true);
+    // It says where the namespace came from.
+    const found = suite.operator.logLines().find((l) => l.msg === 'platform namespace');
+    expect(found).toMatchObject({ platformNamespace: KUBEPLUS_NS, source: 'discovered' });
   });
 
   test('instances named kube-system, the release namespace, or an existing namespace not created for them are refused, and those namespaces stay untouched', async () => {
@@ -294,29 +294,30 @@ describe('operator: the tenant namespace beside KubePlus (issue 35), on the real
     await waitForNamespace(kc, teamA, 'to be node-isolated for its own instance', labelled);
   });
 
-  test('what an older release claimed (it labelled default for an instance in default) is released', async () => {
+  test('upgrade: what the previous operator claimed (it labelled default for an instance in default) is released', async () => {
+    // The operator before issue 35: it assumed the platform namespace kubeplus.
+    const { stdout } = await run(join(repoRoot(), 'e2e', 'scripts', 'build-previous-operator.sh'), [
+      PREVIOUS_OPERATOR_REF,
+    ]);
+    const previousEntry = stdout.trim().split('\n').at(-1) ?? '';
+    await deleteApps(); // while this operator runs: the previous one sees only the instance below
+    await suite.operator.stop();
+    const previous = await suite.startOperator({ name: 'op-guard-previous', entry: previousEntry });
     const name = uniqueName('kpi-guard-upgraded');
     const identity = `${APP.group}/${APP.kind}/${KUBEPLUS_NS}/${name}`;
-    // What the previous operator wrote on `default` for this instance (platform namespace kubeplus).
-    await core.patchNamespace(
-      {
-        name: KUBEPLUS_NS,
-        body: {
-          metadata: {
-            labels: { [NODE_ISOLATION_ENABLED_LABEL]: 'true' },
-            annotations: {
-              [NODE_ISOLATION_RESOLVED_ANNOTATION]: JSON.stringify(mandate),
-              [OWNER_ANNOTATION]: identity,
-            },
-          },
-        },
-      },
-      mergePatch,
-    );
     await kubeplusTenantNamespace(name);
     await createApp(KUBEPLUS_NS, name);
+    await waitForNamespace(
+      kc,
+      KUBEPLUS_NS,
+      'to be claimed by the previous operator (the bug)',
+      (n) => labelled(n) && n?.metadata?.annotations?.[OWNER_ANNOTATION] === identity,
+      60_000, // it must win the Lease first
+    );
+    await previous.stop();
+    await suite.startOperator();
+    await waitForNamespace(kc, KUBEPLUS_NS, 'to be released (no key of the operator left)', untouched, 60_000);
     await waitForNamespace(kc, name, 'to be node-isolated', labelled);
-    await waitForNamespace(kc, KUBEPLUS_NS, 'to be released (no key of the operator left)', untouched);
   });
 
   test('--platform-namespace overrides the discovery', async () => {
@@ -324,10 +325,6 @@ describe('operator: the tenant namespace beside KubePlus (issue 35), on the real
     await suite.operator.stop();
     const platform = await suite.tenantNamespace('kpi-guard-platform');
     const op = await suite.startOperator({ args: [`--platform-namespace=${platform}`] });
-    expect(op.logLines().find((l) => l.msg === 'platform namespace')).toMatchObject({
-      platformNamespace: platform,
-      source: 'flag',
-    });
     const name = uniqueName('kpi-guard-flagged');
     await kubeplusTenantNamespace(name);
     await createApp(platform, name);
@@ -341,5 +338,9 @@ describe('operator: the tenant namespace beside KubePlus (issue 35), on the real
     await createApp(KUBEPLUS_NS, uniqueName('kpi-guard-in-default'));
     await waitForRefusedGauge('system-namespace', 1);
     expect(untouched(await readNamespace(kc, KUBEPLUS_NS))).toBe(true);
+    expect(op.logLines().find((l) => l.msg === 'platform namespace')).toMatchObject({
+      platformNamespace: platform,
+      source: 'flag',
+    });
   });
 });
