@@ -32,11 +32,16 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
   type V1Namespace,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import { poolMandate } from './support/node-isolation.js';
 import { isolationKeys, mergePatch, readNamespace, waitForNamespace } from './support/operator.js';
+
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
 import { operatorSuite } from './support/operator-suite.js';
 
 const run = promisify(execFile);
@@ -341,6 +346,41 @@ describe('operator: the tenant namespace beside KubePlus (issue 35), on the real
     expect(op.logLines().find((l) => l.msg === 'platform namespace')).toMatchObject({
       platformNamespace: platform,
       source: 'flag',
+    });
+  });
+
+  test("KubePlus's discovered namespace changing under a running operator ends it: exit 1, reason platform-namespace-changed", async () => {
+    await deleteApps();
+    await suite.operator.stop();
+    const op = await suite.startOperator(); // no flag: it discovers default
+    expect(op.logLines().find((l) => l.msg === 'platform namespace')).toMatchObject({
+      platformNamespace: KUBEPLUS_NS,
+      source: 'discovered',
+    });
+    const elsewhere = await suite.tenantNamespace('kpi-guard-kubeplus-moved');
+    // KubePlus reinstalled in another namespace: its registration now calls a service there.
+    await kc.makeApiClient(AdmissionregistrationV1Api).patchMutatingWebhookConfiguration(
+      {
+        name: WEBHOOK,
+        body: [{ op: 'replace', path: '/webhooks/0/clientConfig/service/namespace', value: elsewhere }],
+      },
+      jsonPatch,
+    );
+    const exit = await waitFor('the operator to exit', async () => op.process.exited(), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+    expect(exit.code).toBe(1);
+    expect(op.logLines().find((l) => l.reason === 'platform-namespace-changed')).toMatchObject({
+      level: 'error',
+      from: KUBEPLUS_NS,
+      to: elsewhere,
+    });
+    // The restart starts from the new namespace.
+    const restarted = await suite.startOperator();
+    expect(restarted.logLines().find((l) => l.msg === 'platform namespace')).toMatchObject({
+      platformNamespace: elsewhere,
+      source: 'discovered',
     });
   });
 });
