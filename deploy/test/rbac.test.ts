@@ -47,12 +47,18 @@ function grants(role: K8sObject): Record<string, string[]> {
 
 const sorted = (...verbs: string[]): string[] => [...verbs].sort();
 
+/**
+ * The one wildcard: every resource of KubePlus's group, read-only (operator.kubeplus.enabled, the
+ * default), because KubePlus registers its Kinds at run time.
+ */
+const KUBEPLUS_RULE: Rule = { apiGroups: ['platformapi.kubeplus'], resources: ['*'], verbs: ['get', 'list', 'watch'] };
+
 /** The umbrella's RBAC for the operator-issued webhook certificate (webhook.tls.mode=operator). */
 const WEBHOOK_CERTIFICATES = `${RELEASE}-kubeplus-isolation-webhook-certificates`;
 const HELM_TLS = { webhook: { tls: { mode: 'helm' } } };
 
 describe('RBAC', () => {
-  test('no wildcard in any rule, and no Secret but the webhook certificate by name, with every feature enabled', async () => {
+  test("no wildcard in any rule but KubePlus's group's read-only one, and no Secret but the webhook certificate by name, with every feature enabled", async () => {
     const objects = await render({
       operator: { instanceGroups: INSTANCE_GROUPS, instanceRoleAggregation: true },
       webhook: { autoscaling: { enabled: true }, serviceMonitor: { enabled: true } },
@@ -62,6 +68,13 @@ describe('RBAC', () => {
     expect(all.flatMap(rulesOf).filter((r) => r.resources?.includes('secrets'))).toHaveLength(1);
     for (const role of all) {
       for (const rule of rulesOf(role)) {
+        if (rule.resources?.includes('*')) {
+          expect({ role: role.metadata.name, rule }).toEqual({
+            role: `${RELEASE}-operator-instances-static`,
+            rule: KUBEPLUS_RULE,
+          });
+          continue;
+        }
         const fields = [rule.apiGroups, rule.resources, rule.verbs, rule.resourceNames, rule.nonResourceURLs];
         for (const value of fields.flat()) {
           expect({ role: role.metadata.name, value }).not.toEqual({ role: role.metadata.name, value: '*' });
@@ -167,16 +180,18 @@ describe('RBAC', () => {
       // list: the compliance reports; create: the settle probe's server-side dry run (issue 35).
       'agents.x-k8s.io/sandboxes': sorted('create', 'list'),
     });
-    // Instances: one rule per group, named resources only, read + patch (only to remove the finalizer of
-    // releases up to 0.2.0: the operator never otherwise writes an instance), no update/delete.
+    // Instances: KubePlus's group read-only, then one rule per listed group, named resources only,
+    // read + patch (only to remove the finalizer of releases up to 0.2.0: the operator never
+    // otherwise writes an instance), no update/delete.
     const instances = one(objects, 'ClusterRole', `${RELEASE}-operator-instances`);
-    expect(rulesOf(instances)).toEqual(
-      INSTANCE_GROUPS.map(({ group, resources }) => ({
+    expect(rulesOf(instances)).toEqual([
+      KUBEPLUS_RULE,
+      ...INSTANCE_GROUPS.map(({ group, resources }) => ({
         apiGroups: [group],
         resources,
         verbs: ['get', 'list', 'watch', 'patch'],
       })),
-    );
+    ]);
     // Leader election: its own Lease only, in the release namespace.
     const lease = one(objects, 'Role', `${RELEASE}-operator-leader-election`);
     expect(lease.metadata.namespace).toBe(NAMESPACE);
@@ -268,7 +283,11 @@ describe('RBAC', () => {
         sorted('list', 'watch'),
       );
     }
-    const off = await render({ ...HELM_TLS, operator: { webhookCertificates: { enabled: false } } });
+    // (With platformNamespace set: an empty one needs the list to find KubePlus, tested below.)
+    const off = await render({
+      ...HELM_TLS,
+      operator: { webhookCertificates: { enabled: false }, platformNamespace: 'kubeplus' },
+    });
     expect(rulesOf(one(off, 'ClusterRole', `${RELEASE}-operator`)).flatMap((r) => r.resources ?? [])).not.toContain(
       'mutatingwebhookconfigurations',
     );
@@ -309,10 +328,42 @@ describe('RBAC', () => {
     expect(deployment.spec.template.spec.containers[0]?.args).toContain('--reports=false');
   });
 
-  test('without instanceGroups the operator may touch no instance at all', async () => {
+  test("by default the operator reads KubePlus's instances (every Kind of platformapi.kubeplus) and writes none", async () => {
     const instances = one(await render(), 'ClusterRole', `${RELEASE}-operator-instances`);
-    expect(rulesOf(instances)).toEqual([]);
+    expect(rulesOf(instances)).toEqual([KUBEPLUS_RULE]);
     expect(instances.aggregationRule).toBeUndefined();
+  });
+
+  test('with kubeplus.enabled=false and without instanceGroups the operator may touch no instance at all', async () => {
+    const instances = one(
+      await render({ operator: { kubeplus: { enabled: false } } }),
+      'ClusterRole',
+      `${RELEASE}-operator-instances`,
+    );
+    expect(rulesOf(instances)).toEqual([]);
+  });
+
+  test('platformNamespace empty (the default): the operator may list and watch MutatingWebhookConfigurations to find KubePlus, even without webhook certificates', async () => {
+    const objects = await render({
+      operator: { webhookCertificates: { enabled: false } },
+      webhook: { tls: { mode: 'helm' } },
+    });
+    expect(
+      grants(one(objects, 'ClusterRole', `${RELEASE}-operator`))[
+        'admissionregistration.k8s.io/mutatingwebhookconfigurations'
+      ],
+    ).toEqual(sorted('list', 'watch'));
+    const deployment = one(objects, 'Deployment', `${RELEASE}-operator`) as K8sObject & {
+      spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+    };
+    expect(deployment.spec.template.spec.containers[0]?.args).toContain('--platform-namespace=');
+    const named = await render({
+      operator: { platformNamespace: 'kubeplus', webhookCertificates: { enabled: false } },
+      webhook: { tls: { mode: 'helm' } },
+    });
+    expect(Object.keys(grants(one(named, 'ClusterRole', `${RELEASE}-operator`)))).not.toContain(
+      'admissionregistration.k8s.io/mutatingwebhookconfigurations',
+    );
   });
 
   test('instanceRoleAggregation turns the instance role into an aggregate fed by labeled ClusterRoles', async () => {
@@ -324,7 +375,11 @@ describe('RBAC', () => {
     });
     const fed = one(objects, 'ClusterRole', `${RELEASE}-operator-instances-static`);
     expect(fed.metadata.labels?.['isolation.kubeplus.io/aggregate-to-operator']).toBe('true');
-    expect(rulesOf(fed).map((r) => r.apiGroups)).toEqual([['platformapi.kubeplus'], ['cloudark.io']]);
+    expect(rulesOf(fed).map((r) => r.apiGroups)).toEqual([
+      ['platformapi.kubeplus'],
+      ['platformapi.kubeplus'],
+      ['cloudark.io'],
+    ]);
   });
 
   test('every binding binds a role of this chart to this chart’s own ServiceAccount', async () => {

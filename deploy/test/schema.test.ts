@@ -62,6 +62,8 @@ describe('values.schema.json', () => {
       /resources\/0/,
     ],
     ['core group as instances', { operator: { instanceGroups: [{ group: '', resources: ['pods'] }] } }, /group/],
+    ['platform namespace not a name', { operator: { platformNamespace: 'Not_A_Name' } }, /platformNamespace/],
+    ['kubeplus switch not a boolean', { operator: { kubeplus: { enabled: 'yes' } } }, /kubeplus\/enabled/],
     ['failurePolicy', { tamperProtection: { failurePolicy: 'Open' } }, /tamperProtection\/failurePolicy/],
     ['anti-affinity preset', { webhook: { podAntiAffinity: 'strict' } }, /at '\/podAntiAffinity'/],
     ['PDB percentage', { webhook: { podDisruptionBudget: { enabled: true, maxUnavailable: '50' } } }, /maxUnavailable/],

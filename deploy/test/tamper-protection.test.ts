@@ -78,6 +78,8 @@ describe('tamper protection', () => {
     expect(policies.sort()).toEqual(
       [
         `${PREFIX}-exclusive-pools-guard`,
+        // KubePlus's group is covered by default (operator.kubeplus.enabled).
+        `${PREFIX}-instance-guard`,
         `${PREFIX}-namespace-guard`,
         `${PREFIX}-operator-confinement`,
         `${PREFIX}-owned-objects-guard`,
@@ -213,6 +215,7 @@ describe('tamper protection', () => {
         .sort(),
     ).toEqual([
       `${PREFIX}-exclusive-pools-guard`,
+      `${PREFIX}-instance-guard`,
       `${PREFIX}-namespace-guard`,
       `${PREFIX}-owned-objects-guard`,
       `${PREFIX}-report-guard`,
@@ -318,6 +321,19 @@ describe('tamper protection', () => {
       expect(namespaceGuard.matchConditions[0]?.expression).not.toContain('system:serviceaccounts:kubeplus');
     });
 
+    test("KubePlus's group is guarded by default (operator.kubeplus.enabled); without it and without any group, there is none", async () => {
+      const byDefault = policy(await render(), 'instance-guard');
+      expect(byDefault.matchConstraints.resourceRules).toEqual([
+        expect.objectContaining({
+          apiGroups: ['platformapi.kubeplus'],
+          resources: ['*'],
+          operations: ['CREATE', 'UPDATE'],
+        }),
+      ]);
+      const none = await render({ operator: { kubeplus: { enabled: false } } });
+      expect(none.some((o) => o.metadata.name === `${PREFIX}-instance-guard`)).toBe(false);
+    });
+
     test('extraGroups add groups; without any group, or disabled, there is no instance guard', async () => {
       const extra = policy(
         await render({
@@ -331,10 +347,13 @@ describe('tamper protection', () => {
         'cloudark.io',
         'apps.example.com',
       ]);
-      const none = await render();
+      const none = await render({ operator: { kubeplus: { enabled: false } } });
       expect(none.some((o) => o.metadata.name === `${PREFIX}-instance-guard`)).toBe(false);
       const onlyExtra = policy(
-        await render({ tamperProtection: { instances: { extraGroups: ['apps.example.com'] } } }),
+        await render({
+          operator: { kubeplus: { enabled: false } },
+          tamperProtection: { instances: { extraGroups: ['apps.example.com'] } },
+        }),
         'instance-guard',
       );
       expect(onlyExtra.matchConstraints.resourceRules[0]?.apiGroups).toEqual(['apps.example.com']);

@@ -95,7 +95,8 @@ force (exist and bound), and the Pods and Sandboxes that do not comply, each wit
 operator's audit and compliance report rules).
 
 Flags:
-      --platform-namespace NS        KubePlus's namespace, as the operator's flag (default ${DEFAULT_PLATFORM_NAMESPACE})
+      --platform-namespace NS        KubePlus's namespace, as the operator's flag (default: found from KubePlus's
+                                     webhook registration, else ${DEFAULT_PLATFORM_NAMESPACE})
       --runtime-handler-levels L     as the operator's flag, e.g. gvisor=runsc,kata-*=kata
   -o, --output text|json
       --kubeconfig PATH, --context NAME
@@ -168,7 +169,7 @@ function validateCommand(args: string[], io: Io): number {
 
 async function explainCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, {
-    'platform-namespace': { type: 'string', default: DEFAULT_PLATFORM_NAMESPACE },
+    'platform-namespace': { type: 'string', default: '' },
     'runtime-handler-levels': { type: 'string', default: '' },
   });
   if (values.help) return help(io, 'explain');

@@ -6,6 +6,7 @@
  */
 import {
   DEFAULT_LEVEL_HANDLERS,
+  decideTenantNamespace,
   findUnisolatedPods,
   findWeakSandboxes,
   type HandlerLevels,
@@ -49,6 +50,8 @@ export interface InstanceFacts {
   identity: InstanceIdentity;
   /** Undefined when the instance could not be read; then `readError` says why. */
   annotations?: Record<string, string>;
+  /** RFC 3339, when read (the tenant-namespace guard compares it with the namespace's). */
+  creationTimestamp?: string;
   readError?: string;
 }
 
@@ -56,7 +59,7 @@ export interface ExplainFacts {
   namespace: string;
   platformNamespace: string;
   /** Undefined when the namespace does not exist. */
-  namespaceMeta?: { labels: Record<string, string>; annotations: Record<string, string> };
+  namespaceMeta?: { labels: Record<string, string>; annotations: Record<string, string>; creationTimestamp?: string };
   instances: InstanceFacts[];
   runtimeClasses: Array<OwnedMeta & { handler: string }>;
   /** Admission policies and their bindings carrying `kubeplus.io/owner` (by kind). */
@@ -116,6 +119,11 @@ export interface PolicyState {
 export interface InstanceExplanation {
   identity: string;
   readError?: string;
+  /**
+   * Set when the operator refuses to label or annotate the namespace this instance names
+   * (`decideTenantNamespace`; the release's namespace is not known here, so that refusal is not shown).
+   */
+  tenantNamespaceRefused?: { reason: string; message: string };
   nodeIsolation: AnnotationState;
   sandboxIsolation: AnnotationState & { minRuntimeClass?: RuntimeLevel; enforce?: boolean };
   runtimeClass: { name: string; exists: boolean; owned: boolean; handler?: string; level?: RuntimeLevel };
@@ -211,9 +219,21 @@ export function explain(facts: ExplainFacts): Explanation {
             policyNames.has(`${POLICY_KIND[r]}/${policyName(i.identity, r)}`),
           )
         : roles;
+    // The operator's own decision about the namespace this instance names (issue 35).
+    const decision = decideTenantNamespace({
+      instance: {
+        ...i.identity,
+        ...(i.creationTimestamp === undefined ? {} : { creationTimestamp: i.creationTimestamp }),
+      },
+      platformNamespace: facts.platformNamespace,
+      namespace: meta,
+    });
     return {
       identity: id,
       ...(i.readError === undefined ? {} : { readError: i.readError }),
+      ...(decision.decision === 'refuse' && decision.namespace === facts.namespace
+        ? { tenantNamespaceRefused: { reason: decision.reason, message: decision.message } }
+        : {}),
       nodeIsolation: annotationState(i.annotations?.[NODE_ISOLATION_ANNOTATION], parseNodeIsolation),
       sandboxIsolation: {
         ...annotationState(sandboxText, parseSandboxIsolation),
@@ -347,6 +367,8 @@ export function formatExplanation(e: Explanation): string {
   for (const i of e.instances) {
     out.push('', `Instance ${i.identity}`);
     if (i.readError !== undefined) out.push(`  could not be read: ${i.readError}`);
+    if (i.tenantNamespaceRefused !== undefined)
+      out.push(`  REFUSED (${i.tenantNamespaceRefused.reason}): ${i.tenantNamespaceRefused.message}`);
     for (const [key, a] of [
       [NODE_ISOLATION_ANNOTATION, i.nodeIsolation],
       [SANDBOX_ISOLATION_ANNOTATION, i.sandboxIsolation],

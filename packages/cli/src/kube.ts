@@ -3,6 +3,9 @@
  * user's kubeconfig. Thin: every decision is in explain.ts / check.ts.
  */
 import {
+  choosePlatformNamespace,
+  DEFAULT_PLATFORM_NAMESPACE,
+  discoverPlatformNamespace,
   type HandlerLevels,
   type InstanceIdentity,
   MANAGED_BY_LABEL,
@@ -129,6 +132,12 @@ async function listServed(
 }
 
 const MANAGED = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+
+function namespaceCreation(ns: KubernetesObject): { creationTimestamp?: string } {
+  const created = ns.metadata?.creationTimestamp as unknown;
+  if (created instanceof Date) return { creationTimestamp: created.toISOString() };
+  return typeof created === 'string' ? { creationTimestamp: created } : {};
+}
 const MUTATING_POLICY_VERSIONS = ['admissionregistration.k8s.io/v1', 'admissionregistration.k8s.io/v1beta1'];
 
 async function readInstance(
@@ -146,7 +155,14 @@ async function readInstance(
       kind: id.kind,
       metadata: { name: id.name, namespace: id.namespace },
     });
-    return { identity: id, annotations: { ...(o.metadata?.annotations ?? {}) } };
+    const created = o.metadata?.creationTimestamp as unknown;
+    const creationTimestamp =
+      created instanceof Date ? created.toISOString() : typeof created === 'string' ? created : undefined;
+    return {
+      identity: id,
+      annotations: { ...(o.metadata?.annotations ?? {}) },
+      ...(creationTimestamp === undefined ? {} : { creationTimestamp }),
+    };
   } catch (e) {
     return { identity: id, readError: statusOf(e) === 404 ? 'not found' : apiMessage(e) };
   }
@@ -167,8 +183,8 @@ export async function gatherFacts(
   } catch (e) {
     if (statusOf(e) !== 404) throw new ClusterError(`reading Namespace ${namespace}: ${apiMessage(e)}`);
   }
-  const base = { namespace, platformNamespace, handlerLevels };
   if (nsObject === undefined) {
+    const base = { namespace, platformNamespace: platformNamespace || DEFAULT_PLATFORM_NAMESPACE, handlerLevels };
     return { ...base, instances: [], runtimeClasses: [], policies: [], bindings: [], webhooks: [], pods: [] };
   }
   const [rcs, vaps, vapbs, maps, mapbs, mwcs, params, pods, sandboxes] = await Promise.all([
@@ -214,7 +230,13 @@ export async function gatherFacts(
         webhooks.push({ configuration: c.metadata?.name ?? '', failurePolicy: h.failurePolicy ?? 'Fail' });
     }
   }
-  const owners = ownersOf(namespace, platformNamespace, nsObject.metadata?.annotations?.[OWNER_ANNOTATION], [
+  // As the operator: the flag, else KubePlus's namespace from its webhook registration, else kubeplus.
+  const platform = choosePlatformNamespace(
+    platformNamespace,
+    platformNamespace === '' ? discoverPlatformNamespace(mwcs ?? []) : undefined,
+  ).namespace;
+  const base = { namespace, platformNamespace: platform, handlerLevels };
+  const owners = ownersOf(namespace, platform, nsObject.metadata?.annotations?.[OWNER_ANNOTATION], [
     ...runtimeClasses,
     ...policies,
   ]);
@@ -224,6 +246,7 @@ export async function gatherFacts(
     namespaceMeta: {
       labels: { ...(nsObject.metadata?.labels ?? {}) },
       annotations: { ...(nsObject.metadata?.annotations ?? {}) },
+      ...namespaceCreation(nsObject),
     },
     instances,
     runtimeClasses,

@@ -104,6 +104,39 @@ function facts(over: Partial<ExplainFacts> = {}): ExplainFacts {
 }
 
 describe('explain', () => {
+  it("says when the operator refuses the namespace an instance names, with the operator's own decision", () => {
+    const id = { group: 'platformapi.kubeplus', kind: 'WebApp', namespace: 'default', name: 'team-b' };
+    const refused = explain(
+      facts({
+        namespace: 'team-b',
+        platformNamespace: 'default',
+        namespaceMeta: { labels: {}, annotations: {}, creationTimestamp: '2026-01-01T00:00:00Z' },
+        instances: [
+          {
+            identity: id,
+            annotations: { [NODE_ISOLATION_ANNOTATION]: '{}' },
+            creationTimestamp: '2026-01-01T00:00:10Z',
+          },
+        ],
+      }),
+    );
+    expect(refused.instances[0]?.tenantNamespaceRefused?.reason).toBe('not-created-for-instance');
+    expect(formatExplanation(refused)).toContain('REFUSED (not-created-for-instance)');
+    const created = explain(
+      facts({
+        namespace: 'team-b',
+        platformNamespace: 'default',
+        namespaceMeta: {
+          labels: {},
+          annotations: { 'meta.helm.sh/release-name': '"webapp-team-b"' },
+          creationTimestamp: '2026-01-01T00:00:00Z',
+        },
+        instances: [{ identity: id, annotations: {}, creationTimestamp: '2026-01-01T00:00:10Z' }],
+      }),
+    );
+    expect(created.instances[0]?.tenantNamespaceRefused).toBeUndefined();
+  });
+
   it('the instance, mandate, engine, policies in force, and what does not comply (audit and report rules)', () => {
     const e = explain(facts());
     expect(e.nodeIsolation).toMatchObject({ enabled: true, isolatedBy: IDENTITY, mandate: MANDATE, engine: 'webhook' });

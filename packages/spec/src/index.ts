@@ -5,6 +5,7 @@ export * from './keys.js';
 export * from './names.js';
 export * from './parse.js';
 export * from './placement.js';
+export * from './platform-namespace.js';
 export * from './pools.js';
 export * from './runtime.js';
 export {

@@ -41,6 +41,7 @@ import { UNINSTALL_MODES, type UninstallMode } from './uninstall/plan.js';
 
 export interface Config {
   kubeconfig: string | undefined;
+  /** `--platform-namespace`; empty: found from KubePlus's webhook at start (kube/platform-namespace.ts). */
   platformNamespace: string;
   instanceKinds: InstanceKindSelection;
   leaderElect: boolean;
@@ -196,9 +197,10 @@ export const FLAGS: readonly Flag[] = [
     name: 'platform-namespace',
     env: 'PLATFORM_NAMESPACE',
     placeholder: '<namespace>',
-    default: DEFAULT_PLATFORM_NAMESPACE,
-    help: "KubePlus's own namespace: an instance created there gets a namespace named after it (created and owned by the operator); an instance anywhere else is isolated in its own namespace.",
-    parse: dnsLabel('namespace name'),
+    default: '',
+    defaultHelp: `"" (found from KubePlus's MutatingWebhookConfiguration, else "${DEFAULT_PLATFORM_NAMESPACE}")`,
+    help: `KubePlus's own namespace (its README and CI use default): an instance created there isolates the namespace named after it (KubePlus's, or created by the operator if absent); an instance anywhere else is isolated in its own namespace. Empty: the namespace of the service behind a MutatingWebhookConfiguration whose rules name the group platformapi.kubeplus (KubePlus's registration; the operator exits, to be restarted, if that changes), else "${DEFAULT_PLATFORM_NAMESPACE}". Whatever it is, the operator never labels or annotates a system namespace (default, kube-*), its own namespace (--leader-election-namespace), the platform namespace, nor an existing namespace named after an instance in the platform namespace that was not created for it.`,
+    parse: (raw) => (raw === '' ? ok('') : dnsLabel('namespace name')(raw)),
   },
   {
     key: 'instanceKinds',

@@ -5,7 +5,7 @@
  * switched on without its I/O is refused here, at start.
  */
 import { type AccessReviewer, formatDuration } from '@kubeplus-isolation/service';
-import { SYSTEM_NAMESPACES } from '@kubeplus-isolation/spec';
+import { DEFAULT_PLATFORM_NAMESPACE, SYSTEM_NAMESPACES } from '@kubeplus-isolation/spec';
 import { writesNodeIsolationParams } from './config.js';
 import type { AuditFeature } from './controllers/audit/setup.js';
 import type { ReportsFeature } from './controllers/compliance/setup.js';
@@ -62,7 +62,10 @@ export function operatorFeatures(deps: OperatorDeps): Features {
   const webhookCertificates = config.webhookCertificates ? deps.webhookCertificates : undefined;
   return {
     instances: {
-      platformNamespace: config.platformNamespace,
+      // main.ts resolves an empty flag (kube/platform-namespace.ts) before this; the fallback only
+      // keeps an unresolved one from ever meaning "no platform namespace".
+      platformNamespace: config.platformNamespace || DEFAULT_PLATFORM_NAMESPACE,
+      releaseNamespace: config.leaderElectionNamespace,
       instanceKinds: config.instanceKinds,
       handlerLevels: config.handlerLevels,
       levelHandlers: config.levelHandlers,

@@ -53,14 +53,69 @@ if (config.uninstall !== undefined) {
   const { createOperator } = await import('./operator.js');
   const { loadKubeConfig } = await import('./kube/kubeconfig.js');
   const { kubeOperatorDeps } = await import('./kube/operator-deps.js');
+  const { PLATFORM_NAMESPACE_CHANGED, resolvePlatformNamespace, watchPlatformNamespace } = await import(
+    './kube/platform-namespace.js'
+  );
+  const { webhookConfigurationSource } = await import('./kube/informer-sources.js');
+  const { AdmissionregistrationV1Api } = await import('@kubernetes/client-node');
 
   const identity = config.leaderElectionIdentity ?? `${process.env.POD_NAME || hostname()}_${randomUUID()}`;
 
   await runUntilSignalled(
     async (signal) => {
       const kc = loadKubeConfig(config.kubeconfig);
-      const deps = await kubeOperatorDeps(kc, config, identity);
-      return createOperator({ ...deps, logger, version }).run(signal);
+      // KubePlus's namespace: the flag, else found from KubePlus's webhook registration (issue 35).
+      const platform = await resolvePlatformNamespace(config.platformNamespace, async () => {
+        const api = kc.makeApiClient(AdmissionregistrationV1Api);
+        return (await api.listMutatingWebhookConfiguration()).items;
+      });
+      logger.info('platform namespace', {
+        platformNamespace: platform.namespace,
+        source: platform.source,
+        detail: platform.detail,
+      });
+      // A discovered namespace that changes ends the run: the restart starts from the new one.
+      const run = new AbortController();
+      const forward = (): void => run.abort(signal.reason);
+      signal.addEventListener('abort', forward, { once: true });
+      let changedTo: { namespace: string; detail: string } | undefined;
+      const watch =
+        platform.source === 'flag'
+          ? undefined
+          : watchPlatformNamespace(
+              webhookConfigurationSource(kc),
+              platform.namespace,
+              (next) => {
+                changedTo = next;
+                logger.error("KubePlus's namespace changed; stopping so the restarted operator uses it", {
+                  reason: PLATFORM_NAMESPACE_CHANGED,
+                  from: platform.namespace,
+                  to: next.namespace,
+                  detail: next.detail,
+                });
+                run.abort(new Error(PLATFORM_NAMESPACE_CHANGED));
+              },
+              (err) =>
+                logger.warn(
+                  "cannot watch MutatingWebhookConfigurations (KubePlus's namespace is re-checked once it can)",
+                  {
+                    error: describeError(err, 300),
+                  },
+                ),
+            );
+      try {
+        const deps = await kubeOperatorDeps(kc, { ...config, platformNamespace: platform.namespace }, identity);
+        const exit = await createOperator({ ...deps, logger, version }).run(run.signal);
+        if (changedTo !== undefined && !signal.aborted) {
+          throw new Error(
+            `${PLATFORM_NAMESPACE_CHANGED}: KubePlus's namespace is now ${changedTo.namespace} (${changedTo.detail}), was ${platform.namespace}`,
+          );
+        }
+        return exit;
+      } finally {
+        signal.removeEventListener('abort', forward);
+        await watch?.stop();
+      }
     },
     { shutdownTimeoutMs: config.shutdownTimeoutMs, logger },
   );

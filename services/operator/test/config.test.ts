@@ -32,7 +32,7 @@ describe('parseConfig', () => {
   it('has documented defaults', () => {
     expect(ok([])).toEqual({
       kubeconfig: undefined,
-      platformNamespace: 'kubeplus',
+      platformNamespace: '',
       poolExemptNamespaces: [],
       instanceKinds: { groups: [], kinds: [] },
       leaderElect: true,

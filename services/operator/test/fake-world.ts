@@ -234,6 +234,7 @@ export class FakeWorld {
           resourceVersion: ns.resourceVersion,
           labels: { ...ns.labels },
           annotations: { ...ns.annotations },
+          creationTimestamp: new Date(ns.creationTimestamp),
         },
       };
       // The two Namespace selectors the setups use: owned namespaces, and the webhook's (isolated) ones.

@@ -111,6 +111,35 @@ describe('kubeplus-isolation-operator (process)', () => {
     expect(await r.exit).toBe(1);
     const error = logLines(r.stdout()).find((l) => l.level === 'error');
     expect(error?.msg).toBe('operator failed');
+    // The first step: finding KubePlus's namespace (no --platform-namespace given).
+    expect(error?.error).toMatch(
+      /^cannot list MutatingWebhookConfigurations to find KubePlus's namespace .*ECONNREFUSED/,
+    );
+  });
+
+  it('with --platform-namespace, nothing is listed to find it: the first step that fails is API discovery', async () => {
+    const port = await closedPort();
+    const dir = mkdtempSync(join(tmpdir(), 'operator-main-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]`,
+        'users: [{name: u, user: {token: t}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+      ].join('\n'),
+    );
+    const r = run([`--kubeconfig=${kubeconfig}`, '--metrics-port=0', '--platform-namespace=default']);
+    expect(await r.exit).toBe(1);
+    const error = logLines(r.stdout()).find((l) => l.level === 'error');
+    expect(error?.msg).toBe('operator failed');
     expect(error?.error).toMatch(/^API discovery of admissionregistration.k8s.io failed: .*ECONNREFUSED/);
+    expect(logLines(r.stdout()).find((l) => l.msg === 'platform namespace')).toMatchObject({
+      platformNamespace: 'default',
+      source: 'flag',
+    });
   });
 });

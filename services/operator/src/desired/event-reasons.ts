@@ -7,6 +7,14 @@ export const EventReason = {
   /** Warning: the instance is in the platform namespace and its name cannot name a namespace. */
   InvalidTenantNamespace: 'InvalidTenantNamespace',
   /**
+   * Warning: the namespace the instance names is not the tenant's (a system namespace, the
+   * release's, the platform's, or an existing one not created for it: `decideTenantNamespace`);
+   * never labelled or annotated. The message says why and what to do.
+   */
+  TenantNamespaceRefused: 'TenantNamespaceRefused',
+  /** Normal: a namespace that is not this instance's tenant namespace carried its keys (an older release claimed it); they were removed. */
+  TenantNamespaceReleased: 'TenantNamespaceReleased',
+  /**
    * Warning: `kubeplus-sandbox-<instance>` belongs to another instance (one of the same name
    * elsewhere); not taken over. The message names the holder; the namespace stays governed by
    * this instance's own policies, allowing the platform's classes that meet the minimum.

@@ -36,6 +36,8 @@ export interface Instance extends InstanceKey {
   finalizers: readonly string[];
   /** RFC 3339; set once deletion was requested. */
   deletionTimestamp?: string;
+  /** RFC 3339, as the API server stamped it (the tenant-namespace guard compares it with the namespace's). */
+  creationTimestamp?: string;
 }
 
 /** `apps/v1` → {group: 'apps', version: 'v1'}; `v1` → {group: '', version: 'v1'}. */
@@ -132,7 +134,16 @@ export function parseInstance(obj: unknown, plural: string): ParseResult<Instanc
   };
   const deletionTimestamp = timestamp(metadata.deletionTimestamp);
   if (deletionTimestamp !== undefined) instance.deletionTimestamp = deletionTimestamp;
+  const creationTimestamp = timestamp(metadata.creationTimestamp);
+  if (creationTimestamp !== undefined) instance.creationTimestamp = creationTimestamp;
   return { ok: true, value: instance };
 }
 
-export { type TenantNamespace, tenantNamespace } from '@kubeplus-isolation/spec';
+export {
+  decideTenantNamespace,
+  TENANT_NAMESPACE_REFUSALS,
+  type TenantNamespace,
+  type TenantNamespaceDecision,
+  type TenantNamespaceRefusal,
+  tenantNamespace,
+} from '@kubeplus-isolation/spec';

@@ -33,6 +33,8 @@ export interface NamespaceMeta {
   resourceVersion?: string;
   labels?: Readonly<Record<string, string>>;
   annotations?: Readonly<Record<string, string>>;
+  /** RFC 3339 (the tenant-namespace guard compares it with the instance's). */
+  creationTimestamp?: string;
 }
 
 function stringMap(v: unknown): Record<string, string> | undefined {
@@ -45,11 +47,24 @@ function stringMap(v: unknown): Record<string, string> | undefined {
 /** A Namespace object (as read or cached) reduced to what these decisions read; string values only. */
 export function namespaceMetaOf(
   name: string,
-  ns: { metadata?: { uid?: unknown; resourceVersion?: unknown; labels?: unknown; annotations?: unknown } },
+  ns: {
+    metadata?: {
+      uid?: unknown;
+      resourceVersion?: unknown;
+      labels?: unknown;
+      annotations?: unknown;
+      creationTimestamp?: unknown;
+    };
+  },
 ): NamespaceMeta {
   const meta: NamespaceMeta = { name };
-  const { uid, resourceVersion } = ns.metadata ?? {};
+  const { uid, resourceVersion, creationTimestamp } = ns.metadata ?? {};
   if (typeof uid === 'string') meta.uid = uid;
+  // client-node turns it into a Date; a cache may keep the API server's string.
+  if (creationTimestamp instanceof Date && !Number.isNaN(creationTimestamp.getTime()))
+    meta.creationTimestamp = creationTimestamp.toISOString();
+  else if (typeof creationTimestamp === 'string' && creationTimestamp !== '')
+    meta.creationTimestamp = creationTimestamp;
   if (typeof resourceVersion === 'string') meta.resourceVersion = resourceVersion;
   const labels = stringMap(ns.metadata?.labels);
   const annotations = stringMap(ns.metadata?.annotations);

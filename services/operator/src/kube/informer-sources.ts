@@ -86,16 +86,19 @@ export function nodeSource(kc: KubeConfig): InformerSource<KubernetesObject> {
   return makeInformer(kc, '/api/v1/nodes', () => api.listNode() as Promise<KubernetesListObject<KubernetesObject>>);
 }
 
-/** MutatingWebhookConfigurations matching `labelSelector` (the ones the operator issues certificates for). */
+/**
+ * MutatingWebhookConfigurations matching `labelSelector` (the ones the operator issues certificates
+ * for), or all of them without one (to find KubePlus's registration: kube/platform-namespace.ts).
+ */
 export function webhookConfigurationSource(
   kc: KubeConfig,
-  labelSelector: string,
+  labelSelector?: string,
 ): InformerSource<V1MutatingWebhookConfiguration> {
   const api = kc.makeApiClient(AdmissionregistrationV1Api);
   return makeInformer(
     kc,
     '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
-    () => api.listMutatingWebhookConfiguration({ labelSelector }),
+    () => api.listMutatingWebhookConfiguration(labelSelector === undefined ? {} : { labelSelector }),
     labelSelector,
   );
 }

@@ -259,27 +259,30 @@ describe('the reconciler on cached reads', () => {
     // Discovery answers are cached by KubeClusterPort for 60 s; the RuntimeClasses are an informer's.
     const discovery = ['resolveKind', 'servedMutatingPolicyVersion', ...INFORMER_LISTS];
     expect(calls.filter((c) => !discovery.includes(c))).toEqual([]);
-    // Without caches the same reconcile reads ten times (instance, namespace, 3 objects, 5 lists).
+    // Without caches the same reconcile reads eleven times (instance, its tenant namespace, its own
+    // namespace for a claim an older release left, 3 objects, 5 lists).
     const uncached = new CachedClusterPort(counted(cluster, calls), {
       instances: () => undefined,
       namespaces: () => undefined,
       objects: () => undefined,
     });
     await new InstanceReconciler({ port: uncached }).reconcile(key);
-    expect(reads()).toHaveLength(10);
+    expect(reads()).toHaveLength(11);
   });
 
-  it('a new instance costs no read beyond itself: a miss in a synced cache is taken as absent before a create', async () => {
+  it('a new instance costs one read beyond itself: a miss in a synced cache is taken as absent before a create, except its namespace', async () => {
     caches.refresh();
     const key = put({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE });
     await reconciler().reconcile(key);
-    // Only the instance (not cached yet); its namespace, RuntimeClass, policy and binding are created unread.
-    expect(reads()).toEqual(['getInstance']);
+    // The instance (not cached yet) and its namespace: the guard must know whether it exists (the
+    // cache holds only claimed namespaces; KubePlus creates an instance's before the instance).
+    // Its RuntimeClass, policy and binding are created unread.
+    expect(reads()).toEqual(['getInstance', 'getNamespace']);
     expect(cluster.namespaces.get(NAME)?.labels['kubeplus.io/node-isolation-enabled']).toBe('true');
     expect(cluster.storedOfKind('ValidatingAdmissionPolicyBinding')).toHaveLength(1);
   });
 
-  it('objects the cache has not seen yet: their creates are refused (AlreadyExists), they are read fresh, nothing changes', async () => {
+  it('objects the cache has not seen yet: their creates are refused (AlreadyExists), they are read fresh, nothing changes (the namespace is read first, for the guard)', async () => {
     const key = put({ [NODE]: NODE_SPEC, [SANDBOX]: KATA_ENFORCE });
     caches.refresh();
     await reconciler().reconcile(key);
@@ -289,12 +292,7 @@ describe('the reconciler on cached reads', () => {
     const writes = cluster.writeCount();
     calls.length = 0;
     expect(await reconciler().reconcile(key)).toEqual({});
-    expect(cluster.writes.slice(writes).map((w) => w.op)).toEqual([
-      'createNamespace',
-      'createObject',
-      'createObject',
-      'createObject',
-    ]);
+    expect(cluster.writes.slice(writes).map((w) => w.op)).toEqual(['createObject', 'createObject', 'createObject']);
     expect(JSON.stringify([...cluster.objects.values(), ...cluster.namespaces.values()])).toBe(before);
     expect(reads().sort()).toEqual(['getNamespace', 'getObject', 'getObject', 'getObject']);
   });
@@ -326,8 +324,8 @@ describe('the reconciler on cached reads', () => {
     expect(vap).not.toContain(`"${RC}"`); // a runc class is not allowed for minimum kata
   });
 
-  it('a namespace that exists unlabelled (no cache holds it) is found through AlreadyExists and isolated by a patch', async () => {
-    cluster.putNamespace(NAME, { team: 'x' });
+  it('a namespace KubePlus created for the instance (no cache holds it) is read and isolated by a patch', async () => {
+    cluster.putNamespace(NAME, { team: 'x' }, { 'meta.helm.sh/release-name': `"agent-${NAME}"` });
     caches.refresh();
     const key = put({ [NODE]: NODE_SPEC });
     await reconciler().reconcile(key);
@@ -335,7 +333,17 @@ describe('the reconciler on cached reads', () => {
       team: 'x',
       'kubeplus.io/node-isolation-enabled': 'true',
     });
-    expect(cluster.writes.map((w) => w.op)).toEqual(['createNamespace', 'patchNamespace']);
+    expect(cluster.writes.map((w) => w.op)).toEqual(['patchNamespace']);
+  });
+
+  it('a namespace that exists unlabelled and was not created for the instance is never written', async () => {
+    cluster.putNamespace(NAME, { team: 'x' });
+    caches.refresh();
+    const key = put({ [NODE]: NODE_SPEC });
+    await reconciler().reconcile(key);
+    expect(cluster.namespaces.get(NAME)?.labels).toEqual({ team: 'x' });
+    expect(cluster.writes.map((w) => w.op)).toEqual([]);
+    expect(cluster.events.map((e) => e.reason)).toEqual(['TenantNamespaceRefused']);
   });
 
   it('a namespace patch planned from a stale cache fails with 409 instead of taking the namespace over', async () => {

@@ -52,7 +52,11 @@ interface StoredNamespace {
   resourceVersion: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  creationTimestamp: string;
 }
+
+/** Every object's creationTimestamp unless a test gives one: the same instant for all. */
+export const FAKE_CREATION_TIMESTAMP = '2026-11-29T18:00:00Z';
 
 type Json = Record<string, unknown>;
 
@@ -153,6 +157,7 @@ export class FakeCluster implements ClusterPort {
     annotations?: Record<string, string>;
     kind?: string;
     uid?: string;
+    creationTimestamp?: string;
   }): InstanceKey {
     const kind = obj.kind ?? 'Agent';
     const id = instanceId({ group: 'cloudark.io', kind, namespace: obj.namespace, name: obj.name });
@@ -165,6 +170,7 @@ export class FakeCluster implements ClusterPort {
       uid: obj.uid ?? existingMeta.uid ?? this.newUid(),
       resourceVersion: this.nextRv(),
       annotations: obj.annotations ?? {},
+      creationTimestamp: obj.creationTimestamp ?? existingMeta.creationTimestamp ?? FAKE_CREATION_TIMESTAMP,
     };
     this.instances.set(id, { apiVersion: 'cloudark.io/v1', kind, metadata, spec: {} });
     if (kind !== 'Agent' && !this.kinds.some((k) => k.kind === kind)) {
@@ -204,8 +210,20 @@ export class FakeCluster implements ClusterPort {
     if (meta.deletionTimestamp !== undefined) this.instances.delete(instanceId(key));
   }
 
-  putNamespace(name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): void {
-    this.namespaces.set(name, { name, uid: this.newUid(), resourceVersion: this.nextRv(), labels, annotations });
+  putNamespace(
+    name: string,
+    labels: Record<string, string> = {},
+    annotations: Record<string, string> = {},
+    creationTimestamp = FAKE_CREATION_TIMESTAMP,
+  ): void {
+    this.namespaces.set(name, {
+      name,
+      uid: this.newUid(),
+      resourceVersion: this.nextRv(),
+      labels,
+      annotations,
+      creationTimestamp,
+    });
   }
 
   /** A RuntimeClass the platform team created (not owned by the operator). */
@@ -277,6 +295,7 @@ export class FakeCluster implements ClusterPort {
           resourceVersion: ns.resourceVersion,
           labels: { ...ns.labels },
           annotations: { ...ns.annotations },
+          creationTimestamp: ns.creationTimestamp,
         };
   }
 

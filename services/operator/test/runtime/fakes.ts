@@ -219,6 +219,11 @@ export class FakeInformerSource<T extends KubernetesObject> implements InformerS
     if (this.objects.delete(key)) this.emit('delete', obj);
   }
 
+  /** Listed and watching (again): what ListWatch emits as `connect` after every complete list. */
+  connect(): void {
+    for (const cb of this.callbacks.get('connect') ?? []) (cb as (e: unknown) => void)(undefined);
+  }
+
   /** The watch breaks: ListWatch emits `error` and stops. */
   failWatch(err: unknown = new HttpError(500, 'connection reset')): void {
     this.running = false;

@@ -103,6 +103,10 @@ seccompProfile:
 {{/* RBAC rules on instance resources, one rule per API group of instanceGroups ([] when none). */}}
 {{- define "operator.instanceRules" -}}
 {{- $rules := list -}}
+{{- if (.Values.kubeplus | default dict).enabled -}}
+{{- /* KubePlus registers its Kinds at run time, all in this one group: "*" only here, read-only. */ -}}
+{{- $rules = append $rules (dict "apiGroups" (list "platformapi.kubeplus") "resources" (list "*") "verbs" (list "get" "list" "watch")) -}}
+{{- end -}}
 {{- range .Values.instanceGroups -}}
 {{- $rules = append $rules (dict "apiGroups" (list .group) "resources" (.resources | uniq) "verbs" (list "get" "list" "watch" "patch")) -}}
 {{- end -}}

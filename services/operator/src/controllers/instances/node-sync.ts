@@ -12,6 +12,7 @@ import { type Instance, instanceIdentity, instanceKeyOf, type TenantNamespace } 
 import {
   desiredNodeIsolationParams,
   isNamespaceCreatedFor,
+  type NamespaceMeta,
   type NodeIsolationPlan,
   planNodeIsolation,
 } from '../../desired/node-isolation.js';
@@ -38,7 +39,14 @@ export class NodeSync {
    * it exists after all (unlabelled, or the cache was behind), the create's AlreadyExists leads
    * to one fresh read and a second decision.
    */
-  async syncNode(instance: Instance, tenant: TenantNamespace, sandboxValid: boolean): Promise<NodeOutcome> {
+  async syncNode(
+    instance: Instance,
+    tenant: TenantNamespace,
+    sandboxValid: boolean,
+    /** The tenant namespace as the caller read it just now (`decideTenantNamespace` did): not read again, never created. */
+    known?: NamespaceMeta,
+  ): Promise<NodeOutcome> {
+    if (known !== undefined) return this.syncNodeFrom(instance, tenant, sandboxValid, {}, known);
     if (!tenant.createdByOperator) return this.syncNodeFrom(instance, tenant, sandboxValid, {});
     try {
       return await this.syncNodeFrom(instance, tenant, sandboxValid, OPTIMISTIC);
@@ -53,9 +61,10 @@ export class NodeSync {
     tenant: TenantNamespace,
     sandboxValid: boolean,
     read: ReadOptions,
+    known?: NamespaceMeta,
   ): Promise<NodeOutcome> {
     const { port, hooks } = this.ctx;
-    const namespace = await port.getNamespace(tenant.name, read);
+    const namespace = known ?? (await port.getNamespace(tenant.name, read));
     const ownsNamespace = namespace !== undefined && isNamespaceCreatedFor(namespace, instance);
     const plan = planNodeIsolation({ instance, tenant, namespace, namespaceWanted: sandboxValid });
     switch (plan.action) {

@@ -5,6 +5,7 @@
  */
 import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
 import { Counter, Gauge } from 'prom-client';
+import { TENANT_NAMESPACE_REFUSALS, type TenantNamespaceRefusal } from '../../desired/instance.js';
 import { SANDBOX_MODES, type SandboxMode } from '../../desired/sandbox-peers.js';
 import { INSTANCE_KIND_STATES, type InstanceKindState } from '../../instance-kinds/kind-health.js';
 import type { OperatorMetrics } from '../../runtime/runtime-metrics.js';
@@ -30,6 +31,8 @@ export interface WiringMetrics {
   trackSandboxModes(count: () => Readonly<Record<SandboxMode, number>>): void;
   /** A tenant namespace was labeled kubeplus.io/isolation-settled (controllers/instances/settle.ts). */
   namespaceSettled(): void;
+  /** How many instances the tenant-namespace guard refuses, by reason (tenant-refusals.ts); read at scrape time. */
+  trackTenantRefusals(count: () => Readonly<Record<TenantNamespaceRefusal, number>>): void;
 }
 
 export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
@@ -81,6 +84,17 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
       for (const mode of SANDBOX_MODES) this.set({ mode }, counts?.[mode] ?? 0);
     },
   });
+  let countRefused: () => Readonly<Record<TenantNamespaceRefusal, number>> | undefined = () => undefined;
+  new Gauge({
+    name: 'kubeplus_operator_tenant_namespace_refused_instances',
+    help: "Instances whose namespace the operator refuses to label or annotate, by reason: system-namespace (default, kube-*), release-namespace (kubeplus-isolation's own), platform-namespace (KubePlus's own) or not-created-for-instance (an existing namespace named after an instance in the platform namespace, not created for it). Each carries a TenantNamespaceRefused Warning Event saying what to do.",
+    labelNames: ['reason'] as const,
+    registers,
+    collect() {
+      const counts = countRefused();
+      for (const reason of TENANT_NAMESPACE_REFUSALS) this.set({ reason }, counts?.[reason] ?? 0);
+    },
+  });
   unavailable.inc(0);
   for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
 
@@ -99,6 +113,9 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     },
     trackSandboxModes(count) {
       countModes = count;
+    },
+    trackTenantRefusals(count) {
+      countRefused = count;
     },
   };
 }

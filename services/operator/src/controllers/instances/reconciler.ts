@@ -21,25 +21,36 @@ import {
   type RuntimeLevel,
   SANDBOX_ISOLATION_ANNOTATION,
 } from '@kubeplus-isolation/spec';
-import { listOwned, settleAll } from '../../cluster/apply.js';
+import { listOwned, OPTIMISTIC, pruneOwned, settleAll } from '../../cluster/apply.js';
 import type { ClusterPort } from '../../cluster/port.js';
 import { EventReason } from '../../desired/event-reasons.js';
 import {
   DEFAULT_PLATFORM_NAMESPACE,
+  decideTenantNamespace,
   type Instance,
   type InstanceKey,
   instanceIdentity,
   parseInstance,
+  type TenantNamespaceDecision,
   tenantNamespace,
 } from '../../desired/instance.js';
 import { planInstance } from '../../desired/instance-writes.js';
+import { isNamespaceCreatedFor, type NamespaceMeta, planNamespaceCleanup } from '../../desired/node-isolation.js';
 import { type ManagedType, type MutatingPolicyApiVersion, NODE_ISOLATION_PARAMS_TYPE } from '../../desired/objects.js';
 import { isOwnedBy } from '../../desired/owner.js';
 import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
 import { ConditionWarnings } from './condition-warnings.js';
 import { NodeSync } from './node-sync.js';
 import { SandboxSync } from './sandbox-sync.js';
-import { asksForIsolation, NO_LOG, type ReconcileLogger, type ReconcilerHooks, SyncContext } from './sync-context.js';
+import {
+  asksForIsolation,
+  FRESH,
+  NO_LOG,
+  type ReconcileLogger,
+  type ReconcilerHooks,
+  SyncContext,
+} from './sync-context.js';
+import { TenantRefusals } from './tenant-refusals.js';
 
 export type { AnnotationName, ConflictKind, ReconcileLogger, ReconcilerHooks } from './sync-context.js';
 
@@ -52,6 +63,10 @@ export interface InstanceReconcilerOptions {
   port: ClusterPort;
   /** Namespace whose instances get a namespace of their own (default `kubeplus`). */
   platformNamespace?: string;
+  /** kubeplus-isolation's own namespace (the release's, `--leader-election-namespace`): never isolated. */
+  releaseNamespace?: string;
+  /** Which instances the tenant-namespace guard refuses (one for all reconciles, like `conditionWarnings`). */
+  tenantRefusals?: TenantRefusals;
   handlerLevels?: HandlerLevels;
   levelHandlers?: Readonly<Record<RuntimeLevel, string>>;
   /** Delay before retrying after a conflict with another instance (default 60 s). */
@@ -80,6 +95,11 @@ export interface InstanceReconcilerOptions {
 
 export const DEFAULT_CONFLICT_REQUEUE_MS = 60_000;
 
+/** The refusal's own entry in the condition-warnings memo (sandbox-sync keeps the instance's). */
+function refusalMemoKey(instance: InstanceKey | Instance): string {
+  return `${instanceIdentity(instance)}#tenant-namespace`;
+}
+
 function earliest(...delays: (number | undefined)[]): ReconcileResult {
   const defined = delays.filter((d): d is number => d !== undefined);
   return defined.length === 0 ? {} : { requeueAfterMs: Math.min(...defined) };
@@ -88,6 +108,9 @@ function earliest(...delays: (number | undefined)[]): ReconcileResult {
 export class InstanceReconciler {
   private readonly ctx: SyncContext;
   private readonly platformNamespace: string;
+  private readonly releaseNamespace: string | undefined;
+  private readonly tenantRefusals: TenantRefusals;
+  private readonly now: () => number;
   private readonly nodeIsolationParams: boolean;
   private readonly conditionWarnings: ConditionWarnings;
   private readonly node: NodeSync;
@@ -101,6 +124,9 @@ export class InstanceReconciler {
       options.conflictRequeueMs ?? DEFAULT_CONFLICT_REQUEUE_MS,
     );
     this.platformNamespace = options.platformNamespace ?? DEFAULT_PLATFORM_NAMESPACE;
+    this.releaseNamespace = options.releaseNamespace;
+    this.tenantRefusals = options.tenantRefusals ?? new TenantRefusals();
+    this.now = options.now ?? Date.now;
     this.nodeIsolationParams = options.nodeIsolationParams ?? false;
     this.conditionWarnings = options.conditionWarnings ?? new ConditionWarnings();
     this.node = new NodeSync(this.ctx, this.nodeIsolationParams);
@@ -110,7 +136,7 @@ export class InstanceReconciler {
       levelHandlers: options.levelHandlers ?? DEFAULT_LEVEL_HANDLERS,
       layout: options.sandboxPolicyLayout ?? 'per-instance',
       conditionWarnings: this.conditionWarnings,
-      now: options.now ?? Date.now,
+      now: this.now,
     });
   }
 
@@ -118,7 +144,10 @@ export class InstanceReconciler {
   async reconcile(key: InstanceKey): Promise<ReconcileResult> {
     const port = this.ctx.port;
     const raw = await port.getInstance(key);
-    if (raw === undefined) return {}; // gone: orphan cleanup takes what it owned down
+    if (raw === undefined) {
+      this.tenantRefusals.clear(instanceIdentity(key));
+      return {}; // gone: orphan cleanup takes what it owned down
+    }
     const parsed = parseInstance(raw, key.plural);
     if (!parsed.ok) {
       this.ctx.log.warn('ignoring a malformed instance', { key, errors: parsed.errors });
@@ -133,6 +162,8 @@ export class InstanceReconciler {
     }
     if (plan.isolation === 'none') {
       this.conditionWarnings.forget(instanceIdentity(instance));
+      this.conditionWarnings.forget(refusalMemoKey(instance));
+      this.tenantRefusals.clear(instanceIdentity(instance));
       return {}; // being deleted: orphan cleanup takes what it owns down
     }
     // Never asked for isolation (or all taken down already): exactly as without the operator.
@@ -147,29 +178,112 @@ export class InstanceReconciler {
    * live instance that no longer asks for isolation, to take down what it left.
    */
   async sync(instance: Instance): Promise<ReconcileResult & { ownsNamespace: boolean }> {
-    const tenant = tenantNamespace(instance, this.platformNamespace);
-    if (!tenant.ok) {
+    const { decision, namespace } = await this.decideTenant(instance);
+    const id = instanceIdentity(instance);
+    if (decision.decision === 'refuse') {
+      this.tenantRefusals.set(id, decision.reason);
+      await this.refuse(instance, decision);
+      return { ownsNamespace: false };
+    }
+    this.tenantRefusals.clear(id);
+    this.conditionWarnings.forget(refusalMemoKey(instance));
+    if (decision.decision === 'invalid') {
       if (asksForIsolation(instance)) {
-        this.ctx.warn(instance, EventReason.InvalidTenantNamespace, tenant.errors.join('; '));
+        this.ctx.warn(instance, EventReason.InvalidTenantNamespace, decision.errors.join('; '));
         return { ownsNamespace: false };
       }
       // Nothing namespace-side can be owned without a valid tenant namespace.
       await this.sandbox.syncSandbox(instance, undefined, undefined);
       return { ownsNamespace: false };
     }
+    const tenant = decision.tenant;
+    // What an older release claimed under another rule (e.g. the instance's own namespace while
+    // the platform namespace was misconfigured) is released before the tenant is isolated.
+    await this.releaseClaims(instance, tenant.name);
     const sandboxText = instance.annotations[SANDBOX_ISOLATION_ANNOTATION];
     const sandbox = sandboxText === undefined ? undefined : parseSandboxIsolation(sandboxText);
     // Independent: the namespace and the cluster-scoped sandbox objects are written concurrently.
     const [node, sandboxOutcome] = await settleAll([
-      this.node.syncNode(instance, tenant.value, sandbox?.ok === true),
-      this.sandbox.syncSandbox(instance, tenant.value, sandbox),
+      this.node.syncNode(instance, tenant, sandbox?.ok === true, namespace),
+      this.sandbox.syncSandbox(instance, tenant, sandbox),
     ]);
     // After the namespace: the parameter lives in it (and a namespace created above exists now).
-    const paramsRequeue = await this.node.syncNodeIsolationParams(instance, tenant.value, node.plan);
+    const paramsRequeue = await this.node.syncNodeIsolationParams(instance, tenant, node.plan);
     return {
       ...earliest(node.requeueAfterMs, sandboxOutcome.requeueAfterMs, paramsRequeue),
       ownsNamespace: node.ownsNamespace,
     };
+  }
+
+  /**
+   * `decideTenantNamespace` with what it needs: the namespace named after an instance in the
+   * platform namespace is read only when its name alone does not refuse it (from the cache of
+   * claimed namespaces, else the API server: a miss in that cache is no proof of absence, since
+   * KubePlus creates the namespace before the instance exists). `namespace`: as read, when it
+   * exists (the node path uses it instead of reading it again, and never tries to create it).
+   */
+  private async decideTenant(
+    instance: Instance,
+  ): Promise<{ decision: TenantNamespaceDecision; namespace?: NamespaceMeta }> {
+    const facts = {
+      instance,
+      platformNamespace: this.platformNamespace,
+      ...(this.releaseNamespace === undefined ? {} : { releaseNamespace: this.releaseNamespace }),
+    };
+    const byName = decideTenantNamespace({ ...facts, namespace: undefined });
+    if (byName.decision !== 'isolate' || !byName.tenant.createdByOperator) return { decision: byName };
+    const namespace = await this.ctx.port.getNamespace(byName.tenant.name);
+    if (namespace === undefined) return { decision: byName };
+    return { decision: decideTenantNamespace({ ...facts, namespace }), namespace };
+  }
+
+  /**
+   * A refused tenant namespace: announce why (a standing condition, announced when it appears or
+   * changes), take down what the instance owns elsewhere (its sandbox policies would bind that
+   * namespace), and release what an older release claimed. Nothing is written to the namespace
+   * unless it carries this instance's own keys.
+   */
+  private async refuse(
+    instance: Instance,
+    decision: Extract<TenantNamespaceDecision, { decision: 'refuse' }>,
+  ): Promise<void> {
+    if (asksForIsolation(instance)) {
+      const warning = { reason: EventReason.TenantNamespaceRefused, message: decision.message };
+      for (const w of this.conditionWarnings.toAnnounce(refusalMemoKey(instance), [warning], this.now())) {
+        this.ctx.warn(instance, w.reason, w.message);
+      }
+    }
+    await this.releaseClaims(instance, undefined);
+    await this.sandbox.syncSandbox(instance, undefined, undefined);
+    if (this.nodeIsolationParams) {
+      const read = asksForIsolation(instance) ? {} : FRESH;
+      await pruneOwned(this.ctx.port, instance, [NODE_ISOLATION_PARAMS_TYPE], [], read);
+    }
+  }
+
+  /**
+   * Removes this instance's isolation and ownership keys from every namespace it could have
+   * claimed under either rule (its own namespace, the one named after it) that is not `keep`:
+   * only where they are this instance's (`kubeplus.io/owner`), never on a namespace created for
+   * it (that one is its tenant's, deleted with it). Claimed namespaces are in the namespace cache
+   * (selected by the owner-uid label the operator writes), so a miss means nothing to release.
+   */
+  private async releaseClaims(instance: Instance, keep: string | undefined): Promise<void> {
+    const names = new Set([instance.namespace, instance.name]);
+    if (keep !== undefined) names.delete(keep);
+    for (const name of names) {
+      const ns = await this.ctx.port.getNamespace(name, OPTIMISTIC);
+      if (ns === undefined || isNamespaceCreatedFor(ns, instance)) continue;
+      const plan = planNamespaceCleanup(instance, ns);
+      if (plan.action !== 'patch') continue;
+      await this.ctx.port.patchNamespace(name, plan.patch, ns.resourceVersion);
+      this.ctx.event(
+        instance,
+        'Normal',
+        EventReason.TenantNamespaceReleased,
+        `removed this instance's isolation keys from namespace ${name}, which is not its tenant namespace`,
+      );
+    }
   }
 
   /**

@@ -29,11 +29,14 @@ import { InstanceReconciler } from './reconciler.js';
 import { bindRuntimeClassIndex, RuntimeClassIndex } from './runtime-class-index.js';
 import { bindSandboxInstanceIndex, SandboxInstanceIndex } from './sandbox-instance-index.js';
 import { Settler } from './settle.js';
+import { TenantRefusals } from './tenant-refusals.js';
 
 export { INSTANCES_CONTROLLER };
 
 export interface InstancesOptions {
   platformNamespace: string;
+  /** kubeplus-isolation's own namespace (`--leader-election-namespace`): never isolated. */
+  releaseNamespace?: string;
   instanceKinds: InstanceKindSelection;
   handlerLevels: HandlerLevels;
   levelHandlers: Readonly<Record<RuntimeLevel, string>>;
@@ -81,6 +84,8 @@ export function setupInstances(ctx: SetupContext, options: InstancesOptions): In
   wiringMetrics.trackInstanceKinds(() => countInstanceKinds(caches.kindInformers()));
   wiringMetrics.trackMixedPolicyNamespaces(() => mixedPolicyNamespaces(sandboxInstances(), platformNamespace));
   wiringMetrics.trackSandboxModes(() => countSandboxModes(sandboxInstances()));
+  const tenantRefusals = new TenantRefusals();
+  wiringMetrics.trackTenantRefusals(() => tenantRefusals.counts());
 
   const port = cachedPort(ctx, options, { caches, owned, runtimeClassIndex, sandboxIndex });
   const reconcileLogger = ctx.logger.child({ component: 'reconciler' });
@@ -92,6 +97,8 @@ export function setupInstances(ctx: SetupContext, options: InstancesOptions): In
       conditionWarnings,
       port: p,
       platformNamespace,
+      ...(options.releaseNamespace === undefined ? {} : { releaseNamespace: options.releaseNamespace }),
+      tenantRefusals,
       handlerLevels: options.handlerLevels,
       levelHandlers: options.levelHandlers,
       nodeIsolationParams: options.nodeIsolationParams,

@@ -145,8 +145,8 @@ describe('acceptance: deleting the instance (orphan cleanup, no finalizer)', () 
     expect(cluster.namespaces.has('team-b')).toBe(false);
   });
 
-  it('only strips a platform-namespace instance’s namespace that already existed', async () => {
-    cluster.putNamespace('team-c', { owner: 'platform' });
+  it('only strips a platform-namespace instance’s namespace that KubePlus created for it', async () => {
+    cluster.putNamespace('team-c', { owner: 'platform' }, { 'meta.helm.sh/release-name': '"agent-team-c"' });
     const r = reconciler();
     const key = cluster.putInstance({ name: 'team-c', namespace: 'kubeplus', annotations: { [NODE]: NODE_SPEC } });
     await r.reconcile(key);
@@ -154,7 +154,7 @@ describe('acceptance: deleting the instance (orphan cleanup, no finalizer)', () 
     cluster.deleteInstance(key);
     await cleanUpOrphans();
     expect(cluster.namespaces.get('team-c')?.labels).toEqual({ owner: 'platform' });
-    expect(cluster.namespaces.get('team-c')?.annotations).toEqual({});
+    expect(cluster.namespaces.get('team-c')?.annotations).toEqual({ 'meta.helm.sh/release-name': '"agent-team-c"' });
   });
 
   it('keeps a namespace it created while the instance lives without annotations, and deletes it with the instance', async () => {
