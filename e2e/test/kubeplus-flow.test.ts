@@ -333,6 +333,36 @@ describe('KubePlus flow: this project’s operator and webhook beside the KubePl
     }
   });
 
+  test('20 instances at once with the operator’s reconciles slowed by 5 s: every install succeeds, every Pod on its pool, every Sandbox at the minimum', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => uniqueName(`many${i}`));
+    const recorded = await Promise.all(names.map((name) => recordWorkloads(name)));
+    const hold = proxy?.hold((req) => req.watch);
+    try {
+      await Promise.all(names.map((name) => createInstance(name)));
+      await new Promise((resolve) => setTimeout(resolve, RECONCILE_DELAY_MS));
+      hold?.release();
+      await kubeplus?.idle();
+      // helm does not retry: a bare Pod or Sandbox refused by the hold would fail the install (and
+      // KubePlus would delete the namespace). Every install must have succeeded.
+      const installs = names.map((name) => {
+        const run = kubeplus?.events.find((e) => e.type === 'helm' && e.namespace === name);
+        return {
+          name,
+          verb: run?.type === 'helm' ? run.verb : undefined,
+          ok: run?.type === 'helm' ? run.ok : undefined,
+        };
+      });
+      expect(installs).toEqual(names.map((name) => ({ name, verb: 'install', ok: true })));
+      for (const [i, name] of names.entries()) {
+        const r = recorded[i];
+        if (r !== undefined) await expectFirstInstallGoverned(name, r);
+      }
+    } finally {
+      hold?.release();
+      for (const r of recorded) r.stop();
+    }
+  });
+
   test('deleting the instance completes: KubePlus’s helm delete and namespace delete, then its RuntimeClass and policies are gone', async () => {
     await kc.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject(instanceRef(first));
     await kubeplus?.idle();

@@ -11,7 +11,7 @@
  */
 
 import type { ClusterPort } from '../../cluster/port.js';
-import { type Instance, type InstanceKey, parseInstance, tenantNamespace } from '../../desired/instance.js';
+import { decideTenantNamespace, type Instance, type InstanceKey, parseInstance } from '../../desired/instance.js';
 import { planSettle, probeInEffect, type SettlePlan, settleProbe } from '../../desired/settle.js';
 import { FRESH, type ReconcileLogger } from './sync-context.js';
 
@@ -29,6 +29,8 @@ export type SettlePort = Pick<
 
 export interface SettlerOptions {
   platformNamespace: string;
+  /** kubeplus-isolation's own namespace: never governed, so never settled. */
+  releaseNamespace?: string;
   /** Never settled besides the system ones (e.g. the release namespace). */
   protectedNamespaces?: readonly string[];
   /** Requeue delay while the sandbox policy is not yet in effect, or node isolation not yet written. */
@@ -59,10 +61,14 @@ export class Settler {
     const parsed = parseInstance(raw, key.plural);
     if (!parsed.ok || parsed.value.deletionTimestamp !== undefined) return {};
     const instance = parsed.value;
-    const tenant = tenantNamespace(instance, this.#opts.platformNamespace);
-    if (!tenant.ok) return {};
-    const name = tenant.value.name;
-    let plan = this.#plan(instance, name, await port.getNamespace(name));
+    const byName = this.#decide(instance, undefined);
+    if (byName.decision !== 'isolate') return {};
+    const name = byName.tenant.name;
+    const namespace = await port.getNamespace(name);
+    // The reconciler's own decision (tenant.ts): a namespace it refuses to govern (a system, the
+    // release's or KubePlus's namespace, or one not created for this instance) is never settled.
+    if (this.#decide(instance, namespace).decision !== 'isolate') return {};
+    let plan = this.#plan(instance, name, namespace);
     // The cache may not show this reconcile's own write yet: read once more, fresh.
     if (plan.action === 'wait') plan = this.#plan(instance, name, await port.getNamespace(name, FRESH));
     switch (plan.action) {
@@ -104,12 +110,26 @@ export class Settler {
     return {};
   }
 
+  #decide(instance: Instance, namespace: Awaited<ReturnType<SettlePort['getNamespace']>>) {
+    const { platformNamespace, releaseNamespace } = this.#opts;
+    return decideTenantNamespace({
+      instance,
+      platformNamespace,
+      ...(releaseNamespace === undefined ? {} : { releaseNamespace }),
+      namespace,
+    });
+  }
+
   #plan(instance: Instance, tenant: string, namespace: Awaited<ReturnType<SettlePort['getNamespace']>>): SettlePlan {
     return planSettle({
       instance,
       tenant,
       namespace,
-      protectedNamespaces: [this.#opts.platformNamespace, ...(this.#opts.protectedNamespaces ?? [])],
+      protectedNamespaces: [
+        this.#opts.platformNamespace,
+        ...(this.#opts.releaseNamespace === undefined ? [] : [this.#opts.releaseNamespace]),
+        ...(this.#opts.protectedNamespaces ?? []),
+      ],
     });
   }
 

@@ -109,6 +109,7 @@ export function setupInstances(ctx: SetupContext, options: InstancesOptions): In
   // Issue 35: after each successful reconcile, the tenant namespace is settled (the hold ends).
   const settler = new Settler({
     platformNamespace,
+    ...(options.releaseNamespace === undefined ? {} : { releaseNamespace: options.releaseNamespace }),
     logger: reconcileLogger,
     onSettled: () => wiringMetrics.namespaceSettled(),
   });

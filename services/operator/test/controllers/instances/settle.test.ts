@@ -18,6 +18,8 @@ import {
 
 const SETTLED = 'kubeplus.io/isolation-settled';
 const KUBEPLUS: Readonly<Record<string, string>> = Object.freeze({ managedby: 'kubeplus' });
+/** KubePlus's release-name annotation for the harness's Kind (`Agent`): the namespace was created for instance `name`. */
+const createdFor = (name: string) => ({ 'meta.helm.sh/release-name': `"agent-${name}"` });
 const NO_LOG = { debug() {}, info() {}, warn() {} };
 const settler = () => new Settler({ platformNamespace: 'kubeplus', logger: NO_LOG, probeRetryMs: 100 });
 const SANDBOX_KIND = { group: 'agents.x-k8s.io', version: 'v1beta1', kind: 'Sandbox', plural: 'sandboxes' };
@@ -114,8 +116,24 @@ describe('Settler after a reconcile (fake cluster)', () => {
     expect(cluster.writeCount()).toBe(before);
   });
 
+  it('a namespace the tenant guard refuses is never settled: one not created for the instance, the release’s own', async () => {
+    // KubePlus labels an existing namespace managedby=kubeplus too; this one has no release name of
+    // this instance, so the reconciler refuses it (tenant.ts) and the hold must not be ended for it.
+    cluster.putNamespace('squat', { ...KUBEPLUS });
+    const squat = cluster.putInstance({ name: 'squat', namespace: 'kubeplus', annotations: {} });
+    cluster.putNamespace('kpi-system', { ...KUBEPLUS });
+    const release = cluster.putInstance({ name: 'x', namespace: 'kpi-system', annotations: {} });
+    const before = cluster.writeCount();
+    const s = new Settler({ platformNamespace: 'kubeplus', releaseNamespace: 'kpi-system', logger: NO_LOG });
+    expect(await s.settle(cluster, squat)).toEqual({});
+    expect(await s.settle(cluster, release)).toEqual({});
+    expect(cluster.writeCount()).toBe(before);
+    expect(cluster.namespaces.get('squat')?.labels[SETTLED]).toBeUndefined();
+    expect(cluster.namespaces.get('kpi-system')?.labels[SETTLED]).toBeUndefined();
+  });
+
   it('node isolation and an enforced sandbox policy: settled only once the probe is refused by the policy', async () => {
-    cluster.putNamespace('t1', { ...KUBEPLUS });
+    cluster.putNamespace('t1', { ...KUBEPLUS }, createdFor('t1'));
     cluster.kinds.push(SANDBOX_KIND);
     const key = cluster.putInstance({
       name: 't1',
@@ -143,7 +161,7 @@ describe('Settler after a reconcile (fake cluster)', () => {
   });
 
   it('a probe that keeps being admitted is requeued ever later (capped), not every 250 ms', async () => {
-    cluster.putNamespace('t3', { ...KUBEPLUS });
+    cluster.putNamespace('t3', { ...KUBEPLUS }, createdFor('t3'));
     cluster.kinds.push(SANDBOX_KIND);
     const key = cluster.putInstance({ name: 't3', namespace: 'kubeplus', annotations: { [SANDBOX]: KATA_ENFORCE } });
     await reconciler().reconcile(key);
@@ -165,7 +183,7 @@ describe('Settler after a reconcile (fake cluster)', () => {
   });
 
   it('advisory mode waits for the defaulting policy', async () => {
-    cluster.putNamespace('t2', { ...KUBEPLUS });
+    cluster.putNamespace('t2', { ...KUBEPLUS }, createdFor('t2'));
     cluster.kinds.push(SANDBOX_KIND);
     const key = cluster.putInstance({ name: 't2', namespace: 'kubeplus', annotations: { [SANDBOX]: KATA_ADVISORY } });
     await reconciler().reconcile(key);
