@@ -295,6 +295,11 @@ describe('KubePlus flow: this project’s operator and webhook beside the KubePl
     }
   });
 
+  test('the operator found KubePlus’s namespace `default` from the stand-in’s webhook registration (no flag given)', () => {
+    const line = suite.operator.logLines().find((l) => l.msg === 'platform namespace');
+    expect(line).toMatchObject({ platformNamespace: KUBEPLUS_NAMESPACE, source: 'discovered' });
+  });
+
   test('`default` (KubePlus’s namespace) is never labeled or annotated by the operator', async () => {
     const versions = defaultWatch?.seen.map((e) => isolationKeys(e.object)) ?? [];
     expect(versions.filter((k) => Object.values(k).some((v) => v !== undefined))).toEqual([]);
