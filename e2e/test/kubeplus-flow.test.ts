@@ -1,6 +1,6 @@
 /**
  * The KubePlus flow (issue 35) with THIS project's operator and webhook beside the KubePlus
- * STAND-IN (support/kubeplus-standin.ts; not KubePlus) in KubePlus's own namespace `default`, on the
+ * STAND-IN (e2e/src/kubeplus-standin/; not KubePlus) in KubePlus's own namespace `default`, on the
  * real control plane with fake nodes. What must hold, whatever the operator's design:
  *
  * - an instance in `default` with both isolation annotations isolates namespace `<instance>`:
@@ -22,10 +22,14 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   type ApiProxy,
   type FakeNodes,
+  type KubePlusStandIn,
   type RunningWebhook,
   registerWebhook,
+  STANDIN_GROUP,
+  STANDIN_VERSION,
   startApiProxy,
   startFakeNodes,
+  startKubePlusStandIn,
   startWebhook,
   unregisterWebhook,
   waitFor,
@@ -47,12 +51,6 @@ import {
   type V1Pod,
   Watch,
 } from '@kubernetes/client-node';
-import {
-  type KubePlusStandIn,
-  STANDIN_GROUP,
-  STANDIN_VERSION,
-  startKubePlusStandIn,
-} from './support/kubeplus-standin.js';
 import { uniqueName } from './support/names.js';
 import { placement } from './support/node-isolation.js';
 import { isolationKeys, mergePatch, ownedObjects, readNamespace } from './support/operator.js';

@@ -1,7 +1,7 @@
 /**
- * The KubePlus STAND-IN itself (e2e/test/support/kubeplus-standin.ts; not KubePlus), on the real
+ * The KubePlus STAND-IN itself (e2e/src/kubeplus-standin/standin.ts; not KubePlus), on the real
  * control plane with a fake node: each behaviour of its contract (restated in
- * support/kubeplus-standin-contract.ts) observed on the real API server, so the suites that run
+ * e2e/src/kubeplus-standin/contract.ts) observed on the real API server, so the suites that run
  * this project beside it (kubeplus-flow.test.ts) run beside what KubePlus does:
  *
  * - registered as KubePlus's webhook: through a Service in KubePlus's namespace, failurePolicy Fail;
@@ -17,14 +17,27 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
+  ACCOUNT_IDENTITY_ANNOTATION,
   type Cluster,
   connectE2eCluster,
   createTestNamespace,
   deleteNamespace,
+  FAILING_CHART,
   type FakeNodes,
   isApiStatus,
+  KUBEPLUS_MANAGED_BY_LABEL,
+  type KubePlusStandIn,
   loadKubeConfig,
+  NETWORK_POLICY_NAMES,
+  RELEASE_NAME_ANNOTATION,
+  STANDIN_GROUP,
+  STANDIN_SERVICE,
+  STANDIN_USER,
+  STANDIN_VERSION,
+  STANDIN_WEBHOOK_CONFIGURATION,
+  STANDIN_WEBHOOK_NAME,
   startFakeNodes,
+  startKubePlusStandIn,
   waitFor,
 } from '@kubeplus-isolation/e2e';
 import {
@@ -40,21 +53,6 @@ import {
   type V1Namespace,
   Watch,
 } from '@kubernetes/client-node';
-import {
-  ACCOUNT_IDENTITY_ANNOTATION,
-  FAILING_CHART,
-  KUBEPLUS_MANAGED_BY_LABEL,
-  type KubePlusStandIn,
-  NETWORK_POLICY_NAMES,
-  RELEASE_NAME_ANNOTATION,
-  STANDIN_GROUP,
-  STANDIN_SERVICE,
-  STANDIN_USER,
-  STANDIN_VERSION,
-  STANDIN_WEBHOOK_CONFIGURATION,
-  STANDIN_WEBHOOK_NAME,
-  startKubePlusStandIn,
-} from './support/kubeplus-standin.js';
 import { uniqueName } from './support/names.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

@@ -14,6 +14,7 @@ import { repoRoot } from '../harness/repo.js';
 import { metricsReaderToken, scrapeSecureMetrics } from '../harness/secure-metrics.js';
 import { type RunningService, type RunningWebhook, startWebhook } from '../harness/services.js';
 import { registerWebhook } from '../harness/webhook-config.js';
+import { type KubePlusStandIn, type StandInKind, startKubePlusStandIn } from '../kubeplus-standin/index.js';
 import { type KubectlResult, kubectl } from './kubectl.js';
 
 export const NODES = ['node-a', 'node-b', 'node-c'] as const;
@@ -22,6 +23,9 @@ export const REAL_NODE = 'node-a';
 export const RELEASE = 'kubeplus-isolation';
 export const RELEASE_NAMESPACE = 'kubeplus-system';
 const WEBHOOK_POD_SELECTOR = 'app.kubernetes.io/name=webhook';
+const OPERATOR_POD_SELECTOR = 'app.kubernetes.io/name=operator';
+/** The operator's flags in fake-node mode: the fail-open audit (and the compliance Reports) every 5 s, for step 11. */
+const OPERATOR_ARGS = ['--audit-interval=5s'];
 
 const run = promisify(execFile);
 
@@ -45,6 +49,8 @@ export class DemoEnvironment {
   operator: RunningService | undefined;
   operatorUrl = '';
   manifestsDir = '';
+  /** The KubePlus STAND-IN (steps 14–16; e2e/src/kubeplus-standin/, not KubePlus). */
+  kubeplus: KubePlusStandIn | undefined;
   #stopping: Promise<void> | undefined;
 
   constructor(readonly mode: DemoMode) {}
@@ -84,24 +90,88 @@ export class DemoEnvironment {
     return this.nodes;
   }
 
-  /** The webhook process (every admission logged: --log-level=debug) and its registration from the chart's entry. */
+  /**
+   * The webhook process (every admission logged: --log-level=debug) and its registration from the
+   * chart's entries: the node-isolation entry and, before it, the hold entry (acts only in
+   * namespaces KubePlus labels `managedby=kubeplus`, until the operator settles them: step 15).
+   */
   async startWebhook(): Promise<RunningWebhook> {
     const cp = this.controlPlane;
     this.webhook = await startWebhook(cp, { extraArgs: ['--log-level=debug'] });
-    await registerWebhook(cp.kc, { url: this.webhook.url, caPem: this.webhook.caPem });
+    await registerWebhook(cp.kc, { url: this.webhook.url, caPem: this.webhook.caPem, hold: {} });
     return this.webhook;
   }
 
-  /** The operator process, one replica without leader election, platform namespace `kubeplus` (its default). */
-  async startOperator(): Promise<RunningService> {
+  /**
+   * The operator process, one replica without leader election. Platform namespace: `platformNamespace`
+   * (`--platform-namespace`), else found from KubePlus's webhook registration, else `kubeplus`.
+   */
+  async startOperator(platformNamespace?: string): Promise<RunningService> {
     const operator = await startOperator(this.controlPlane, {
       leaderElection: false,
-      // The fail-open audit, which also writes the compliance Reports, every 5 s (default 5m), for step 11.
-      args: ['--audit-interval=5s'],
+      args: [
+        ...OPERATOR_ARGS,
+        ...(platformNamespace === undefined ? [] : [`--platform-namespace=${platformNamespace}`]),
+      ],
     });
     this.operatorUrl = operator.baseUrl;
     this.operator = operator;
     return operator;
+  }
+
+  /**
+   * The operator told KubePlus's namespace, as a user of the chart sets `operator.platformNamespace`:
+   * real node, `helm upgrade --reuse-values` (the operator's Pods roll); fake nodes, the operator
+   * process stopped and started again with `--platform-namespace` (what the Deployment's rollout does).
+   */
+  async setPlatformNamespace(namespace: string): Promise<KubectlResult> {
+    if (this.mode === 'real-node') {
+      return this.helm([
+        'upgrade',
+        RELEASE,
+        join(repoRoot(), 'deploy', 'kubeplus-isolation'),
+        '--namespace',
+        RELEASE_NAMESPACE,
+        '--reuse-values',
+        '--set',
+        `operator.platformNamespace=${namespace}`,
+        '--wait',
+        '--timeout',
+        '180s',
+      ]);
+    }
+    await this.operator?.stop();
+    await this.startOperator(namespace);
+    return {
+      code: 0,
+      stdout: `operator restarted: ${this.operatorUrl}`,
+      stderr: '',
+      display: `operator --platform-namespace=${namespace}   # the chart: --set operator.platformNamespace=${namespace}`,
+    };
+  }
+
+  /** The operator's log (JSON lines): the process's file, or every operator Pod's container log. */
+  async operatorLog(): Promise<string> {
+    if (this.mode === 'fake-nodes') return readFileSync(this.operator?.logPath ?? '', 'utf8');
+    const res = await this.kubectl(['logs', '-n', RELEASE_NAMESPACE, '-l', OPERATOR_POD_SELECTOR, '--tail=-1']);
+    if (res.code !== 0) throw new Error(`kubectl logs: ${res.stderr}`);
+    return res.stdout;
+  }
+
+  /**
+   * The KubePlus STAND-IN in `namespace`, its webhook registered BY URL (https://127.0.0.1:<port>):
+   * the real-node API server runs with aggregator routing, which resolves a webhook Service only to
+   * endpoints and refuses the ExternalName Service the stand-in uses elsewhere (an endpoint may not
+   * be on loopback), while a URL reaches the stand-in on loopback in both modes.
+   */
+  async startKubePlus(namespace: string, kinds: readonly StandInKind[]): Promise<KubePlusStandIn> {
+    this.kubeplus = await startKubePlusStandIn({
+      cluster: this.controlPlane,
+      kubeplusNamespace: namespace,
+      kinds,
+      registration: 'url',
+    });
+    return this.kubeplus;
   }
 
   /** The helm arguments of the real-node install: the chart's defaults, plus what DEMO.md lists. */
@@ -233,6 +303,12 @@ export class DemoEnvironment {
   /** Graceful: services first (they would only log errors once the API server is gone), then nodes, then the control plane. */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
+      // The stand-in's leftovers in the cluster (bounded: the cluster goes next anyway), its server, its temp dir.
+      const kubeplus = this.kubeplus;
+      if (kubeplus) {
+        await Promise.race([kubeplus.cleanup().catch(() => {}), new Promise((r) => setTimeout(r, 20_000).unref())]);
+        await kubeplus.stop().catch(() => {});
+      }
       await Promise.allSettled([this.operator?.stop(), this.webhook?.stop()]);
       await this.nodes?.stop({ deleteNodes: false }).catch(() => {});
       if (this.realNode) await this.realNode.stop();

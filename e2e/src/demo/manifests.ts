@@ -194,3 +194,34 @@ export const kernelProbeSandbox = (name: string, namespace: string, image: strin
           capabilities: {drop: [ALL]}
 `,
   );
+
+/**
+ * Steps 14–16, the KubePlus flow: KubePlus (a STAND-IN: e2e/src/kubeplus-standin/, not KubePlus)
+ * in its own namespace `default`, as its README and CI install it, with a Kind it registered
+ * (`platformapi.kubeplus/v1alpha1`); its chart (e2e/fixtures/kubeplus-tenant-chart) creates a
+ * 3-replica Deployment, a Job, a bare Pod and a Sandbox without a runtime class.
+ */
+export const KUBEPLUS_NAMESPACE = 'default';
+export const KUBEPLUS_KIND = { kind: 'AgentService', plural: 'agentservices' } as const;
+/** KubePlus names the tenant namespace after the instance (and requires len(kind-instance) <= 30). */
+export const KUBEPLUS_INSTANCE = 'team-kp';
+export const KUBEPLUS_TENANT_NAMESPACE = KUBEPLUS_INSTANCE;
+/** KubePlus's release for it: `<kind lowercased>-<instance>`. */
+export const KUBEPLUS_RELEASE = `${KUBEPLUS_KIND.kind.toLowerCase()}-${KUBEPLUS_INSTANCE}`;
+/** Advisory at runsc: the chart's Sandbox (no class) is defaulted to the instance's class, which runs in gVisor. */
+export const KUBEPLUS_SANDBOX_ISOLATION = '{"minRuntimeClass": "runsc", "enforce": false}';
+
+/** The instance, in KubePlus's namespace, on team-a's pool (as team-a used it), at runsc advisory. */
+export const KUBEPLUS_INSTANCE_MANIFEST = `apiVersion: platformapi.kubeplus/v1alpha1
+kind: ${KUBEPLUS_KIND.kind}
+metadata:
+  name: ${KUBEPLUS_INSTANCE}
+  namespace: ${KUBEPLUS_NAMESPACE}
+  annotations:
+    kubeplus.io/node-isolation: |
+      {"nodeSelector": {"pool": "${POOL}"},
+       "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "${POOL}", "effect": "NoSchedule"}]}
+    kubeplus.io/sandbox-isolation: |
+      ${KUBEPLUS_SANDBOX_ISOLATION}
+spec: {}
+`;

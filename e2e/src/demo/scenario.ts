@@ -153,6 +153,14 @@ export class Scenario {
     }
   }
 
+  /** The keys of a namespace's labels and annotations that are this project's (`kubeplus.io/…`), sorted. */
+  async isolationKeys(namespace: string): Promise<string[]> {
+    const ns = await this.readNamespace(namespace);
+    return [...Object.keys(ns?.metadata?.labels ?? {}), ...Object.keys(ns?.metadata?.annotations ?? {})]
+      .filter((k) => k.startsWith('kubeplus.io/'))
+      .sort();
+  }
+
   async runtimeClassNames(): Promise<string[]> {
     const list = await this.kc.makeApiClient(NodeV1Api).listRuntimeClass();
     return list.items.map((rc) => rc.metadata?.name ?? '').sort();

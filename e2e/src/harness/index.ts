@@ -1,3 +1,4 @@
+export * from '../kubeplus-standin/index.js';
 export {
   AGENT_SANDBOX_DEPLOYMENT,
   AGENT_SANDBOX_NAMESPACE,

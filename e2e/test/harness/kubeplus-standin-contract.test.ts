@@ -1,5 +1,5 @@
 /**
- * The KubePlus stand-in's decisions (e2e/test/support/kubeplus-standin-contract.ts), without a
+ * The KubePlus stand-in's decisions (e2e/src/kubeplus-standin/contract.ts), without a
  * cluster: what its webhook answers for each request the contract describes. The stand-in's I/O on
  * the real API server is proven in e2e/test/kubeplus-standin.test.ts.
  */
@@ -15,7 +15,7 @@ import {
   STANDIN_GROUP,
   STANDIN_WEBHOOK_NAME,
   targetNamespace,
-} from '../support/kubeplus-standin-contract.js';
+} from '../../src/kubeplus-standin/contract.js';
 
 const KUBEPLUS_NS = 'default';
 const absent = { exists: false, terminating: false };

@@ -3,7 +3,8 @@ import type { DemoStep } from '../scenario.js';
 
 export const startServices: DemoStep = {
   id: 'S4',
-  title: 'Start the node-isolation webhook (registered from the chart’s webhook-entry.json) and the operator',
+  title:
+    'Start the node-isolation webhook (registered from the chart’s webhook-entry.json and hold-entry.json) and the operator',
   source: 'setup',
   when: (demo) => !demo.realNode,
   async run(demo) {

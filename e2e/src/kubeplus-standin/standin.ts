@@ -1,6 +1,6 @@
 /**
  * A STAND-IN for KubePlus in the e2e suites (not KubePlus: a faithful stand-in of its observable
- * behaviour, written from the contract restated in kubeplus-standin-contract.ts, which holds every
+ * behaviour, written from the contract restated in contract.ts, which holds every
  * decision; this file is the thin I/O around it):
  *
  * - its mutating webhook, an HTTPS server in the test process on 127.0.0.1, registered as KubePlus
@@ -14,7 +14,10 @@
  *   on loopback. A ClusterIP Service would send it to 10.0.0.x, off the host's default route, and
  *   an Endpoints/EndpointSlice at 127.0.0.1 is refused by validation ("may not be in the loopback
  *   range"). With aggregator routing (the real-node control planes) only endpoints are resolved and
- *   ExternalName is refused ("unsupported service type"), so the stand-in does not run there;
+ *   ExternalName is refused ("unsupported service type"): there, `registration: 'url'` registers
+ *   the same webhook at `https://127.0.0.1:<port>/mutate` instead (no Service). A URL names no
+ *   namespace, so the operator cannot discover KubePlus's namespace from it: set it
+ *   (`--platform-namespace`, the chart's `operator.platformNamespace`);
  * - during an instance's CREATE admission, before answering: namespace `<instance>`, its
  *   annotation and label, the NetworkPolicies; then `helm install` (or `upgrade`) in the
  *   background with the harness's helm; after it, `status.helmrelease` by one GET + full Update;
@@ -37,15 +40,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type Cluster,
-  deleteNamespace,
-  installCrds,
-  isApiStatus,
-  loadKubeConfig,
-  repoRoot,
-  waitFor,
-} from '@kubeplus-isolation/e2e';
 import { ADMISSION_REVIEW_API_VERSION, ADMISSION_REVIEW_KIND } from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
@@ -61,6 +55,13 @@ import {
   type V1NetworkPolicy,
   type V1NetworkPolicyPeer,
 } from '@kubernetes/client-node';
+import type { Cluster } from '../harness/cluster.js';
+import { installCrds } from '../harness/crds.js';
+import { loadKubeConfig } from '../harness/kubeconfig.js';
+import { deleteNamespace } from '../harness/namespaces.js';
+import { isApiStatus } from '../harness/node-api.js';
+import { repoRoot } from '../harness/repo.js';
+import { waitFor } from '../harness/wait.js';
 import {
   CREATED_BY_LABEL,
   type Decision,
@@ -83,9 +84,9 @@ import {
   STANDIN_WORKFLOWS_GROUP,
   type TargetNamespace,
   targetNamespace,
-} from './kubeplus-standin-contract.js';
+} from './contract.js';
 
-export * from './kubeplus-standin-contract.js';
+export * from './contract.js';
 
 /** The stand-in's own identity (a client certificate in group system:masters). */
 export const STANDIN_USER = 'kubeplus-standin';
@@ -110,7 +111,15 @@ export interface StandInOptions {
   /** KubePlus's namespace (default `default`, as KubePlus's README and CI install it). */
   kubeplusNamespace?: string;
   kinds: readonly StandInKind[];
+  /**
+   * How its webhook is registered: `service` (default) as KubePlus registers its own, through an
+   * ExternalName Service to 127.0.0.1 (API servers without aggregator routing); `url`, at
+   * `https://127.0.0.1:<port>/mutate` (any API server on this host, aggregator routing included).
+   */
+  registration?: StandInRegistration;
 }
+
+export type StandInRegistration = 'service' | 'url';
 
 export type StandInEvent =
   | {
@@ -193,11 +202,12 @@ export function standInKindCrd(k: StandInKind): V1CustomResourceDefinition {
   };
 }
 
-/** KubePlus's MutatingWebhookConfiguration, pointing at the stand-in's Service. */
+/** KubePlus's MutatingWebhookConfiguration, pointing at the stand-in's Service (or its URL). */
 export function standInWebhookConfiguration(
   kubeplusNamespace: string,
   port: number,
   caPem: string,
+  registration: StandInRegistration = 'service',
 ): V1MutatingWebhookConfiguration {
   const everyResource = (groups: string[], operations: string[]) => ({
     apiGroups: groups,
@@ -213,7 +223,9 @@ export function standInWebhookConfiguration(
       {
         name: STANDIN_WEBHOOK_NAME,
         clientConfig: {
-          service: { namespace: kubeplusNamespace, name: STANDIN_SERVICE, path: '/mutate', port },
+          ...(registration === 'url'
+            ? { url: `https://127.0.0.1:${port}/mutate` }
+            : { service: { namespace: kubeplusNamespace, name: STANDIN_SERVICE, path: '/mutate', port } }),
           caBundle: Buffer.from(caPem, 'utf8').toString('base64'),
         },
         // failurePolicy deliberately unset: the API server's default, Fail, as KubePlus's.
@@ -256,6 +268,7 @@ interface RawReview {
 export async function startKubePlusStandIn(opts: StandInOptions): Promise<KubePlusStandIn> {
   const { cluster } = opts;
   const kubeplusNamespace = opts.kubeplusNamespace ?? 'default';
+  const registration = opts.registration ?? 'service';
   const dir = mkdtempSync(join(tmpdir(), 'kubeplus-standin-'));
   const kubeconfigPath = cluster.writeKubeconfig(
     join(dir, 'kubeconfig'),
@@ -550,7 +563,8 @@ export async function startKubePlusStandIn(opts: StandInOptions): Promise<KubePl
     spec: { type: 'ExternalName', externalName: '127.0.0.1' },
   };
   try {
-    await admin.makeApiClient(CoreV1Api).createNamespacedService({ namespace: kubeplusNamespace, body: service });
+    if (registration === 'service')
+      await admin.makeApiClient(CoreV1Api).createNamespacedService({ namespace: kubeplusNamespace, body: service });
   } catch (error) {
     if (!isApiStatus(error, 409)) throw error;
     await admin.makeApiClient(CoreV1Api).replaceNamespacedService({
@@ -570,7 +584,7 @@ export async function startKubePlusStandIn(opts: StandInOptions): Promise<KubePl
     });
   }
   const admission = admin.makeApiClient(AdmissionregistrationV1Api);
-  const config = standInWebhookConfiguration(kubeplusNamespace, port, cluster.caPem);
+  const config = standInWebhookConfiguration(kubeplusNamespace, port, cluster.caPem, registration);
   try {
     await admission.createMutatingWebhookConfiguration({ body: config });
   } catch (error) {

@@ -2,7 +2,7 @@
  * The KubePlus STAND-IN's decisions (pure): what its mutating webhook answers and what it then
  * does, written from the contract below and from nothing else. This is not KubePlus and copies
  * none of its code; it behaves as KubePlus's observable behaviour is described, and no more.
- * Its I/O shell (HTTPS server, API calls, helm) is kubeplus-standin.ts.
+ * Its I/O shell (HTTPS server, API calls, helm) is standin.ts.
  *
  * The contract (KubePlus 4.2.0 as it runs, read from its source by this project, restated here
  * because tests never read outside the repository):
