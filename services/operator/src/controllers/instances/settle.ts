@@ -17,8 +17,15 @@ import { FRESH, type ReconcileLogger } from './sync-context.js';
 
 export const SANDBOX_GROUP = 'agents.x-k8s.io';
 export const DEFAULT_PROBE_RETRY_MS = 250;
-/** The probe's requeue doubles from probeRetryMs up to this (a policy that never takes effect must not cost a POST every 250 ms). */
+/** The probe's requeue grows from probeRetryMs up to this (a policy that never takes effect must not cost a POST every 250 ms). */
 export const MAX_PROBE_RETRY_MS = 30_000;
+/**
+ * How fast the requeue grows: 1.25× per probe, not 2×. The hold refuses after 25 s and helm does
+ * not retry, so a binding that takes effect late (a loaded API server) must be seen soon after:
+ * doubling would next look 4 s after a binding that took effect at 4 s, 1.25× looks within ~1 s
+ * (probes at 0, 0.25, 0.56, 0.95, 1.44, 2.05, 2.81, 3.77, 4.96 s, …; 14 probes in the first 25 s).
+ */
+export const PROBE_RETRY_GROWTH = 1.25;
 /** Probes after which a namespace still waiting is worth a warning. */
 const WARN_AFTER_PROBES = 8;
 
@@ -91,7 +98,12 @@ export class Settler {
           } else {
             this.#opts.logger.debug('tenant namespace not settled yet: sandbox policy not yet in effect', fields);
           }
-          return { requeueAfterMs: Math.min(MAX_PROBE_RETRY_MS, this.#retryMs * 2 ** Math.min(probes - 1, 10)) };
+          return {
+            requeueAfterMs: Math.min(
+              MAX_PROBE_RETRY_MS,
+              Math.round(this.#retryMs * PROBE_RETRY_GROWTH ** Math.min(probes - 1, 40)),
+            ),
+          };
         }
         break;
       }

@@ -167,11 +167,14 @@ describe('Settler after a reconcile (fake cluster)', () => {
     await reconciler().reconcile(key);
     const s = settler();
     const delays: (number | undefined)[] = [];
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 36; i++) {
       cluster.probeAnswers.push({ allowed: true, object: {} });
       delays.push((await s.settle(cluster, key)).requeueAfterMs);
     }
-    expect(delays).toEqual([100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000]);
+    // 1.25× per probe from 100 ms: fine-grained while the hold still waits, then capped at 30 s.
+    expect(delays.slice(0, 6)).toEqual([100, 125, 156, 195, 244, 305]);
+    expect(delays.every((d, i) => i === 0 || (d ?? 0) >= (delays[i - 1] ?? 0))).toBe(true);
+    expect(delays.slice(-3)).toEqual([30000, 30000, 30000]);
     expect(cluster.namespaces.get('t3')?.labels[SETTLED]).toBeUndefined();
   });
 
