@@ -94,6 +94,9 @@ describe('KubePlus flow: this project’s operator and webhook beside the KubePl
 
   const suite = operatorSuite({
     name: 'kp-flow',
+    // 20 helm installs at once load the machine: with the fast preset's 3 s renew deadline the
+    // only operator lost its Lease mid-test and exited (seen under CI load), so nothing settled.
+    lease: 'default',
     kubeconfigPath: () => proxy?.kubeconfigPath ?? '',
     beforeOperator: async ({ cluster, kc }) => {
       nodes = await startFakeNodes(kc, [poolNode, freeNode]);
@@ -385,6 +388,8 @@ describe('KubePlus flow: this project’s operator and webhook beside the KubePl
           name,
           verb: run?.type === 'helm' ? run.verb : undefined,
           ok: run?.type === 'helm' ? run.ok : undefined,
+          // What helm said when it failed (the end of it), so a failure names its cause.
+          ...(run?.type === 'helm' && !run.ok ? { output: run.output.slice(-400) } : {}),
         };
       });
       expect(installs).toEqual(names.map((name) => ({ name, verb: 'install', ok: true })));
