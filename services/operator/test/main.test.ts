@@ -92,10 +92,10 @@ describe('kubeplus-isolation-operator (process)', () => {
     expect(logLines(r.stdout()).find((l) => l.level === 'error')?.error).toMatch(/pass --kubeconfig/);
   });
 
-  it('exits 1 naming the failed step when the API server cannot be reached', async () => {
+  /** A kubeconfig naming an API server on a closed loopback port (nothing answers). */
+  async function unreachableKubeconfig(): Promise<string> {
     const port = await closedPort();
-    const dir = mkdtempSync(join(tmpdir(), 'operator-main-'));
-    const kubeconfig = join(dir, 'kubeconfig');
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'operator-main-')), 'kubeconfig');
     writeFileSync(
       kubeconfig,
       [
@@ -107,6 +107,11 @@ describe('kubeplus-isolation-operator (process)', () => {
         'current-context: x',
       ].join('\n'),
     );
+    return kubeconfig;
+  }
+
+  it('exits 1 naming the failed step when the API server cannot be reached', async () => {
+    const kubeconfig = await unreachableKubeconfig();
     const r = run([`--kubeconfig=${kubeconfig}`, '--metrics-port=0']);
     expect(await r.exit).toBe(1);
     const error = logLines(r.stdout()).find((l) => l.level === 'error');
@@ -118,20 +123,7 @@ describe('kubeplus-isolation-operator (process)', () => {
   });
 
   it('with --platform-namespace, nothing is listed to find it: the first step that fails is API discovery', async () => {
-    const port = await closedPort();
-    const dir = mkdtempSync(join(tmpdir(), 'operator-main-'));
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]`,
-        'users: [{name: u, user: {token: t}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-      ].join('\n'),
-    );
+    const kubeconfig = await unreachableKubeconfig();
     const r = run([`--kubeconfig=${kubeconfig}`, '--metrics-port=0', '--platform-namespace=default']);
     expect(await r.exit).toBe(1);
     const error = logLines(r.stdout()).find((l) => l.level === 'error');
