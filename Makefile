@@ -84,6 +84,10 @@ export KUBEPLUS_ISOLATION_K8S
 K8S_FLOOR := 1.30
 K8S_MATRIX := 1.30 1.32 1.34 1.35 1.36
 K8S_BELOW_FLOOR := 1.29
+# The Agent Sandbox release the floor run uses instead of the default (e2e/components/agent-sandbox,
+# v1.0.x): the latest v0.5.x (e2e/components/agent-sandbox-0.5), so that `make test` proves both API
+# shapes (v1beta1 only; v1beta1 + the deprecated v1alpha1). e2e/README.md "Agent Sandbox versions".
+AGENT_SANDBOX_FLOOR := 0.5
 # Minors of K8S_MATRIX a `make test-matrix` leaves out (reported as not run), e.g. "1.30 1.36", which
 # `make test` runs on every CI run.
 K8S_MATRIX_SKIP ?=
@@ -114,6 +118,17 @@ demo: build components images ## Walk both design documents' demo steps on a loc
 clean-node: build ## Remove what killed e2e/demo/bench runs left on this host (node processes, gVisor, cgroups, veths, sysctls, temp dirs); live runs untouched
 	node e2e/dist/clean-node/main.js
 
+# The Agent Sandbox suites on the real node with the older release (AGENT_SANDBOX_FLOOR, v0.5.x):
+# its controller, its conversion webhook and v1alpha1 for real. Not part of `make test` (whose floor
+# run proves v0.5.x at the API level): e2e/README.md "Agent Sandbox versions".
+.PHONY: test-agent-sandbox-floor
+test-agent-sandbox-floor: build components images ## The real-node Agent Sandbox suites with the older Agent Sandbox release (v0.5.x)
+	KUBEPLUS_ISOLATION_AGENT_SANDBOX=$(AGENT_SANDBOX_FLOOR) e2e/scripts/build-components.sh node >/dev/null
+	export KUBEPLUS_ISOLATION_AGENT_SANDBOX=$(AGENT_SANDBOX_FLOOR); \
+	  KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) \
+	  e2e/test/agent-sandbox.test.ts e2e/test/sandbox-pod-governance.test.ts e2e/test/gvisor-sandbox.test.ts \
+	  --selectProjects e2e --runInBand --verbose
+
 # The API-level suites again, on the oldest supported minor: what `make test` proves beside the newest.
 .PHONY: test-e2e-oldest
 test-e2e-oldest: ## The API-level e2e suites on the oldest supported Kubernetes minor (K8S_FLOOR, 1.30)
@@ -130,11 +145,11 @@ test-e2e-oldest: ## The API-level e2e suites on the oldest supported Kubernetes 
 e2e-newest:
 	export KUBEPLUS_ISOLATION_E2E_RUN=newest; $(E2E_JEST)
 e2e-floor:
-	export KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) KUBEPLUS_ISOLATION_E2E_RUN=floor; $(E2E_JEST)
+	export KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) KUBEPLUS_ISOLATION_AGENT_SANDBOX=$(AGENT_SANDBOX_FLOOR) KUBEPLUS_ISOLATION_E2E_RUN=floor; $(E2E_JEST)
 test-e2e-both: build components images
-	KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) e2e/scripts/build-components.sh >/dev/null
-	KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) e2e/scripts/build-components.sh node >/dev/null
-	@echo "e2e: two jest runs at once, newest and floor ($(K8S_FLOOR)): a line per finished suite as they go, each run's full output when it ends, both summaries last"
+	KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) KUBEPLUS_ISOLATION_AGENT_SANDBOX=$(AGENT_SANDBOX_FLOOR) e2e/scripts/build-components.sh >/dev/null
+	KUBEPLUS_ISOLATION_K8S=$(K8S_FLOOR) KUBEPLUS_ISOLATION_AGENT_SANDBOX=$(AGENT_SANDBOX_FLOOR) e2e/scripts/build-components.sh node >/dev/null
+	@echo "e2e: two jest runs at once, newest (Agent Sandbox: the default release) and floor ($(K8S_FLOOR), Agent Sandbox $(AGENT_SANDBOX_FLOOR).x): a line per finished suite as they go, each run's full output when it ends, both summaries last"
 	@summaries=$$(mktemp -d); trap 'rm -rf "$$summaries"' EXIT; status=0; \
 	KUBEPLUS_ISOLATION_E2E_SUMMARY_DIR=$$summaries KUBEPLUS_ISOLATION_E2E_PROGRESS_FD=3 \
 	  $(MAKE) --no-print-directory -j2 --output-sync=target e2e-newest e2e-floor 3>&1 || status=$$?; \

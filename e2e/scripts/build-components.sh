@@ -131,7 +131,10 @@ helm_version=$(gomod_version "$components/helm/go.mod" helm.sh/helm/v3)
 containerd_version=$(gomod_version "$components/containerd/go.mod" github.com/containerd/containerd/v2)
 runc_version=$(gomod_version "$components/runc/go.mod" github.com/opencontainers/runc)
 cni_version=$(gomod_version "$components/cni/go.mod" github.com/containernetworking/plugins)
-agent_sandbox_version=$(gomod_version "$components/agent-sandbox/go.mod" sigs.k8s.io/agent-sandbox)
+# The Agent Sandbox release: e2e/components/agent-sandbox (the default), or agent-sandbox-<x.y> with
+# KUBEPLUS_ISOLATION_AGENT_SANDBOX=<x.y> (agent-sandbox-component.sh; e2e/README.md "Agent Sandbox versions").
+agent_sandbox_module=$("$script_dir/agent-sandbox-component.sh")
+agent_sandbox_version=$(gomod_version "$components/$agent_sandbox_module/go.mod" sigs.k8s.io/agent-sandbox)
 gvisor_version=$(gomod_version "$components/gvisor/go.mod" gvisor.dev/gvisor)
 crane_module=$(cd "$script_dir/../../deploy/image/crane" && pwd -P)
 crane_version=$(gomod_version "$crane_module/go.mod" github.com/google/go-containerregistry)
@@ -164,7 +167,9 @@ pause_dir=$cache/pause-1
 agent_sandbox_dir=$cache/agent-sandbox-$agent_sandbox_version
 # "-1": the revision of the shim's build-time change (see shim_oom_overlay below).
 gvisor_dir=$cache/gvisor-$gvisor_version-1
-bin_dir=$cache/bin-$k8s_version
+# Another Agent Sandbox release than the default gets a bin directory of its own, so that runs of
+# both (the version matrix) never re-point each other's links.
+bin_dir=$cache/bin-$k8s_version${KUBEPLUS_ISOLATION_AGENT_SANDBOX:+-agent-sandbox-$agent_sandbox_version}
 
 # name|module dir|package|output dir  (module dir "-": assembled by a function below)
 targets=(
@@ -188,7 +193,7 @@ targets=(
   "cosign|cosign|github.com/sigstore/cosign/v3/cmd/cosign|$cosign_dir"
   "nft|-|nft|$nft_dir"
   "pause-image.tar|-|pause|$pause_dir"
-  "agent-sandbox-controller|agent-sandbox|sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller|$agent_sandbox_dir"
+  "agent-sandbox-controller|$agent_sandbox_module|sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller|$agent_sandbox_dir"
   "agent-sandbox-controller-image.tar|-|agent_sandbox_image|$agent_sandbox_dir"
   "runsc|gvisor|gvisor.dev/gvisor/runsc|$gvisor_dir"
   "containerd-shim-runsc-v1|gvisor|gvisor.dev/gvisor/shim|$gvisor_dir"
@@ -289,7 +294,7 @@ ldflags_for() { # <module dir>
     cni)
       x+=("-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version")
       ;;
-    agent-sandbox)
+    agent-sandbox | agent-sandbox-*)
       x+=("-X sigs.k8s.io/agent-sandbox/internal/version.gitVersion=$agent_sandbox_version")
       ;;
     cosign)
@@ -471,7 +476,7 @@ for t in "${targets[@]}"; do
       containerd) tags=(-tags no_btrfs) ;;
       # The module proxy serves it at exact versions only and the checksum database has no entry:
       # go.sum pins its hash (-mod=readonly turns a mismatch into an error).
-      agent-sandbox) genv+=(GONOSUMDB=sigs.k8s.io/agent-sandbox) ;;
+      agent-sandbox | agent-sandbox-*) genv+=(GONOSUMDB=sigs.k8s.io/agent-sandbox) ;;
       runc)
         libseccomp_sysroot
         genv=(CGO_ENABLED=1 "PKG_CONFIG_PATH=$seccomp_root/usr/lib/x86_64-linux-gnu/pkgconfig"

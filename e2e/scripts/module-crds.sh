@@ -4,7 +4,9 @@
 # downloaded from the Go module proxy into the Go module cache once per machine. The repository
 # holds no copy of upstream files.
 #
-#   agent-sandbox  k8s/crds/ of sigs.k8s.io/agent-sandbox       (override: KUBEPLUS_SANDBOX_CRDS_DIR)
+#   agent-sandbox  k8s/crds/ of sigs.k8s.io/agent-sandbox       (override: KUBEPLUS_SANDBOX_CRDS_DIR;
+#                  the release: e2e/components/agent-sandbox, or agent-sandbox-<x.y> with
+#                  KUBEPLUS_ISOLATION_AGENT_SANDBOX=<x.y>: agent-sandbox-component.sh)
 #   openreports    config/crd/ of github.com/openreports/reports-api (override: KUBEPLUS_OPENREPORTS_CRDS_DIR)
 #
 # Usage:
@@ -19,6 +21,7 @@ die() { printf 'module-crds: error: %s\n' "$*" >&2; exit 1; }
 
 case "${1:-}" in
   agent-sandbox)
+    component=$("$(dirname "${BASH_SOURCE[0]}")/agent-sandbox-component.sh")
     module=sigs.k8s.io/agent-sandbox
     subdir=k8s/crds
     override=KUBEPLUS_SANDBOX_CRDS_DIR
@@ -33,6 +36,7 @@ case "${1:-}" in
     )
     ;;
   openreports)
+    component=openreports
     module=github.com/openreports/reports-api
     subdir=config/crd
     override=KUBEPLUS_OPENREPORTS_CRDS_DIR
@@ -57,7 +61,7 @@ fi
 if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then PATH=$PATH:/usr/local/go/bin; fi
 command -v go >/dev/null 2>&1 || die "go not found in PATH (needed to fetch the $module module; or set $override)"
 
-cd "$(dirname "${BASH_SOURCE[0]}")/../components/$1"
+cd "$(dirname "${BASH_SOURCE[0]}")/../components/$component"
 # -mod=readonly makes a hash mismatch an error rather than an edit. GOWORK=off: nothing outside
 # this module can change the version.
 export GOWORK=off GOFLAGS=-mod=readonly

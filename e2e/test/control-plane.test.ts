@@ -11,6 +11,7 @@ import {
   NODE_LEASE_NAMESPACE,
   podCondition,
   sandboxCrdsDir,
+  servedSandboxVersions,
   sleep,
   startFakeNodes,
   testPod,
@@ -138,7 +139,7 @@ describe('e2e harness: a real control plane with fake nodes', () => {
     expect(podCondition(intolerant, 'PodScheduled')?.message).toMatch(/\d node\(s\) had untolerated taint/);
   });
 
-  test('the Agent Sandbox CRDs are Established without a conversion webhook and serve v1beta1 and v1alpha1', async () => {
+  test('the Agent Sandbox CRDs are Established without a conversion webhook and serve every version of the pinned release', async () => {
     const ns = namespace as string;
     const extensions = kc.makeApiClient(ApiextensionsV1Api);
     const fixtures = loadCrds(sandboxCrdsDir());
@@ -168,10 +169,11 @@ describe('e2e harness: a real control plane with fake nodes', () => {
       },
     });
     const group = 'agents.x-k8s.io';
-    for (const [version, runtimeClassName] of [
-      ['v1beta1', 'kata'],
-      ['v1alpha1', 'runsc'],
-    ] as const) {
+    // v1.0.x serves v1beta1 only; v0.5.x (the floor run's) v1beta1 and v1alpha1.
+    const served = servedSandboxVersions(fixtures);
+    expect(served[0]).toBe('v1beta1');
+    expect(served.every((v) => ['v1beta1', 'v1alpha1'].includes(v))).toBe(true);
+    for (const [version, runtimeClassName] of served.map((v, i) => [v, i === 0 ? 'kata' : 'runsc'] as const)) {
       const name = `sandbox-${version}`;
       await objects.createNamespacedCustomObject({
         group,
@@ -180,8 +182,8 @@ describe('e2e harness: a real control plane with fake nodes', () => {
         plural: 'sandboxes',
         body: sandbox(name, `${group}/${version}`, runtimeClassName),
       });
-      // Read through the other version: strategy None converts by rewriting apiVersion only.
-      const other = version === 'v1beta1' ? 'v1alpha1' : 'v1beta1';
+      // Read through the other version, where there is one: strategy None converts by rewriting apiVersion only.
+      const other = served.find((v) => v !== version) ?? version;
       const read = (await objects.getNamespacedCustomObject({
         group,
         version: other,

@@ -2,11 +2,12 @@
  * Seed 2 (sandbox isolation), driven end to end by `kubeplus.io/sandbox-isolation` on `Agent`
  * instances: the real operator process writes a RuntimeClass and admission policies, and the real
  * kube-apiserver's admission chain (ValidatingAdmissionPolicy, MutatingAdmissionPolicy — GA in
- * 1.36) judges Sandbox and SandboxTemplate objects of the Agent Sandbox CRDs, at v1beta1 and
- * v1alpha1. One operator process for the file; every test has its own namespace and instance.
+ * 1.36) judges Sandbox and SandboxTemplate objects of the Agent Sandbox CRDs, at every version the
+ * pinned release serves (v1.0.x: v1beta1; v0.5.x, the floor run's: v1beta1 and v1alpha1). One
+ * operator process for the file; every test has its own namespace and instance.
  */
 import { beforeAll, describe, expect, test } from '@jest/globals';
-import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
+import { isApiStatus, loadCrds, sandboxCrdsDir, servedSandboxVersions, waitFor } from '@kubeplus-isolation/e2e';
 import {
   FINALIZER,
   NODE_ISOLATION_ANNOTATION,
@@ -59,7 +60,8 @@ import { operatorSuite } from './support/operator-suite.js';
 const sandboxAnnotation = (minRuntimeClass: string, enforce?: boolean): string =>
   JSON.stringify(enforce === undefined ? { minRuntimeClass } : { minRuntimeClass, enforce });
 
-const VERSIONS: SandboxVersion[] = ['v1beta1', 'v1alpha1'];
+/** Every version the pinned Agent Sandbox release serves (e2e/README.md "Agent Sandbox versions"). */
+const VERSIONS = servedSandboxVersions(loadCrds(sandboxCrdsDir())) as SandboxVersion[];
 /** Advisory mode defaults where the cluster serves MutatingAdmissionPolicy (the version matrix: 1.36+). */
 const DEFAULTING = sharedClusterDefaults();
 const INVALID_METRIC = 'kubeplus_operator_invalid_annotations_total';
@@ -478,10 +480,12 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     });
     await waitForOwned(kc, name, expectedSandboxObjects(ns, name, true));
     await waitForAdmission(kc, ref(ns, 'probe'), own, 'to be admitted', allowedWithout);
-    const sandboxes = [
-      expectAllowed(await createSandbox(kc, ref(ns, 'kept-v1beta1'), own), 'a Sandbox').object,
-      expectAllowed(await createSandbox(kc, ref(ns, 'kept-v1alpha1', 'v1alpha1'), own), 'a v1alpha1 Sandbox').object,
-    ];
+    const sandboxes = [];
+    for (const version of VERSIONS) {
+      sandboxes.push(
+        expectAllowed(await createSandbox(kc, ref(ns, `kept-${version}`, version), own), `a ${version} Sandbox`).object,
+      );
+    }
     await deleteAgent(kc, ns, name);
     expect(await ownedObjects(kc, name)).toEqual([]);
     expect(await handlerOf(kc, own)).toBeUndefined();

@@ -1,6 +1,6 @@
 /**
  * Issue 21, hole 1: "a compliant Sandbox backed by a weaker Pod". The upstream Agent Sandbox
- * controller (v0.5.0, on the real node) finds a Sandbox's Pod by the `agents.x-k8s.io/pod-name`
+ * controller (on the real node; written against v0.5.0, now the pinned release) finds a Sandbox's Pod by the `agents.x-k8s.io/pod-name`
  * annotation or by the Sandbox's name and ADOPTS an ownerless Pod labelled
  * `agents.x-k8s.io/adoptable` or carrying the Sandbox's `agents.x-k8s.io/sandbox-name-hash`,
  * without comparing it with the template. A tenant who judged only the Sandbox could make a
@@ -10,7 +10,8 @@
  * 1. with Pod rights: a runc Pod `agent-1` labelled adoptable, then a compliant Sandbox `agent-1`;
  * 2. with Sandbox rights only: `kubectl delete sandbox w --cascade=orphan` of a Sandbox left weak
  *    by a tightening (its Pod keeps running with its name-hash label), then `w` re-created compliant;
- * 3. re-pointing a compliant Sandbox's `agents.x-k8s.io/pod-name` annotation at a weak adoptable Pod.
+ * 3. re-pointing a compliant Sandbox's `agents.x-k8s.io/pod-name` annotation at a weak adoptable Pod
+ *    (from v0.5.6 the controller keeps the Pod it owns by UID and clears the annotation).
  *
  * And the compliance Report judges what runs: a compliant Sandbox that adopted a runc Pod before
  * the minimum was raised is reported, naming its Pod.
@@ -18,7 +19,11 @@
 
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { type RealNodeCluster, waitFor } from '@kubeplus-isolation/e2e';
-import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
+import {
+  NODE_ISOLATION_ANNOTATION,
+  POD_NAME_ANNOTATION as POD_NAME,
+  SANDBOX_ISOLATION_ANNOTATION,
+} from '@kubeplus-isolation/spec';
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, patchAgent } from './support/operator.js';
 import { kubectl, kubectlWithInput, PLATFORM_NS, poolMandate, startSandboxNode } from './support/real-node.js';
@@ -179,13 +184,22 @@ describe("a Sandbox's Pod meets the namespace's minimum, however the tenant trie
     });
     await kubectl(cluster, 'annotate', 'sandbox', 's', '-n', 'team-o', 'agents.x-k8s.io/pod-name=spare', '--overwrite');
 
-    // Either the controller adopted the weak Pods (the hole) or its adoption was refused.
+    // Either the controller adopted the weak Pods (the hole), or its adoption was refused by the
+    // policies, or (the re-pointed Sandbox) it kept the Pod it already owns: from v0.5.6 the owner
+    // UID is authoritative over the deprecated pod-name annotation, which the controller then
+    // clears (sandbox_controller.go reconcilePod). Both pinned releases (v1.0.1, v0.5.6) do that;
+    // v0.5.0 took the annotation and was refused by the policies.
     const outcome = (name: string, podName: string) =>
       waitFor(
-        `the controller to adopt Pod ${podName} for Sandbox ${name}, or be refused`,
+        `the controller to adopt Pod ${podName} for Sandbox ${name}, be refused, or keep its own Pod`,
         async () => {
           if (ownedBySandbox(await pod('team-o', podName))) return 'adopted';
-          return (await refusals(podName)).length > 0 ? 'refused' : undefined;
+          if ((await refusals(podName)).length > 0) return 'refused';
+          const sb = await readSandbox(custom, 'team-o', name);
+          const own = await podOfSandbox(core, custom, 'team-o', name);
+          return own !== undefined && own.metadata?.name !== podName && !sb?.metadata.annotations?.[POD_NAME]
+            ? 'kept-own'
+            : undefined;
         },
         { timeoutMs: 60_000 },
       );
@@ -193,7 +207,7 @@ describe("a Sandbox's Pod meets the namespace's minimum, however the tenant trie
     process.stderr.write(
       `[pod-governance] orphaned runc Pod w: ${orphan}; spare runc Pod behind re-pointed Sandbox s: ${repointed}\n`,
     );
-    expect({ orphan, repointed }).toEqual({ orphan: 'refused', repointed: 'refused' });
+    expect({ orphan, repointed }).toEqual({ orphan: 'refused', repointed: 'kept-own' });
     // And neither compliant Sandbox runs its weak Pod: not owned, the Sandboxes not Ready on them.
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     expect(ownedBySandbox(await pod('team-o', 'w'))).toBe(false);

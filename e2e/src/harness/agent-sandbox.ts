@@ -7,6 +7,7 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   loadAllYaml,
+  type V1CustomResourceDefinition,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { type InstallOptions, installCrds, loadCrds } from './crds.js';
@@ -23,7 +24,7 @@ export function agentSandboxImage(version: string): string {
   return `kubeplus-isolation.local/agent-sandbox-controller:${version}`;
 }
 
-/** The pinned module's version, from its directory name in the Go module cache (`…/agent-sandbox@v0.5.0`). */
+/** The pinned module's version, from its directory name in the Go module cache (`…/agent-sandbox@v1.0.1`). */
 export function agentSandboxVersion(moduleDir: string): string {
   const match = /@(v[^/]+)$/.exec(moduleDir);
   if (!match?.[1]) throw new Error(`cannot read the agent-sandbox version from ${moduleDir}`);
@@ -72,6 +73,21 @@ export function agentSandboxManifests(
   return docs;
 }
 
+/** The CRDs among `crds` that convert through a webhook (the controller's, before v1.0). Pure. */
+export function convertingCrds(crds: readonly V1CustomResourceDefinition[]): string[] {
+  return crds.filter((crd) => crd.spec.conversion?.strategy === 'Webhook').map((crd) => crd.metadata?.name ?? '');
+}
+
+/** The versions the pinned release's Sandbox CRD serves, storage version first (v1.0.x: v1beta1 only). Pure. */
+export function servedSandboxVersions(crds: readonly V1CustomResourceDefinition[]): string[] {
+  const sandbox = crds.find((crd) => crd.spec.group === 'agents.x-k8s.io' && crd.spec.names.kind === 'Sandbox');
+  if (!sandbox) throw new Error("no Sandbox CRD (agents.x-k8s.io) among the pinned release's CRDs");
+  return sandbox.spec.versions
+    .filter((v) => v.served)
+    .sort((a, b) => Number(b.storage) - Number(a.storage))
+    .map((v) => v.name);
+}
+
 async function createAll(kc: KubeConfig, docs: readonly KubernetesObject[]): Promise<void> {
   const api = KubernetesObjectApi.makeApiClient(kc);
   for (const doc of docs) {
@@ -85,11 +101,12 @@ async function createAll(kc: KubeConfig, docs: readonly KubernetesObject[]): Pro
 
 /**
  * Runs the upstream Agent Sandbox controller on a cluster with a real node (the image imported by
- * startRealNodeCluster): its CRDs from the pinned module UNMODIFIED, conversion webhook included
- * (the controller puts its CA into them at start and serves /convert behind its Service, which an
- * API server with aggregator routing calls at the Pod's IP), its RBAC and Deployment as
- * agentSandboxManifests() adapts them. Resolves once the controller is available and every CRD
- * carries its caBundle.
+ * startRealNodeCluster): its CRDs from the pinned module UNMODIFIED, its RBAC and Deployment as
+ * agentSandboxManifests() adapts them. Resolves once the controller is available and, for a
+ * release whose CRDs convert through the controller (v0.5.x: v1alpha1 beside v1beta1; the
+ * controller puts its CA into them at start and serves /convert behind its Service, which an API
+ * server with aggregator routing calls at the Pod's IP), every such CRD carries its caBundle.
+ * v1.0.x serves v1beta1 only, with no conversion stanza and no webhook: nothing to wait for there.
  */
 export async function installAgentSandbox(
   kc: KubeConfig,
@@ -97,14 +114,17 @@ export async function installAgentSandbox(
     /** Where the controller's Pod may run (e.g. the real node, beside fake ones that run nothing). */
     nodeSelector?: Record<string, string>;
   } = {},
-): Promise<{ crds: string[] }> {
+): Promise<{ crds: string[]; version: string; converting: string[] }> {
   const crdsDir = sandboxCrdsDir();
   const moduleDir = dirname(dirname(crdsDir));
-  const image = agentSandboxImage(agentSandboxVersion(moduleDir));
+  const version = agentSandboxVersion(moduleDir);
+  const image = agentSandboxImage(version);
   // CRDs first: the controller patches its CA into them once, at start, and skips a CRD it does
   // not find ("CRD not found, skipping patch", cmd/agent-sandbox-controller/tls.go) — a controller
   // that starts before its CRDs exist never converts them.
-  const crds = await installCrds(kc, loadCrds(crdsDir, { keepConversion: true }));
+  const loaded = loadCrds(crdsDir, { keepConversion: true });
+  const converting = convertingCrds(loaded);
+  const crds = await installCrds(kc, loaded);
   await createAll(kc, agentSandboxManifests(moduleDir, image, opts.nodeSelector));
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const apps = kc.makeApiClient(AppsV1Api);
@@ -120,12 +140,13 @@ export async function installAgentSandbox(
     },
     { timeoutMs },
   );
+  if (converting.length === 0) return { crds, version, converting };
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   await waitFor(
     'the controller to put its CA into every CRD’s conversion webhook',
     async (observe) => {
       const missing: string[] = [];
-      for (const name of crds) {
+      for (const name of converting) {
         const crd = await ext.readCustomResourceDefinition({ name });
         if (!crd.spec.conversion?.webhook?.clientConfig?.caBundle) missing.push(name);
       }
@@ -134,5 +155,5 @@ export async function installAgentSandbox(
     },
     { timeoutMs },
   );
-  return { crds };
+  return { crds, version, converting };
 }

@@ -5,7 +5,9 @@ export {
   agentSandboxImage,
   agentSandboxManifests,
   agentSandboxVersion,
+  convertingCrds,
   installAgentSandbox,
+  servedSandboxVersions,
 } from './agent-sandbox.js';
 export {
   type ApiProxy,
@@ -93,7 +95,7 @@ export { instancePolicyName, legacyInstancePolicyName, type PolicyRole } from '.
 export { freePorts } from './ports.js';
 export { describeExit, type ManagedProcess, type ProcessExit } from './process.js';
 export { serveRegistry, type TestRegistry } from './registry.js';
-export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, webhookEntryPath } from './repo.js';
+export { openReportsCrdsDir, repoRoot, sandboxCrdsDir, sandboxCrdsDirOf, webhookEntryPath } from './repo.js';
 export { ownerAlive, processStartTime, type RunOwner, readOwner, runOwner } from './run-owner.js';
 export { connectE2eCluster, E2E_STATE_ENV, e2eStatePath } from './run-state.js';
 export { getSecureMetrics, metricsReaderToken, scrapeSecureMetrics } from './secure-metrics.js';

@@ -36,6 +36,20 @@ export function sandboxCrdsDir(): string {
   return moduleCrdsDir('agent-sandbox', 'KUBEPLUS_SANDBOX_CRDS_DIR');
 }
 
+/**
+ * The Agent Sandbox CRDs of one pinned release, whichever this run uses: `''` the default
+ * (e2e/components/agent-sandbox), `'0.5'` e2e/components/agent-sandbox-0.5 (e2e/README.md "Agent
+ * Sandbox versions"). For a suite that moves a cluster from one release to another.
+ */
+export function sandboxCrdsDirOf(release: string): string {
+  const script = join(repoRoot(), 'e2e', 'scripts', 'module-crds.sh');
+  const env = { ...process.env, KUBEPLUS_ISOLATION_AGENT_SANDBOX: release, KUBEPLUS_SANDBOX_CRDS_DIR: '' };
+  const out = execFileSync(script, ['agent-sandbox'], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = out.trim().split('\n').at(-1);
+  if (!dir) throw new Error(`${script} agent-sandbox (release ${release || 'default'}) printed no directory`);
+  return dir;
+}
+
 /** The OpenReports CRDs: `config/crd/` of github.com/openreports/reports-api, or KUBEPLUS_OPENREPORTS_CRDS_DIR. */
 export function openReportsCrdsDir(): string {
   return moduleCrdsDir('openreports', 'KUBEPLUS_OPENREPORTS_CRDS_DIR');

@@ -1,7 +1,7 @@
 /**
  * Agent Sandbox objects as the real-node suites write and read them (the upstream controller,
- * sigs.k8s.io/agent-sandbox v0.5.0, runs on the node): manifests, reads, readiness, the Pod a
- * Sandbox runs.
+ * sigs.k8s.io/agent-sandbox, the pinned release, runs on the node): manifests, reads, readiness,
+ * the Pod a Sandbox runs.
  */
 import type { CoreV1Api, CustomObjectsApi, V1Pod } from '@kubernetes/client-node';
 
@@ -38,13 +38,20 @@ export const readSandbox = async (
 export const isReady = (sb: SandboxStatus | undefined): boolean =>
   sb?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
-/** The Pod the Sandbox's `agents.x-k8s.io/pod-name` annotation names (set by the controller once it has one). */
+/**
+ * The Pod a Sandbox runs, found as the controller finds it (v0.5.6 and later): the Pod whose
+ * CONTROLLER ownerReference carries the Sandbox's UID, whatever its name or the reference's kind.
+ * (v1.0 no longer writes the deprecated `agents.x-k8s.io/pod-name` annotation, so a lookup by it
+ * finds nothing there.)
+ */
 export async function podOfSandbox(
   core: CoreV1Api,
   custom: CustomObjectsApi,
   namespace: string,
   sandboxName: string,
 ): Promise<V1Pod | undefined> {
-  const name = (await readSandbox(custom, namespace, sandboxName))?.metadata.annotations?.['agents.x-k8s.io/pod-name'];
-  return name ? core.readNamespacedPod({ namespace, name }).catch(() => undefined) : undefined;
+  const uid = (await readSandbox(custom, namespace, sandboxName))?.metadata.uid;
+  if (!uid) return undefined;
+  const pods = await core.listNamespacedPod({ namespace });
+  return pods.items.find((p) => p.metadata?.ownerReferences?.some((o) => o.controller === true && o.uid === uid));
 }

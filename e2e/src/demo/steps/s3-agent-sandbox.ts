@@ -14,11 +14,11 @@ export const agentSandbox: DemoStep = {
   async run(demo) {
     if (demo.realNode) {
       // On node-a: node-b and node-c are fake and run nothing.
-      const { crds } = await installAgentSandbox(demo.kc, {
+      const { crds, version, converting } = await installAgentSandbox(demo.kc, {
         nodeSelector: { 'kubernetes.io/hostname': REAL_NODE },
       });
       demo.report.note(
-        `the upstream Agent Sandbox controller (v0.5.0, --extensions) runs as a Pod on ${REAL_NODE}; its CRDs are installed unmodified, the conversion webhook served by it: ${crds.join(', ')}`,
+        `the upstream Agent Sandbox controller (${version}, --extensions) runs as a Pod on ${REAL_NODE}; its CRDs are installed unmodified${converting.length > 0 ? ', the conversion webhook served by it' : ' (this release serves v1beta1 only, with no conversion webhook)'}: ${crds.join(', ')}`,
       );
     } else {
       const crds = await installSandboxCrds(demo.kc);

@@ -1,8 +1,10 @@
 /**
  * The only facts about kubernetes-sigs/agent-sandbox the operator relies on: which resources
  * carry a Pod template, at which versions they are served, and where the runtime class sits.
- * (CRDs of sigs.k8s.io/agent-sandbox v0.5.0, pinned in e2e/components/agent-sandbox: `sandboxes.agents.x-k8s.io` and
- * `sandboxtemplates.extensions.agents.x-k8s.io`, each serving v1beta1 (storage) and v1alpha1.)
+ * (CRDs of sigs.k8s.io/agent-sandbox: `sandboxes.agents.x-k8s.io` and
+ * `sandboxtemplates.extensions.agents.x-k8s.io`. v1.0.x, pinned in e2e/components/agent-sandbox,
+ * serves v1beta1 only; v0.5.x, pinned in e2e/components/agent-sandbox-0.5, serves v1beta1 (storage)
+ * and the deprecated v1alpha1. Both are supported: the policies list both versions.)
  */
 import { RUNTIME_CLASS_PATH } from '@kubeplus-isolation/spec';
 
