@@ -335,6 +335,41 @@ describe('sandbox isolation naming a platform RuntimeClass, beside a stand-in fo
     expectAdmittedBy(await createSandbox(kc, ref(ns, 'gvisor'), GVISOR), 'a Sandbox with gvisor', GVISOR);
   });
 
+  test('a named class that does not exist yet: a Warning and nothing recommended until the platform creates it, then recommended at once', async () => {
+    const ns = await tenantNamespace('kpi-pc-late');
+    const name = uniqueName('pc-late');
+    const late = uniqueName('late-gvisor');
+    const before = await suite.operator.metric(UNUSABLE_METRIC, { reason: 'missing' });
+    await createAgent(kc, ns, name, {
+      [SANDBOX_ISOLATION_ANNOTATION]: annotation({ minRuntimeClass: 'runsc', enforce: false, runtimeClassName: late }),
+    });
+    const event = await waitForEvent(kc, ns, name, 'PlatformRuntimeClassUnusable');
+    expect(event.message).toContain(
+      `names runtimeClassName "${late}", a RuntimeClass that does not exist as a platform class`,
+    );
+    await waitFor(
+      `${UNUSABLE_METRIC}{reason="missing"} to move past ${before}`,
+      async () => (await suite.operator.metric(UNUSABLE_METRIC, { reason: 'missing' })) > before,
+      { timeoutMs: 10_000 },
+    );
+    const hint = (a: Admission): string => (a.allowed ? a.warnings.join('\n') : '');
+    const missing = await waitForAdmission(kc, ref(ns, 'probe'), 'runc', 'to be warned about', (a) => hint(a) !== '');
+    expect(hint(missing)).toContain('no RuntimeClass in the cluster meets it');
+    const api = kc.makeApiClient(NodeV1Api);
+    await api.createRuntimeClass({ body: { metadata: { name: late }, handler: 'runsc' } });
+    madeClasses.push(late);
+    // A platform class's creation requeues every sandbox instance: the policy now recommends it.
+    await waitForAdmission(kc, ref(ns, 'probe'), 'runc', `to be told to use ${late}`, (a) =>
+      hint(a).includes(`use runtimeClassName "${late}"`),
+    );
+    if (DEFAULTING) {
+      await waitForAdmission(kc, ref(ns, 'probe'), undefined, `to be defaulted to ${late}`, (a) =>
+        a.allowed ? a.object.spec.podTemplate.spec.runtimeClassName === late : false,
+      );
+    }
+    expect(await runtimeClassExists(kc, runtimeClassName(name))).toBe(false);
+  });
+
   test('an instance switching from its generated class to a platform class: the generated class is deleted and no longer allowed', async () => {
     const ns = await tenantNamespace('kpi-pc-switch');
     const name = uniqueName('pc-switch');
