@@ -90,9 +90,10 @@ ${EXIT_HELP}
 Read-only, with your kubeconfig: which instance isolates NAMESPACE, the node mandate in force
 (the namespace's resolved annotation), the admission engine (the node-isolation webhook's
 registration, the admission-policy engine's NodeIsolation parameter), the sandbox minimum and
-mode, each instance's annotations, its RuntimeClass and admission policies and whether they are in
-force (exist and bound), and the Pods and Sandboxes that do not comply, each with the reason (the
-operator's audit and compliance report rules).
+mode, each instance's annotations, its RuntimeClass (the generated one, or the platform's class its
+annotation names with runtimeClassName, and whether the operator can use it) and admission policies
+and whether they are in force (exist and bound), and the Pods and Sandboxes that do not comply, each
+with the reason (the operator's audit and compliance report rules).
 
 Flags:
       --platform-namespace NS        KubePlus's namespace, as the operator's flag (default: found from KubePlus's

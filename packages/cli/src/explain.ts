@@ -10,6 +10,7 @@ import {
   findUnisolatedPods,
   findWeakSandboxes,
   type HandlerLevels,
+  handlerMeetsMinimum,
   type InstanceIdentity,
   instanceIdentity,
   lastGoodMinimums,
@@ -126,7 +127,20 @@ export interface InstanceExplanation {
   tenantNamespaceRefused?: { reason: string; message: string };
   nodeIsolation: AnnotationState;
   sandboxIsolation: AnnotationState & { minRuntimeClass?: RuntimeLevel; enforce?: boolean };
-  runtimeClass: { name: string; exists: boolean; owned: boolean; handler?: string; level?: RuntimeLevel };
+  /**
+   * The class the instance's Sandboxes are told to use: its generated `kubeplus-sandbox-<instance>`,
+   * or the platform's class its annotation names (`runtimeClassName`; then `platform.problem` says
+   * why the operator cannot use it, as the operator judges: it does not exist, kubeplus-isolation
+   * generated it, or its handler is below the namespace's minimum; absent when it is used).
+   */
+  runtimeClass: {
+    name: string;
+    exists: boolean;
+    owned: boolean;
+    handler?: string;
+    level?: RuntimeLevel;
+    platform?: { problem?: 'missing' | 'not-platform' | 'below-minimum' };
+  };
   /** The policies this instance's mode generates, each with whether it and its binding exist. */
   policies: PolicyState[];
 }
@@ -203,13 +217,36 @@ export function explain(facts: ExplainFacts): Explanation {
   const bindingNames = new Set(facts.bindings.map((b) => `${b.kind}/${b.name}`));
   const sharedPolicies = new Set(facts.sharedPolicies ?? []);
 
+  const sandboxInstances = facts.instances.map((i) => ({
+    ...i.identity,
+    annotation: i.annotations?.[SANDBOX_ISOLATION_ANNOTATION] ?? '',
+  }));
+  // As the operator: instances carrying the annotation bind; an invalid one with its last good minimum.
+  const sandboxPolicy = namespaceSandboxPolicy(
+    sandboxInstances.filter((i) => i.annotation !== ''),
+    facts.namespace,
+    facts.platformNamespace,
+    lastGoodMinimums(classes, DEFAULT_LEVEL_HANDLERS, facts.handlerLevels),
+  );
+
   const instances: InstanceExplanation[] = facts.instances.map((i) => {
     const id = instanceIdentity(i.identity);
     const sandboxText = i.annotations?.[SANDBOX_ISOLATION_ANNOTATION];
     const sandbox = sandboxText === undefined ? undefined : parseSandboxIsolation(sandboxText);
-    const rcName = runtimeClassName(i.identity.name);
+    const platformName = sandbox?.ok === true ? sandbox.value.runtimeClassName : undefined;
+    const rcName = platformName ?? runtimeClassName(i.identity.name);
     const rc = facts.runtimeClasses.find((c) => c.name === rcName);
     const level = rc === undefined ? undefined : levelOfHandler(rc.handler, facts.handlerLevels);
+    // The operator's rule (services/operator desired/sandbox-platform-class.ts): against the namespace's minimum.
+    const minimum = sandboxPolicy?.minimum ?? (sandbox?.ok === true ? sandbox.value.minRuntimeClass : 'runc');
+    const problem =
+      rc === undefined
+        ? 'missing'
+        : rc.owner !== undefined
+          ? 'not-platform'
+          : handlerMeetsMinimum(rc.handler, minimum, facts.handlerLevels)
+            ? undefined
+            : 'below-minimum';
     const roles: PolicyRole[] =
       sandbox?.ok === true ? (sandbox.value.enforce ? ['enforce'] : ['advisory', 'default']) : [];
     // An invalid annotation keeps the last policies applied: show whichever exist.
@@ -247,6 +284,7 @@ export function explain(facts: ExplainFacts): Explanation {
         owned: rc?.owner === id,
         ...(rc === undefined ? {} : { handler: rc.handler }),
         ...(level === undefined ? {} : { level }),
+        ...(platformName === undefined ? {} : { platform: problem === undefined ? {} : { problem } }),
       },
       policies: shown.map((role) => {
         const name = policyName(i.identity, role);
@@ -265,18 +303,6 @@ export function explain(facts: ExplainFacts): Explanation {
       }),
     };
   });
-
-  const sandboxInstances = facts.instances.map((i) => ({
-    ...i.identity,
-    annotation: i.annotations?.[SANDBOX_ISOLATION_ANNOTATION] ?? '',
-  }));
-  // As the operator: instances carrying the annotation bind; an invalid one with its last good minimum.
-  const sandboxPolicy = namespaceSandboxPolicy(
-    sandboxInstances.filter((i) => i.annotation !== ''),
-    facts.namespace,
-    facts.platformNamespace,
-    lastGoodMinimums(classes, DEFAULT_LEVEL_HANDLERS, facts.handlerLevels),
-  );
 
   const mandate = resolved?.ok === true ? resolved.value : undefined;
   const pods =
@@ -380,8 +406,18 @@ export function formatExplanation(e: Explanation): string {
           : `  ${key}: INVALID (the operator keeps the state last applied): ${a.errors.join('; ')}`,
       );
     }
-    if (i.sandboxIsolation.present || i.runtimeClass.exists) {
-      const rc = i.runtimeClass;
+    const rc = i.runtimeClass;
+    if (rc.platform !== undefined) {
+      const problem = rc.platform.problem;
+      const state = rc.exists
+        ? `exists, handler ${rc.handler}${rc.level === undefined ? '' : ` (${rc.level})`}`
+        : 'MISSING';
+      const verdict =
+        problem === undefined
+          ? 'recommended (and defaulted to in advisory mode)'
+          : `NOT usable (${problem === 'missing' ? 'it does not exist' : problem === 'not-platform' ? 'kubeplus-isolation generated it, it is no platform class' : `its handler is below the minimum ${e.sandboxIsolation.minimum ?? ''}`.trimEnd()}): nothing is recommended or defaulted to`;
+      out.push(`  RuntimeClass ${rc.name} (the platform's, named by runtimeClassName): ${state}; ${verdict}`);
+    } else if (i.sandboxIsolation.present || rc.exists) {
       out.push(
         `  RuntimeClass ${rc.name}: ${rc.exists ? `exists, handler ${rc.handler}${rc.level === undefined ? '' : ` (${rc.level})`}${rc.owned ? '' : ', NOT owned by this instance'}` : 'MISSING'}`,
       );

@@ -209,6 +209,51 @@ describe('explain', () => {
     expect(e.nonCompliant.sandboxes?.map((s) => s.name)).toEqual(['weak']);
   });
 
+  it('a platform class named by runtimeClassName: shown instead of a generated class, with whether the operator can use it', () => {
+    const named = (runtimeClassName: string, minRuntimeClass = 'runsc') =>
+      facts({
+        instances: [
+          {
+            identity: ID,
+            annotations: { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass, runtimeClassName }) },
+          },
+        ],
+        runtimeClasses: [
+          { name: 'gvisor', handler: 'runsc' },
+          { name: 'runc', handler: 'runc' },
+          { name: 'kubeplus-sandbox-other', handler: 'runsc', owner: 'cloudark.io/Agent/team-b/other' },
+        ],
+      });
+    const gvisor = explain(named('gvisor'));
+    expect(gvisor.instances[0]?.runtimeClass).toEqual({
+      name: 'gvisor',
+      exists: true,
+      owned: false,
+      handler: 'runsc',
+      level: 'runsc',
+      platform: {},
+    });
+    expect(formatExplanation(gvisor)).toContain(
+      "  RuntimeClass gvisor (the platform's, named by runtimeClassName): exists, handler runsc (runsc); recommended (and defaulted to in advisory mode)",
+    );
+    const weak = explain(named('runc'));
+    expect(weak.instances[0]?.runtimeClass.platform).toEqual({ problem: 'below-minimum' });
+    expect(formatExplanation(weak)).toContain(
+      "  RuntimeClass runc (the platform's, named by runtimeClassName): exists, handler runc (runc); NOT usable (its handler is below the minimum runsc): nothing is recommended or defaulted to",
+    );
+    expect(explain(named('runc', 'runc')).instances[0]?.runtimeClass.platform).toEqual({});
+    const missing = explain(named('nope'));
+    expect(missing.instances[0]?.runtimeClass).toMatchObject({
+      name: 'nope',
+      exists: false,
+      platform: { problem: 'missing' },
+    });
+    expect(formatExplanation(missing)).toContain('MISSING; NOT usable (it does not exist)');
+    expect(explain(named('kubeplus-sandbox-other')).instances[0]?.runtimeClass.platform).toEqual({
+      problem: 'not-platform',
+    });
+  });
+
   it('engines, and a namespace neither isolated nor existing', () => {
     expect(explain(facts({ webhooks: [], nodeIsolationParams: true })).nodeIsolation.engine).toBe('admission-policy');
     expect(explain(facts({ nodeIsolationParams: true })).nodeIsolation.engine).toBe('both');

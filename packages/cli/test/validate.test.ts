@@ -63,6 +63,21 @@ describe('validate: judges annotations exactly as the operator', () => {
     );
   });
 
+  it('reports a runtimeClassName that cannot name a RuntimeClass, and accepts one that can', () => {
+    const r = decide(
+      docs(
+        agent('good', { [SANDBOX_ISOLATION_ANNOTATION]: '{"minRuntimeClass":"runsc","runtimeClassName":"gvisor"}' }),
+        agent('bad', { [SANDBOX_ISOLATION_ANNOTATION]: '{"minRuntimeClass":"runsc","runtimeClassName":"GVisor"}' }),
+      ),
+      NO_CONFIGURED_KINDS,
+    );
+    expect(r.valid).toBe(false);
+    expect(r.instances.map((i) => i.annotations[0]?.valid)).toEqual([true, false]);
+    expect(formatValidate(r)).toContain(
+      "  kubeplus.io/sandbox-isolation is invalid:\n    runtimeClassName must name a RuntimeClass: a DNS-1123 subdomain (an object name such as a RuntimeClass's): at most 253 characters",
+    );
+  });
+
   it("gives each fixture of the spec package the parser's verdict and messages", () => {
     const annotated = [
       ...NODE_CASES.map((c, i) => agent(`n${i}`, { [NODE_ISOLATION_ANNOTATION]: JSON.stringify(c) })),

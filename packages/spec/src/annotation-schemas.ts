@@ -6,7 +6,7 @@
  * build time (ajv standalone code, src/generated/validators.ts), so no process loads ajv's compiler.
  * Change a schema, then `make generate` (`make build` runs it).
  */
-import { LABEL_VALUE_RULE, QUALIFIED_NAME_RULE } from './k8s-validation.js';
+import { DNS1123_SUBDOMAIN_RULE, LABEL_VALUE_RULE, QUALIFIED_NAME_RULE } from './k8s-validation.js';
 import { RUNTIME_LEVELS } from './types.js';
 
 /** Largest annotation text accepted (bytes of UTF-16 code units; Kubernetes caps all annotations at 256 KiB). */
@@ -106,10 +106,16 @@ export const sandboxIsolationSchema = {
   properties: {
     minRuntimeClass: { enum: RUNTIME_LEVELS, errorMessage: `must be one of ${RUNTIME_LEVELS.join(', ')}` },
     enforce: { type: 'boolean', default: true, errorMessage: 'must be true or false' },
+    // An existing platform RuntimeClass to use instead of a generated one (types.ts SandboxIsolationSpec).
+    runtimeClassName: {
+      type: 'string',
+      format: 'k8s-dns-subdomain',
+      errorMessage: `must name a RuntimeClass: ${DNS1123_SUBDOMAIN_RULE}`,
+    },
   },
   errorMessage: {
-    type: 'must be a JSON object with minRuntimeClass and optionally enforce',
-    additionalProperties: 'only minRuntimeClass and enforce are allowed',
+    type: 'must be a JSON object with minRuntimeClass and optionally enforce and runtimeClassName',
+    additionalProperties: 'only minRuntimeClass, enforce and runtimeClassName are allowed',
     required: { minRuntimeClass: 'minRuntimeClass is required (one of runc, runsc, kata)' },
   },
 } as const;

@@ -45,5 +45,7 @@ export function isLabelValue(s: string): boolean {
 
 export const QUALIFIED_NAME_RULE =
   "a qualified name: an optional DNS subdomain prefix and '/', then a name of at most 63 characters of letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+export const DNS1123_SUBDOMAIN_RULE =
+  "a DNS-1123 subdomain (an object name such as a RuntimeClass's): at most 253 characters of lower-case letters, digits, '-' and '.', starting and ending with a letter or digit";
 export const LABEL_VALUE_RULE =
   "a label value: empty, or at most 63 characters of letters, digits, '-', '_' or '.', starting and ending with a letter or digit";

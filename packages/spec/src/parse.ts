@@ -57,5 +57,7 @@ export function parseSandboxIsolation(text: unknown): ParseResult<SandboxIsolati
   if (!validateSandboxIsolation(json.value))
     return { ok: false, errors: formatErrors(validateSandboxIsolation.errors) };
   const v = json.value as SandboxIsolationSpec; // `enforce` filled with its default by ajv
-  return { ok: true, value: { minRuntimeClass: v.minRuntimeClass, enforce: v.enforce } };
+  const value: SandboxIsolationSpec = { minRuntimeClass: v.minRuntimeClass, enforce: v.enforce };
+  if (v.runtimeClassName !== undefined) value.runtimeClassName = v.runtimeClassName;
+  return { ok: true, value };
 }

@@ -24,6 +24,13 @@ export type RuntimeLevel = (typeof RUNTIME_LEVELS)[number];
 export interface SandboxIsolationSpec {
   minRuntimeClass: RuntimeLevel;
   enforce: boolean;
+  /**
+   * An existing RuntimeClass of the platform (e.g. GKE Sandbox's `gvisor`) that Sandboxes are told
+   * to use and advisory mode defaults to, instead of the `kubeplus-sandbox-<instance>` class the
+   * operator otherwise generates. Still held to `minRuntimeClass` by its handler. Absent: the
+   * operator generates its own class.
+   */
+  runtimeClassName?: string;
 }
 
 /** Result of parsing user input: never thrown, always returned. */

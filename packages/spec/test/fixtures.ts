@@ -70,4 +70,10 @@ export const SANDBOX_CASES: unknown[] = [
   {},
   { enforce: false, minRuntimeClass: 'kata' },
   ...[null, 'kata', 1, [], [{ minRuntimeClass: 'kata' }], { minRuntimeClass: null, enforce: null }],
+  { minRuntimeClass: 'runsc', runtimeClassName: 'gvisor' },
+  { minRuntimeClass: 'kata', enforce: false, runtimeClassName: 'kata-qemu.example.com' },
+  { minRuntimeClass: 'runsc', runtimeClassName: 'GVisor' },
+  { minRuntimeClass: 'runsc', runtimeClassName: '' },
+  { minRuntimeClass: 'runsc', runtimeClassName: 42 },
+  { minRuntimeClass: 'runsc', runtimeClassName: long('a', 254) },
 ];

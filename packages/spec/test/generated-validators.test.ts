@@ -162,6 +162,10 @@ describe('generated validators agree with ajv compiling the schemas at run time'
         {
           minRuntimeClass: mostly(fc.constantFrom('runc', 'runsc', 'kata'), fc.anything({ maxDepth: 0 })),
           enforce: mostly(fc.boolean(), fc.anything({ maxDepth: 0 })),
+          runtimeClassName: mostly(
+            fc.constantFrom('gvisor', 'kata-qemu', 'a.b-c', 'GVisor', '', '-x', 'x.', 'a'.repeat(254)),
+            fc.anything({ maxDepth: 0 }),
+          ),
         },
         { requiredKeys: [] },
       ),

@@ -38,6 +38,12 @@ export const EventReason = {
   /** Warning: advisory mode, but no RuntimeClass to default to. */
   NoDefaultRuntimeClass: 'NoDefaultRuntimeClass',
   /**
+   * Warning: the annotation's `runtimeClassName` names a RuntimeClass that does not exist, is not
+   * the platform's (kubeplus-isolation generated it), or whose handler is weaker than the
+   * minimum: it is neither recommended nor defaulted to, and no class is generated instead.
+   */
+  PlatformRuntimeClassUnusable: 'PlatformRuntimeClassUnusable',
+  /**
    * Warning: the tenant namespace's own node-isolation mandate reaches another namespace's
    * exclusive pool (selects its labels or tolerates its taints). The exclusive-pools policy does
    * not refuse what a mandate prescribes, so the tenant's Pods may land there: give each pool a

@@ -18,6 +18,7 @@ import { type Instance, instanceIdentity } from './instance.js';
 import type { ManagedObject, MutatingPolicyApiVersion } from './objects.js';
 import { isOwnedBy, type MetaLike, ownerOf } from './owner.js';
 import { describeSpec, type SandboxInstanceMeta, sandboxPeers, stricterPolicyMessage } from './sandbox-peers.js';
+import { type PlatformClassProblem, platformClassMessage } from './sandbox-platform-class.js';
 import {
   desiredSandboxPolicy,
   type RuntimeClassInfo,
@@ -64,6 +65,8 @@ export type SandboxPlan =
       runtimeClassConflict: boolean;
       /** Advisory mode on a cluster serving no MutatingAdmissionPolicy API (for the metric). */
       mutatingPolicyUnavailable: boolean;
+      /** The platform class the annotation names cannot be used, and why (for the metric). */
+      platformRuntimeClassUnusable?: PlatformClassProblem;
     };
 
 export function planSandboxIsolation(input: SandboxPlanInput): SandboxPlan {
@@ -81,7 +84,9 @@ export function planSandboxIsolation(input: SandboxPlanInput): SandboxPlan {
   }
   const spec = parsed.value;
   const current = input.currentRuntimeClass;
-  const runtimeClassConflict = current !== undefined && !isOwnedBy(current.metadata, instance);
+  // With a platform class named, the instance wants no class of that name: whoever holds it is no conflict.
+  const runtimeClassConflict =
+    spec.runtimeClassName === undefined && current !== undefined && !isOwnedBy(current.metadata, instance);
   const peers = sandboxPeers(input.sandboxInstances, instance, tenantNamespace, input.platformNamespace);
   const policy = desiredSandboxPolicy({
     instance,
@@ -117,6 +122,14 @@ export function planSandboxIsolation(input: SandboxPlanInput): SandboxPlan {
           },
     );
   }
+  const platform = policy.platformRuntimeClass;
+  const unusable = platform?.problem;
+  if (platform !== undefined && unusable !== undefined) {
+    warnings.push({
+      reason: EventReason.PlatformRuntimeClassUnusable,
+      message: platformClassMessage({ ...platform, problem: unusable }, spec, policy.effectiveMinimum, tenantNamespace),
+    });
+  }
   const governedBy = stricterPolicyMessage(spec, tenantNamespace, policy.stricterPeers);
   if (governedBy !== undefined) warnings.push({ reason: EventReason.StricterSandboxPolicy, message: governedBy });
 
@@ -131,10 +144,12 @@ export function planSandboxIsolation(input: SandboxPlanInput): SandboxPlan {
     warnings,
     runtimeClassConflict,
     mutatingPolicyUnavailable: policy.conditions.includes('mutatingAdmissionPolicyUnavailable'),
+    ...(unusable === undefined ? {} : { platformRuntimeClassUnusable: unusable }),
   };
 }
 
 /** The Normal Event message after writes: what the policy is and what changed. */
 export function sandboxAppliedMessage(spec: SandboxIsolationSpec, objects: number, changes: readonly string[]): string {
-  return `${describeSpec(spec)} (${objects} objects): ${changes.join(', ')}`;
+  const platform = spec.runtimeClassName === undefined ? '' : `, platform RuntimeClass ${spec.runtimeClassName}`;
+  return `${describeSpec(spec)}${platform} (${objects} objects): ${changes.join(', ')}`;
 }

@@ -2,7 +2,8 @@
  * Sandbox isolation as cluster objects. Given one instance's `kubeplus.io/sandbox-isolation`
  * spec and the cluster's facts, computes the complete set of objects that must exist for it:
  *
- * - always one RuntimeClass `kubeplus-sandbox-<instance>` carrying only `handler`;
+ * - one RuntimeClass `kubeplus-sandbox-<instance>` carrying only `handler`, unless the spec names
+ *   a platform class to use instead (`runtimeClassName`, `sandbox-platform-class.ts`);
  * - enforce: a ValidatingAdmissionPolicy + binding that deny (validationActions [Deny]);
  * - advisory: the same validation bound with [Warn, Audit], plus a MutatingAdmissionPolicy +
  *   binding that fills an unset runtime class, when the cluster serves that API.
@@ -50,6 +51,7 @@ import {
   tenantMatch,
 } from './sandbox-admission.js';
 import { effectiveMinimum, type SandboxPeer, stricterPeers, tenantOf } from './sandbox-peers.js';
+import { judgePlatformClass, type PlatformClassVerdict } from './sandbox-platform-class.js';
 import {
   sandboxParams,
   sharedMutatingBinding,
@@ -139,6 +141,11 @@ export interface SandboxPolicy {
   allowedRuntimeClasses: string[];
   /** The class users are told to use and advisory mode defaults to. */
   recommendedRuntimeClass: string | undefined;
+  /**
+   * The spec names a platform class (`runtimeClassName`): the verdict on it. Recommended (and
+   * defaulted to) only when it has no `problem`; no class is generated either way.
+   */
+  platformRuntimeClass?: PlatformClassVerdict;
   conditions: SandboxCondition[];
   /** The minimum every Sandbox in the namespace must meet: the strongest of this instance's and its peers'. */
   effectiveMinimum: RuntimeLevel;
@@ -364,21 +371,37 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
   const handler = levelHandlers[min];
   const sameTenant = (owner: InstanceIdentity): boolean =>
     tenantOf(owner, input.platformNamespace) === input.tenantNamespace;
-  const allowed = allowedRuntimeClasses(input.runtimeClasses, min, rcName, conflict, levels, sameTenant);
+  // A platform class named instead: no class of its own; one generated before is pruned, never allowed meanwhile.
+  const platformName = input.spec.runtimeClassName;
+  const classes =
+    platformName === undefined
+      ? input.runtimeClasses
+      : input.runtimeClasses.filter((rc) => !(rc.generated && rc.name === rcName));
+  const ownAbsent = conflict || platformName !== undefined;
+  const allowed = allowedRuntimeClasses(classes, min, rcName, ownAbsent, levels, sameTenant);
   const effectiveMin = effectiveMinimum(input.spec, peers);
-  const recommended = recommendedClass(
-    allowed,
-    input.runtimeClasses,
-    { name: rcName, handler, conflict },
-    levelHandlers,
-    levels,
-    min,
-    effectiveMin,
-  );
+  const platform =
+    platformName === undefined
+      ? undefined
+      : judgePlatformClass(platformName, input.runtimeClasses, allowed, effectiveMin, levels);
+  const recommended =
+    platform === undefined
+      ? recommendedClass(
+          allowed,
+          input.runtimeClasses,
+          { name: rcName, handler, conflict },
+          levelHandlers,
+          levels,
+          min,
+          effectiveMin,
+        )
+      : platform.problem === undefined
+        ? platform.name
+        : undefined;
   const objects: ManagedObject[] = [];
   const conditions: SandboxCondition[] = [];
 
-  if (!conflict) {
+  if (!ownAbsent) {
     const rc: V1RuntimeClass = {
       apiVersion: RUNTIME_CLASS_API_VERSION,
       kind: 'RuntimeClass',
@@ -393,7 +416,8 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
   const defaulting = !input.spec.enforce && version !== undefined && recommended !== undefined;
   if (!input.spec.enforce) {
     if (version === undefined) conditions.push('mutatingAdmissionPolicyUnavailable');
-    else if (recommended === undefined) conditions.push('noDefaultRuntimeClass');
+    // An unusable platform class has its own Warning (sandbox-plan.ts), which says there is no default.
+    else if (recommended === undefined && platform?.problem === undefined) conditions.push('noDefaultRuntimeClass');
   }
   if (input.layout === 'shared') {
     shared.push(...sharedSandboxPolicies(version));
@@ -424,6 +448,7 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
     handler,
     allowedRuntimeClasses: allowed,
     recommendedRuntimeClass: recommended,
+    ...(platform === undefined ? {} : { platformRuntimeClass: platform }),
     conditions,
     effectiveMinimum: effectiveMin,
     stricterPeers: stricterPeers(input.spec, peers),

@@ -7,6 +7,7 @@ import { NODE_ISOLATION_ANNOTATION, SANDBOX_ISOLATION_ANNOTATION } from '@kubepl
 import { Counter, Gauge } from 'prom-client';
 import { TENANT_NAMESPACE_REFUSALS, type TenantNamespaceRefusal } from '../../desired/instance.js';
 import { SANDBOX_MODES, type SandboxMode } from '../../desired/sandbox-peers.js';
+import { PLATFORM_CLASS_PROBLEMS } from '../../desired/sandbox-platform-class.js';
 import { INSTANCE_KIND_STATES, type InstanceKindState } from '../../instance-kinds/kind-health.js';
 import type { OperatorMetrics } from '../../runtime/runtime-metrics.js';
 import type { AnnotationName, ConflictKind, ReconcilerHooks } from './reconciler.js';
@@ -40,6 +41,12 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
   const unavailable = new Counter({
     name: 'kubeplus_operator_mutating_policy_unavailable_total',
     help: 'Advisory-mode reconciles on a cluster serving no MutatingAdmissionPolicy API: an unset runtimeClassName is warned about, not defaulted.',
+    registers,
+  });
+  const platformClassUnusable = new Counter({
+    name: 'kubeplus_operator_platform_runtime_class_unusable_total',
+    help: 'Sandbox-isolation reconciles whose annotation names a platform RuntimeClass (runtimeClassName) that cannot be used, by reason: missing (no such class), below-minimum (its handler is weaker than the minimum, or unknown) or not-platform (kubeplus-isolation generated it). Nothing is then recommended or defaulted to; each instance carries a PlatformRuntimeClassUnusable Warning Event.',
+    labelNames: ['reason'] as const,
     registers,
   });
   const settled = new Counter({
@@ -96,12 +103,14 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     },
   });
   unavailable.inc(0);
+  for (const reason of PLATFORM_CLASS_PROBLEMS) platformClassUnusable.inc({ reason }, 0);
   for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
 
   return {
     hooks: {
       invalidAnnotation: (annotation) => metrics.invalidAnnotation(ANNOTATION_KEYS[annotation]),
       mutatingPolicyUnavailable: () => unavailable.inc(),
+      platformRuntimeClassUnusable: (reason) => platformClassUnusable.inc({ reason }),
       conflict: (kind) => conflicts.inc({ kind }),
     },
     trackInstanceKinds(count) {

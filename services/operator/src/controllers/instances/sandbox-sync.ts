@@ -115,6 +115,8 @@ export class SandboxSync {
     }
     if (plan.runtimeClassConflict) hooks.conflict?.('RuntimeClass', key);
     if (plan.mutatingPolicyUnavailable) hooks.mutatingPolicyUnavailable?.(key);
+    if (plan.platformRuntimeClassUnusable !== undefined)
+      hooks.platformRuntimeClassUnusable?.(plan.platformRuntimeClassUnusable, key);
     // Standing conditions: announced when they appear, not at every resync (condition-warnings.ts).
     const announce = this.options.conditionWarnings.toAnnounce(
       instanceIdentity(instance),

@@ -8,6 +8,7 @@ import type { ApplyOutcome } from '../../cluster/apply.js';
 import type { ClusterPort, EventTarget, InstanceEvent, ReadOptions } from '../../cluster/port.js';
 import { type Instance, type InstanceKey, instanceIdentity, instanceKeyOf } from '../../desired/instance.js';
 import { formatRef, type ManagedObject, refOf } from '../../desired/objects.js';
+import type { PlatformClassProblem } from '../../desired/sandbox-platform-class.js';
 
 export type AnnotationName = 'node-isolation' | 'sandbox-isolation';
 export type ConflictKind = 'RuntimeClass' | 'AdmissionPolicy' | 'Namespace';
@@ -17,6 +18,8 @@ export interface ReconcilerHooks {
   invalidAnnotation?(annotation: AnnotationName, key: InstanceKey): void;
   /** Advisory mode on a cluster serving no MutatingAdmissionPolicy API. */
   mutatingPolicyUnavailable?(key: InstanceKey): void;
+  /** The platform RuntimeClass the sandbox annotation names cannot be used (desired/sandbox-platform-class.ts). */
+  platformRuntimeClassUnusable?(reason: PlatformClassProblem, key: InstanceKey): void;
   conflict?(kind: ConflictKind, key: InstanceKey): void;
 }
 

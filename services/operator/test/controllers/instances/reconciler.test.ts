@@ -278,7 +278,7 @@ describe('invalid annotations', () => {
     const event = cluster.events.at(-1);
     expect(event).toMatchObject({ type: 'Warning', reason: 'InvalidSandboxIsolation' });
     expect(event?.message).toContain('minRuntimeClass must be one of runc, runsc, kata');
-    expect(event?.message).toContain('only minRuntimeClass and enforce are allowed');
+    expect(event?.message).toContain('only minRuntimeClass, enforce and runtimeClassName are allowed');
     expect(invalid).toEqual([['sandbox-isolation', key]]);
   });
 
