@@ -9,6 +9,7 @@ import { describe, expect, jest, test } from '@jest/globals';
 import {
   COMPLIANCE_REPORT_NAME,
   FINALIZER,
+  ISOLATION_SETTLED_LABEL,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   NAMESPACE_CREATED_FOR_ANNOTATION,
@@ -138,7 +139,18 @@ describe('tamper protection', () => {
     );
     const labels = JSON.parse(variable(guard, 'changedLabels').split('.filter(')[0] as string) as string[];
     const annotations = JSON.parse(variable(guard, 'changedAnnotations').split('.filter(')[0] as string) as string[];
-    expect(labels).toEqual([NODE_ISOLATION_ENABLED_LABEL, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, OWNER_UID_LABEL]);
+    // Every kubeplus.io/ label the operator writes on Namespaces: guarded from others, and the
+    // confinement's list of what the operator itself may change (the settled label, issue 35, was
+    // missing: the operator could never release the hold of a KubePlus namespace).
+    expect(labels).toEqual([
+      NODE_ISOLATION_ENABLED_LABEL,
+      OWNER_NAME_LABEL,
+      OWNER_NAMESPACE_LABEL,
+      OWNER_UID_LABEL,
+      ISOLATION_SETTLED_LABEL,
+    ]);
+    const confinement = policy(await render(), 'operator-confinement');
+    expect(JSON.stringify(confinement.variables)).toContain(ISOLATION_SETTLED_LABEL);
     expect(annotations).toEqual([
       NODE_ISOLATION_RESOLVED_ANNOTATION,
       OWNER_ANNOTATION,

@@ -46,6 +46,8 @@ import {
 } from '@kubeplus-isolation/e2e';
 import {
   FINALIZER as CLEANUP,
+  ISOLATION_SETTLED_LABEL,
+  ISOLATION_SETTLED_VALUE,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   NODE_ISOLATION_ANNOTATION as NODE,
@@ -878,6 +880,28 @@ describe('the umbrella Helm chart on a real control plane', () => {
         await forbidden(operatorNode.deleteRuntimeClass({ name: foreign }));
       } finally {
         await nodeAdmin.deleteRuntimeClass({ name: foreign });
+      }
+    });
+
+    test("the settled label (the hold's release, issue 35) is the operator's: it may set it, a tenant may not", async () => {
+      // Found on the real node: the confinement refused the operator's settle PATCH, so no KubePlus
+      // namespace was ever settled and every helm install there was refused by the hold after 25 s.
+      await patchLabels(operator, tenantNs, { [ISOLATION_SETTLED_LABEL]: ISOLATION_SETTLED_VALUE });
+      try {
+        expect(
+          (await admin.makeApiClient(CoreV1Api).readNamespace({ name: tenantNs })).metadata?.labels?.[
+            ISOLATION_SETTLED_LABEL
+          ],
+        ).toBe(ISOLATION_SETTLED_VALUE);
+        // Nobody else releases a hold early, or takes the release back.
+        expect(await forbidden(patchLabels(tenant, tenantNs, { [ISOLATION_SETTLED_LABEL]: null }))).toContain(
+          `label(s) ${ISOLATION_SETTLED_LABEL} are kubeplus-isolation state`,
+        );
+        const plain = await createTestNamespace(admin, 'kpi-unsettled');
+        namespaces.push(plain);
+        await forbidden(patchLabels(tenant, plain, { [ISOLATION_SETTLED_LABEL]: ISOLATION_SETTLED_VALUE }));
+      } finally {
+        await patchLabels(operator, tenantNs, { [ISOLATION_SETTLED_LABEL]: null });
       }
     });
 

@@ -16,6 +16,7 @@ import { type RunningService, type RunningWebhook, startWebhook } from '../harne
 import { registerWebhook } from '../harness/webhook-config.js';
 import { type KubePlusStandIn, type StandInKind, startKubePlusStandIn } from '../kubeplus-standin/index.js';
 import { type KubectlResult, kubectl } from './kubectl.js';
+import { POOL } from './manifests.js';
 
 export const NODES = ['node-a', 'node-b', 'node-c'] as const;
 /** On a real node: node-a is it (the tenant pool); node-b and node-c stay fake. */
@@ -199,6 +200,18 @@ export class DemoEnvironment {
       `webhook.nodeSelector.kubernetes\\.io/hostname=${REAL_NODE}`,
       '--set',
       `operator.nodeSelector.kubernetes\\.io/hostname=${REAL_NODE}`,
+      // …which step 1 taints for the tenants' pool: the Pods a later rollout makes (step 14's
+      // upgrade) must tolerate it, or they stay Pending and the rollout never ends.
+      ...['webhook', 'operator'].flatMap((c) => [
+        '--set',
+        `${c}.tolerations[0].key=dedicated`,
+        '--set',
+        `${c}.tolerations[0].operator=Equal`,
+        '--set',
+        `${c}.tolerations[0].value=${POOL}`,
+        '--set',
+        `${c}.tolerations[0].effect=NoSchedule`,
+      ]),
       '--wait',
       '--timeout',
       '180s',

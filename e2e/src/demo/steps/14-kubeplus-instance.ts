@@ -32,10 +32,6 @@ import {
 } from '../scenario.js';
 
 export const kubeplusInstance: DemoStep = {
-  // Fake nodes only for now: on the real node, step 14's `helm upgrade --reuse-values --set
-  // operator.platformNamespace=default --wait` did not finish within 180 s (seen 2026-12-07, not yet
-  // diagnosed), so the real-node demo would fail here. e2e/DEMO.md says so.
-  when: (demo) => !demo.realNode,
   id: '14',
   title: `KubePlus (stand-in) in "${KUBEPLUS_NAMESPACE}": instance ${KUBEPLUS_INSTANCE} there, namespace ${KUBEPLUS_TENANT_NAMESPACE} created by KubePlus and isolated by the operator`,
   source: 'issue 35',

@@ -29,10 +29,6 @@ const onPool = (pod: V1Pod): boolean =>
 const madeBy = (pod: V1Pod): string => pod.metadata?.ownerReferences?.[0]?.kind ?? 'none (bare Pod)';
 
 export const kubeplusGoverned: DemoStep = {
-  // Fake nodes only for now: on the real node, step 14's `helm upgrade --reuse-values --set
-  // operator.platformNamespace=default --wait` did not finish within 180 s (seen 2026-12-07, not yet
-  // diagnosed), so the real-node demo would fail here. e2e/DEMO.md says so.
-  when: (demo) => !demo.realNode,
   id: '15',
   title: (demo) =>
     `${KUBEPLUS_TENANT_NAMESPACE}'s first install: every Pod on the pool${demo.realNode ? ` and running on ${REAL_NODE}` : ''}, its Sandbox held to the minimum`,

@@ -13,10 +13,6 @@ import {
 import { type DemoStep, json } from '../scenario.js';
 
 export const kubeplusDelete: DemoStep = {
-  // Fake nodes only for now: on the real node, step 14's `helm upgrade --reuse-values --set
-  // operator.platformNamespace=default --wait` did not finish within 180 s (seen 2026-12-07, not yet
-  // diagnosed), so the real-node demo would fail here. e2e/DEMO.md says so.
-  when: (demo) => !demo.realNode,
   id: '16',
   title: `Delete ${KUBEPLUS_INSTANCE}: KubePlus's helm delete and namespace delete, then the operator's RuntimeClass and policies gone`,
   source: 'issue 35',
