@@ -24,8 +24,9 @@ import {
   sandboxIsolationParamsCrd,
   waitFor,
 } from '@kubeplus-isolation/e2e';
-import { SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
+import { SANDBOX_ISOLATION_ANNOTATION, SHARED_SANDBOX_POLICY_NAME } from '@kubeplus-isolation/spec';
 import {
+  AdmissionregistrationV1Api,
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
@@ -34,7 +35,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
-import { createAgent, mergePatch, runtimeClassName, statusMessage } from './support/operator.js';
+import { createAgent, mergePatch, policyName, runtimeClassName, statusMessage } from './support/operator.js';
 import {
   allowedWithout,
   createSandbox,
@@ -149,6 +150,7 @@ describe.each(LAYOUTS)('bypass paths 2 and 3 closed, on the real API server ($la
   let ns = '';
   let advisoryNs = '';
   let own = '';
+  let agentName = '';
   /** A platform class whose handler meets kata: allowed, like the own class. */
   let qemu = '';
   /** A platform class whose handler is runc: weaker than kata, refused. */
@@ -174,9 +176,9 @@ describe.each(LAYOUTS)('bypass paths 2 and 3 closed, on the real API server ($la
     weak = await rcs.create(uniqueName('kpi-bypass-runc'), 'runc');
     ns = await suite.tenantNamespace('kpi-bypass');
     advisoryNs = await suite.tenantNamespace('kpi-bypass-adv');
-    const name = uniqueName('bypass-agent');
-    own = runtimeClassName(name);
-    await createAgent(kc, ns, name, {
+    agentName = uniqueName('bypass-agent');
+    own = runtimeClassName(agentName);
+    await createAgent(kc, ns, agentName, {
       [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass: 'kata', enforce: true }),
     });
     await createAgent(kc, advisoryNs, uniqueName('bypass-adv'), {
@@ -197,6 +199,22 @@ describe.each(LAYOUTS)('bypass paths 2 and 3 closed, on the real API server ($la
 
   afterAll(async () => {
     await rcs?.deleteAll();
+  });
+
+  test('the API server type-checks the policy against every kind it matches (a Binding included) without a warning', async () => {
+    const name = layout === 'shared' ? SHARED_SANDBOX_POLICY_NAME : policyName(ns, agentName, 'enforce');
+    const checked = await waitFor(
+      `the API server's type check of ${name}`,
+      async () => {
+        const p = await kc.makeApiClient(AdmissionregistrationV1Api).readValidatingAdmissionPolicy({ name });
+        return p.status?.observedGeneration === p.metadata?.generation ? p : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(checked.spec?.matchConstraints?.resourceRules?.flatMap((r) => r.resources)).toEqual(
+      expect.arrayContaining(['pods', 'pods/status', 'pods/binding', 'bindings']),
+    );
+    expect(checked.status?.typeChecking?.expressionWarnings ?? []).toEqual([]);
   });
 
   test("path 2: a Sandbox's runtime class cannot change on UPDATE, even to an allowed class; a SandboxTemplate's can, judged like a new one", async () => {

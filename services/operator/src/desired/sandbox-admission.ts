@@ -160,7 +160,17 @@ export function tenantMatch(tenantNamespace: string): V1MatchResources {
   };
 }
 
-/** CEL: the runtime class of `root` (`object` or `oldObject`), a Pod's or a Sandbox's template's; `''` when unset. */
+/**
+ * CEL: `object` and `oldObject` without their static types (variables `untypedObject`,
+ * `untypedOldObject`). The API server type-checks every expression against each kind the policy
+ * matches, a Binding (the `bindings` resource) included, which has no `spec`: each `spec` access
+ * would be a type-checking warning on the policy, although the `has()` guards make it safe at run
+ * time. Reading `spec` through these keeps the policy's status free of warnings.
+ */
+export const UNTYPED_OBJECT = 'variables.untypedObject';
+export const UNTYPED_OLD_OBJECT = 'variables.untypedOldObject';
+
+/** CEL: the runtime class of `root` (`UNTYPED_OBJECT` or `UNTYPED_OLD_OBJECT`), a Pod's or a Sandbox's template's; `''` when unset. */
 export function runtimeClassOf(root: string): string {
   return `${IS_POD} ? (${celOptionalString(root, POD_RUNTIME_CLASS_PATH)}) : (${celOptionalString(root, RUNTIME_CLASS_PATH)})`;
 }
@@ -168,7 +178,10 @@ export function runtimeClassOf(root: string): string {
 /** The CEL variables of every validating policy: the runtime class judged, who is judged, and whether it is unchanged. */
 export function baseValidationVariables(): V1Variable[] {
   return [
-    { name: 'runtimeClassName', expression: runtimeClassOf('object') },
+    // Safe at run time before the rest: dyn() only drops the static type (see UNTYPED_OBJECT).
+    { name: 'untypedObject', expression: 'dyn(object)' },
+    { name: 'untypedOldObject', expression: 'dyn(oldObject)' },
+    { name: 'runtimeClassName', expression: runtimeClassOf(UNTYPED_OBJECT) },
     {
       // Who is judged, as the messages name it: the Sandbox's kind as before; a Pod by name, with why.
       name: 'subject',
@@ -189,7 +202,7 @@ export function baseValidationVariables(): V1Variable[] {
       // `pods/status`). Dropping an owner (orphaning) is not judged.
       name: 'unchanged',
       expression:
-        `request.operation == 'UPDATE' && (${runtimeClassOf('oldObject')}) == variables.runtimeClassName && ` +
+        `request.operation == 'UPDATE' && (${runtimeClassOf(UNTYPED_OLD_OBJECT)}) == variables.runtimeClassName && ` +
         `(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []).all(r, ` +
         `(has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []).exists(o, o.uid == r.uid)) && ` +
         `(!(${IS_POD}) || !(${ADOPTION_LABEL_ADDED_OR_CHANGED}))`,
@@ -207,7 +220,7 @@ export function baseValidationVariables(): V1Variable[] {
       // may change: a template runs nothing, and each Sandbox stamped from it is judged at its own
       // CREATE; the change itself is judged by the allowed classes like a new template.
       name: 'sandboxRuntimeClassChanged',
-      expression: `request.operation == 'UPDATE' && ${IS_SANDBOX} && (${runtimeClassOf('oldObject')}) != variables.runtimeClassName`,
+      expression: `request.operation == 'UPDATE' && ${IS_SANDBOX} && (${runtimeClassOf(UNTYPED_OLD_OBJECT)}) != variables.runtimeClassName`,
     },
   ];
 }
@@ -230,7 +243,7 @@ export function baseValidations(): V1Validation[] {
         "a Sandbox's runtime class cannot change: its Pod keeps the runtime class it started with; delete and re-create the Sandbox to change it (kubeplus.io/sandbox-isolation)",
       messageExpression:
         `${celString('Sandbox ')} + (has(object.metadata.name) ? object.metadata.name : '') + ` +
-        `${celString(' runtimeClassName cannot change from ')} + ${quotedClass(`(${runtimeClassOf('oldObject')})`)} + ` +
+        `${celString(' runtimeClassName cannot change from ')} + ${quotedClass(`(${runtimeClassOf(UNTYPED_OLD_OBJECT)})`)} + ` +
         `${celString(' to ')} + ${quotedClass('variables.runtimeClassName')} + ` +
         celString(
           ": its Pod keeps the runtime class it started with (the Agent Sandbox controller never changes an existing Pod's spec, and a Pod's runtimeClassName is immutable), so the Sandbox would name a class its Pod does not run; delete and re-create the Sandbox to change its runtime class (kubeplus.io/sandbox-isolation)",

@@ -270,6 +270,8 @@ describe('desiredSandboxPolicy: enforce', () => {
       desiredSandboxPolicy(policyInput({ spec: { minRuntimeClass: 'runc', enforce: true } })).objects[1],
     );
     expect((vap.variables as { name: string }[]).map((v) => v.name)).toEqual([
+      'untypedObject',
+      'untypedOldObject',
       'runtimeClassName',
       'subject',
       'runtimeClassField',
