@@ -351,7 +351,7 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
     }
   });
 
-  test('tightening minRuntimeClass runsc → kata leaves existing Sandboxes alone; updating one without changing its runtime class is still allowed', async () => {
+  test('tightening minRuntimeClass runsc → kata leaves existing Sandboxes alone; updating one without changing its runtime class is still allowed, changing it is not', async () => {
     const ns = await tenantNamespace('kpi-op-sbx-tighten');
     const name = uniqueName('tighten-agent');
     const own = runtimeClassName(name);
@@ -387,7 +387,8 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
         'an UPDATE of the existing Sandbox that keeps its runtime class',
       );
       expect(relabelled.object.spec.podTemplate.spec.runtimeClassName).toBe(gvisor);
-      // while changing it is judged like a new one: to another weak class refused, to the own class allowed.
+      // while changing it is refused, to a weak class or even to the own class: its Pod would keep
+      // the class it started with (issue 36, class-change laundering; sandbox-bypass-paths.test.ts).
       expect(
         expectDenied(
           await patchSandbox(kc, ref(ns, 'existing'), {
@@ -395,11 +396,13 @@ describe('operator: sandbox isolation (seed 2) from instance annotations, on the
           }),
           'an UPDATE of the runtime class to runc',
         ),
-      ).toContain('its handler is weaker than kata');
-      expectAllowed(
-        await patchSandbox(kc, ref(ns, 'existing'), { spec: { podTemplate: { spec: { runtimeClassName: own } } } }),
-        `an UPDATE of the runtime class to ${own}`,
-      );
+      ).toContain(`runtimeClassName cannot change from "${gvisor}" to "runc"`);
+      expect(
+        expectDenied(
+          await patchSandbox(kc, ref(ns, 'existing'), { spec: { podTemplate: { spec: { runtimeClassName: own } } } }),
+          `an UPDATE of the runtime class to ${own}`,
+        ),
+      ).toContain('delete and re-create the Sandbox to change its runtime class');
     } finally {
       await rcs.deleteAll();
     }

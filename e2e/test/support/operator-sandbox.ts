@@ -6,13 +6,20 @@
 import { expect } from '@jest/globals';
 import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
 import {
+  SANDBOX_ISOLATION_PARAMS_API_VERSION,
+  SANDBOX_ISOLATION_PARAMS_RESOURCE,
+  SHARED_SANDBOX_POLICY_COMPONENT,
+} from '@kubeplus-isolation/spec';
+import {
+  AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  KubernetesObjectApi,
   NodeV1Api,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { mergePatch, statusMessage } from './operator.js';
+import { mergePatch, mutatingPolicies, statusMessage } from './operator.js';
 
 export type SandboxKind = 'Sandbox' | 'SandboxTemplate';
 /** The versions the Agent Sandbox CRDs serve, and `v1`, which a test adds (`addServedVersion`). */
@@ -256,4 +263,54 @@ export async function removeVersion(kc: KubeConfig, kind: SandboxKind, version: 
     ...crd,
     spec: { ...crd.spec, versions: crd.spec.versions.filter((v) => v.name !== version) },
   }));
+}
+
+/**
+ * Deletes what the shared policy layout (`--sandbox-policy-layout shared`) leaves in the cluster —
+ * its policies, every SandboxIsolation parameter and the CRD — once its operators stopped, and
+ * waits until it is gone: a later suite's operator would see the shared policies as objects the
+ * operator manages (they carry managed-by), and a later suite may start without the CRD.
+ */
+export async function removeSharedSandboxLayout(kc: KubeConfig): Promise<void> {
+  const [group = '', version = ''] = SANDBOX_ISOLATION_PARAMS_API_VERSION.split('/');
+  const params = { group, version, plural: SANDBOX_ISOLATION_PARAMS_RESOURCE } as const;
+  const crdName = `${params.plural}.${params.group}`;
+  const selector = `app.kubernetes.io/component=${SHARED_SANDBOX_POLICY_COMPONENT}`;
+  const adm = kc.makeApiClient(AdmissionregistrationV1Api);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const ignoreMissing = (error: unknown): void => {
+    if (!isApiStatus(error, 404)) throw error;
+  };
+  for (const p of (await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items) {
+    await adm.deleteValidatingAdmissionPolicy({ name: p.metadata?.name ?? '' }).catch(ignoreMissing);
+  }
+  for (const p of await mutatingPolicies(kc, selector)) {
+    await objects
+      .delete({ apiVersion: p.apiVersion, kind: p.kind, metadata: { name: p.o.metadata?.name ?? '' } })
+      .catch(ignoreMissing);
+  }
+  await kc
+    .makeApiClient(CustomObjectsApi)
+    .deleteCollectionClusterCustomObject({ ...params })
+    .catch(ignoreMissing);
+  await kc.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: crdName }).catch(ignoreMissing);
+  await waitFor(
+    "the shared layout's policies and CRD to be gone",
+    async (observe) => {
+      const left = [
+        ...(await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items.map((p) => p.metadata?.name),
+        ...(await mutatingPolicies(kc, selector)).map((p) => p.o.metadata?.name),
+      ];
+      const crd = await kc
+        .makeApiClient(ApiextensionsV1Api)
+        .readCustomResourceDefinition({ name: crdName })
+        .then(
+          () => true,
+          () => false,
+        );
+      observe({ left, crd });
+      return left.length === 0 && !crd;
+    },
+    { timeoutMs: 60_000 },
+  );
 }

@@ -314,13 +314,13 @@ export function explain(facts: ExplainFacts): Explanation {
           missingNodeSelector: p.missingNodeSelector,
           missingTolerations: p.missingTolerations,
         }));
-  const podsByName = new Map(facts.pods.map((p) => [p.metadata?.name ?? '', p]));
   const sandboxes =
     facts.sandboxes === undefined
       ? undefined
       : sandboxPolicy === undefined
         ? []
-        : findWeakSandboxes(sandboxPolicy.minimum, facts.sandboxes, classes, facts.handlerLevels, podsByName).map(
+        : // A Sandbox's Pod: the one whose controller owner reference carries its uid (any kind).
+          findWeakSandboxes(sandboxPolicy.minimum, facts.sandboxes, classes, facts.handlerLevels, facts.pods).map(
             (w) => ({
               name: w.name,
               runtimeClassName: w.runtimeClassName,

@@ -18,10 +18,15 @@
  *
  * What runs is judged too, not only what the Sandbox asks for: the upstream controller adopts an
  * existing Pod as it is, so a Sandbox whose own class meets the minimum can be backed by a Pod on
- * a weaker one (adopted before the minimum was raised, or before the Pod policies existed). When
- * the Sandbox's Pod — the one its `agents.x-k8s.io/pod-name` annotation names (else the one of its
- * name) and that it owns — runs a class that falls short by the same rule, the Sandbox falls
- * short, and the finding names the Pod.
+ * a weaker one (adopted before the minimum was raised, or before the Pod policies existed). A
+ * Sandbox's Pod is found as the controller decides it (v0.5.6+, v1.0.1 `checkOwnership`): a Pod
+ * whose CONTROLLER owner reference carries the Sandbox's UID, whatever apiVersion, kind or name
+ * that reference names — not by the `agents.x-k8s.io/pod-name` annotation or the Sandbox's name,
+ * which only tell the controller where to look. (An unowned Pod there is not yet the Sandbox's:
+ * the controller takes it only by an UPDATE adding itself as owner, which the policies judge.)
+ * When such a Pod runs a class that falls short by the same rule, the Sandbox falls short, and
+ * the finding names the Pod; of several (the controller then refuses to choose, but they all
+ * run), the first that falls short.
  */
 import { runtimeClassName } from './names.js';
 import { parseSandboxIsolation } from './parse.js';
@@ -171,9 +176,55 @@ export interface SandboxLike {
 /** The parts of a Sandbox's Pod this reads; any other shape is tolerated. */
 export interface SandboxPodLike {
   metadata?:
-    | { name?: string | undefined; ownerReferences?: readonly { uid?: string | undefined }[] | undefined }
+    | {
+        name?: string | undefined;
+        ownerReferences?:
+          | readonly ({ uid?: string | undefined; controller?: boolean | undefined } | null | undefined)[]
+          | undefined;
+      }
     | undefined;
   spec?: { runtimeClassName?: string | undefined } | undefined;
+}
+
+/**
+ * The UID of a Pod's controller: its first owner reference with `controller: true`, as the
+ * upstream controller reads it (`metav1.GetControllerOf`); undefined when it has none.
+ */
+export function controllerUidOf(pod: SandboxPodLike): string | undefined {
+  const refs = pod?.metadata?.ownerReferences;
+  if (!Array.isArray(refs)) return undefined;
+  const controller = refs.find((r) => r?.controller === true);
+  const uid = controller?.uid;
+  return typeof uid === 'string' && uid !== '' ? uid : undefined;
+}
+
+/** A namespace's Pods as a Sandbox's Pod is looked up (`indexSandboxPods`). */
+export interface SandboxPods {
+  /** By their controller's UID, in input order. */
+  byControllerUid: ReadonlyMap<string, readonly SandboxPodLike[]>;
+  /** By name: only for a Sandbox without a uid (not one read from the API server). */
+  byName: ReadonlyMap<string, SandboxPodLike>;
+}
+
+/** Indexes `pods` by controller UID (and name); unnamed Pods are skipped. */
+export function indexSandboxPods(pods: Iterable<SandboxPodLike>): SandboxPods {
+  const byControllerUid = new Map<string, SandboxPodLike[]>();
+  const byName = new Map<string, SandboxPodLike>();
+  for (const pod of pods) {
+    const name = pod?.metadata?.name;
+    if (typeof name !== 'string' || name === '') continue;
+    byName.set(name, pod);
+    const uid = controllerUidOf(pod);
+    if (uid === undefined) continue;
+    const owned = byControllerUid.get(uid);
+    if (owned === undefined) byControllerUid.set(uid, [pod]);
+    else owned.push(pod);
+  }
+  return { byControllerUid, byName };
+}
+
+function isSandboxPods(pods: SandboxPods | Iterable<SandboxPodLike>): pods is SandboxPods {
+  return (pods as SandboxPods).byControllerUid instanceof Map;
 }
 
 /** A runtime class as judged: the name, and the RuntimeClass's handler and level when known. */
@@ -206,7 +257,11 @@ export function runtimeClassOf(sandbox: SandboxLike): string {
   return typeof at === 'string' ? at : '';
 }
 
-/** The Pod name the controller uses for `sandbox`: its `agents.x-k8s.io/pod-name` annotation, else its own name. */
+/**
+ * The Pod name the controller looks up for `sandbox`: its `agents.x-k8s.io/pod-name` annotation,
+ * else its own name. Where it looks, not what decides: the Pod is the Sandbox's only when its
+ * controller owner reference carries the Sandbox's uid (`findWeakSandboxes`).
+ */
 export function sandboxPodName(sandbox: SandboxLike): string | undefined {
   const annotated = sandbox.metadata?.annotations?.[POD_NAME_ANNOTATION];
   if (typeof annotated === 'string' && annotated !== '') return annotated;
@@ -234,20 +289,31 @@ function shortfall(
   };
 }
 
+/** The Pods that are `sandbox`'s: controlled by its uid; without a uid, the Pod of its `sandboxPodName`. */
+function podsOf(sandbox: SandboxLike, uid: string | undefined, pods: SandboxPods): readonly SandboxPodLike[] {
+  if (uid !== undefined) return pods.byControllerUid.get(uid) ?? [];
+  const name = sandboxPodName(sandbox);
+  const pod = name === undefined ? undefined : pods.byName.get(name);
+  return pod === undefined ? [] : [pod];
+}
+
 /**
  * The Sandboxes among `sandboxes` that fall short of `minimum`, in input order; unnamed entries
- * skipped. `pods`: the namespace's Pods that can be Sandboxes' Pods, by name (`sandboxPodName`); a
- * Pod counts as the Sandbox's only when it is owned by it (same uid) or the Sandbox has no uid.
+ * skipped. `pods`: the namespace's Pods (or their `indexSandboxPods`, to judge several pages of
+ * Sandboxes against one list); a Pod is a Sandbox's when its controller owner reference carries
+ * the Sandbox's uid, whatever kind it names (for a Sandbox without a uid: the Pod of its
+ * `sandboxPodName`).
  */
 export function findWeakSandboxes(
   minimum: RuntimeLevel,
   sandboxes: readonly SandboxLike[],
   classes: readonly RuntimeClassHandler[] | ReadonlyMap<string, RuntimeClassHandler>,
   levels: HandlerLevels = DEFAULT_HANDLER_LEVELS,
-  pods: ReadonlyMap<string, SandboxPodLike> = new Map(),
+  pods: SandboxPods | Iterable<SandboxPodLike> = [],
 ): WeakSandbox[] {
   const byName =
     classes instanceof Map ? classes : new Map((classes as readonly RuntimeClassHandler[]).map((rc) => [rc.name, rc]));
+  const podIndex = isSandboxPods(pods) ? pods : indexSandboxPods(pods);
   const out: WeakSandbox[] = [];
   for (const sandbox of sandboxes) {
     const name = sandbox?.metadata?.name;
@@ -259,12 +325,17 @@ export function findWeakSandboxes(
       out.push({ ...id, ...own });
       continue;
     }
-    const podName = sandboxPodName(sandbox);
-    const pod = podName === undefined ? undefined : pods.get(podName);
-    if (pod === undefined || podName === undefined) continue;
-    if (id.uid !== undefined && !(pod.metadata?.ownerReferences ?? []).some((o) => o?.uid === id.uid)) continue;
-    const podClass = typeof pod.spec?.runtimeClassName === 'string' ? pod.spec.runtimeClassName : '';
-    const weakPod = shortfall(podClass, minimum, byName, levels);
+    let weakPod: (JudgedClass & { name: string }) | undefined;
+    for (const pod of podsOf(sandbox, id.uid, podIndex)) {
+      const podName = pod.metadata?.name;
+      if (typeof podName !== 'string' || podName === '') continue;
+      const podClass = typeof pod.spec?.runtimeClassName === 'string' ? pod.spec.runtimeClassName : '';
+      const judged = shortfall(podClass, minimum, byName, levels);
+      if (judged !== undefined) {
+        weakPod = { name: podName, ...judged };
+        break;
+      }
+    }
     if (weakPod === undefined) continue;
     const asked = byName.get(runtimeClassOf(sandbox));
     const askedLevel = asked === undefined ? undefined : levelOfHandler(asked.handler, levels);
@@ -273,7 +344,7 @@ export function findWeakSandboxes(
       runtimeClassName: runtimeClassOf(sandbox),
       ...(asked === undefined ? {} : { handler: asked.handler }),
       ...(askedLevel === undefined ? {} : { level: askedLevel }),
-      pod: { name: podName, ...weakPod },
+      pod: weakPod,
     });
   }
   return out;

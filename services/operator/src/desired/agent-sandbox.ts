@@ -42,7 +42,7 @@ export { POD_NAME_ANNOTATION, RUNTIME_CLASS_PATH } from '@kubeplus-isolation/spe
 export const RUNTIME_CLASS_POINTER = `/${RUNTIME_CLASS_PATH.join('/')}`;
 
 /**
- * How the upstream controller (sandbox_controller.go, v0.5.0) ties a Pod to a Sandbox. It looks
+ * How the upstream controller (sandbox_controller.go, v0.5.0; see `SANDBOX_API_GROUPS` for v0.5.6+) ties a Pod to a Sandbox. It looks
  * the Pod up by the Sandbox's `agents.x-k8s.io/pod-name` annotation, else by the Sandbox's name,
  * and takes it as it is: a Pod owned by the Sandbox is used, an ownerless one is ADOPTED (an
  * UPDATE adding the Sandbox as controller) when it carries the adoptable label or the
@@ -51,6 +51,15 @@ export const RUNTIME_CLASS_POINTER = `/${RUNTIME_CLASS_PATH.join('/')}`;
  * or carrying either label: the annotation alone cannot make the controller take any other.
  */
 export const SANDBOX_OWNER = { group: 'agents.x-k8s.io', kind: 'Sandbox' } as const;
+/**
+ * From v0.5.6 (v1.0.1: sandbox_controller.go `checkOwnership`) the controller takes a Pod whose
+ * CONTROLLER owner reference carries the Sandbox's UID, whatever apiVersion, kind or name that
+ * reference names. The policies judge every Pod with an owner reference into Agent Sandbox's API
+ * groups, whatever its kind or version; an owner reference of any other group carrying a
+ * Sandbox's UID is caught when the controller labels the Pod it found (`updatePodMetadata` adds
+ * the tracking label `NAME_HASH_LABEL`, an UPDATE the policies judge).
+ */
+export const SANDBOX_API_GROUPS: readonly string[] = ['agents.x-k8s.io', 'extensions.agents.x-k8s.io'];
 export const ADOPTABLE_LABEL = 'agents.x-k8s.io/adoptable';
 export const NAME_HASH_LABEL = 'agents.x-k8s.io/sandbox-name-hash';
 /** The labels that let the controller adopt an ownerless Pod. */

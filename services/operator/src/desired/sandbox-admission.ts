@@ -4,12 +4,13 @@
  * which Pods they judge, the CEL variables that read a request's runtime class, and advisory
  * mode's defaulting. Pure data and CEL text.
  */
-import type { V1MatchResources, V1Variable } from '@kubernetes/client-node';
+import type { V1MatchResources, V1Validation, V1Variable } from '@kubernetes/client-node';
 import {
   ADOPTION_LABELS,
   POD_RUNTIME_CLASS_PATH,
   RUNTIME_CLASS_PATH,
   RUNTIME_CLASS_POINTER,
+  SANDBOX_API_GROUPS,
   SANDBOX_OWNER,
   SANDBOX_RESOURCES,
 } from './agent-sandbox.js';
@@ -29,9 +30,18 @@ export const TENANT_NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
  * version it can reach and judged there, so a new version can neither bypass the policy nor move
  * `runtimeClassName` out of its sight (DESIGN.md, "Admission policies").
  *
- * `pods`: the validating policies also match core Pods (CREATE and UPDATE; never a subresource,
- * so the kubelet's status writes are not judged). Which Pods they judge is the `sandbox-pods`
- * matchCondition's choice (`SANDBOX_POD_CONDITION`).
+ * `pods`: the validating policies also match core Pods (CREATE and UPDATE), and the two Pod
+ * subresources through which a Pod's labels can change (issue 36): `pods/status` UPDATE (its
+ * strategy resets the spec and the owner references but keeps metadata.labels as sent) and
+ * `pods/binding` CREATE (Kubernetes 1.33+ with PodTopologyLabelsAdmission, on by default from
+ * 1.35, copies ALL of a Binding's labels onto its Pod), with its older spelling, the namespace's
+ * `bindings` CREATE (the same storage; admitted as its own resource). Which of these requests are judged is the
+ * matchCondition's choice (`SANDBOX_POD_CONDITION`): of the kubelet's constant status writes only
+ * one that adds or changes an adoption label. The other Pod subresources cannot change labels
+ * (`pods/ephemeralcontainers` and `pods/resize` reset the metadata to the stored Pod's), and a
+ * Pod's `spec.runtimeClassName` cannot change at all: the API server's Pod update validation
+ * (ValidatePodUpdate, pkg/apis/core/validation) refuses any spec change but a few fields, which
+ * this does not re-implement.
  */
 export function matchConstraints(operations: readonly string[], pods = false): V1MatchResources {
   const sandboxRules = SANDBOX_RESOURCES.flatMap((r) =>
@@ -43,8 +53,21 @@ export function matchConstraints(operations: readonly string[], pods = false): V
       scope: 'Namespaced',
     })),
   );
+  const podRule = (resource: string, ops: readonly string[]) => ({
+    apiGroups: [''],
+    apiVersions: ['v1'],
+    resources: [resource],
+    operations: [...ops],
+    scope: 'Namespaced',
+  });
   const podRules = pods
-    ? [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: [...operations], scope: 'Namespaced' }]
+    ? [
+        podRule('pods', operations),
+        ...(operations.includes('UPDATE') ? [podRule('pods/status', ['UPDATE'])] : []),
+        ...(operations.includes('CREATE')
+          ? [podRule('pods/binding', ['CREATE']), podRule('bindings', ['CREATE'])]
+          : []),
+      ]
     : [];
   return {
     resourceRules: [...sandboxRules, ...podRules],
@@ -56,30 +79,76 @@ export function matchConstraints(operations: readonly string[], pods = false): V
   };
 }
 
-/** CEL: the request is for a core Pod. */
+/** CEL: the request is for a core Pod: the Pod itself or one of its subresources (`SUB_RESOURCE`). */
 export const IS_POD = "request.resource.group == '' && request.resource.resource == 'pods'";
 
-/** CEL: `obj` (a Pod) carries one of the labels that let the controller adopt it. */
+/**
+ * CEL: the request's subresource, `''` for the object itself. Guarded: the API server hands the
+ * request to CEL as unstructured data, from which an empty `subResource` is omitted.
+ */
+export const SUB_RESOURCE = "(has(request.subResource) ? request.subResource : '')";
+
+/**
+ * CEL: a Binding CREATE, through `pods/binding` or the legacy `bindings` resource; `object` is then
+ * the Binding (its name is the Pod's), not the Pod.
+ */
+export const IS_BINDING =
+  `request.resource.group == '' && (request.resource.resource == 'bindings' || ` +
+  `(request.resource.resource == 'pods' && ${SUB_RESOURCE} == 'binding'))`;
+
+const SANDBOX_RESOURCE = SANDBOX_RESOURCES.find((r) => r.kind === SANDBOX_OWNER.kind);
+
+/** CEL: the request is for a Sandbox (any version; its status subresource is not matched). */
+export const IS_SANDBOX = `request.resource.group == ${celString(SANDBOX_OWNER.group)} && request.resource.resource == ${celString(SANDBOX_RESOURCE?.resource ?? 'sandboxes')}`;
+
+/** CEL: the labels of `obj` (`object` or `oldObject`), `{}` when it has none. */
+function labelsOf(obj: string): string {
+  return `(has(${obj}.metadata.labels) ? ${obj}.metadata.labels : {})`;
+}
+
+/** CEL: `obj` (a Pod, or a Binding) carries one of the labels that let the controller adopt a Pod. */
 function carriesAdoptionLabel(obj: string): string {
   return `(has(${obj}.metadata.labels) && ${celStringList(ADOPTION_LABELS)}.exists(k, k in ${obj}.metadata.labels))`;
 }
 
 /**
- * CEL: the Pod is, or can become, a Sandbox's Pod (`agent-sandbox.ts`, `SANDBOX_OWNER`): owned by
- * a Sandbox (any version of its group), or carrying a label that lets the controller adopt it.
+ * CEL, for an UPDATE: `object` carries an adoption label that `oldObject` did not carry, or with
+ * another value (re-labelled for another Sandbox). Removing one is not a change that matters: it
+ * makes no Pod adoptable. Two map lookups per label: cheap enough for every kubelet status write.
  */
+export const ADOPTION_LABEL_ADDED_OR_CHANGED =
+  `${celStringList(ADOPTION_LABELS)}.exists(k, k in ${labelsOf('object')} && ` +
+  `!(k in ${labelsOf('oldObject')} && ${labelsOf('oldObject')}[k] == ${labelsOf('object')}[k]))`;
+
+/**
+ * CEL: the Pod is, or can become, a Sandbox's Pod (`agent-sandbox.ts`, `SANDBOX_OWNER`,
+ * `SANDBOX_API_GROUPS`): it has an owner reference into Agent Sandbox's API groups — whatever its
+ * kind or version, since the controller decides by the owner's UID alone — or carries a label that
+ * lets the controller adopt it. A Pod whose owner reference names another group with a Sandbox's
+ * UID is judged when the controller, having found it, adds its tracking label (an UPDATE that adds
+ * an adoption label).
+ */
+const OWNED_IN_SANDBOX_GROUPS = SANDBOX_API_GROUPS.map((g) => `r.apiVersion.startsWith(${celString(`${g}/`)})`).join(
+  ' || ',
+);
 export const SANDBOX_POD_EXPRESSION =
-  `(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == ${celString(SANDBOX_OWNER.kind)} && r.apiVersion.startsWith(${celString(`${SANDBOX_OWNER.group}/`)}))) || ` +
+  `(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, ${OWNED_IN_SANDBOX_GROUPS})) || ` +
   carriesAdoptionLabel('object');
 
 /**
- * The validating policies' one matchCondition: every Sandbox and SandboxTemplate request, and of
- * the Pods only those that are or can become a Sandbox's Pod — a Sandbox judged compliant could
- * otherwise be backed by a weaker Pod the tenant made (the controller adopts it as it is).
+ * The validating policies' one matchCondition: every Sandbox and SandboxTemplate request; of the
+ * Pod writes, those that are or can become a Sandbox's Pod — a Sandbox judged compliant could
+ * otherwise be backed by a weaker Pod the tenant made (the controller adopts it as it is); of the
+ * `pods/status` writes (the kubelet's, constantly), only one adding or changing an adoption label
+ * — judged then like a Pod UPDATE —; of the Binding CREATEs (the scheduler's), only one carrying
+ * an adoption label, which is refused (no scheduler sets one).
  */
 export const SANDBOX_POD_CONDITION = {
   name: 'sandbox-objects-and-sandbox-pods',
-  expression: `!(${IS_POD}) || ${SANDBOX_POD_EXPRESSION}`,
+  expression:
+    `(${IS_BINDING}) ? ${carriesAdoptionLabel('object')} : ` +
+    `(!(${IS_POD}) || (${SUB_RESOURCE} == '' ? (${SANDBOX_POD_EXPRESSION}) : ` +
+    `(${SUB_RESOURCE} == 'status' && ${ADOPTION_LABEL_ADDED_OR_CHANGED})))`,
 } as const;
 
 export function tenantMatch(tenantNamespace: string): V1MatchResources {
@@ -91,16 +160,28 @@ export function tenantMatch(tenantNamespace: string): V1MatchResources {
   };
 }
 
-/** CEL: the runtime class of `root` (`object` or `oldObject`), a Pod's or a Sandbox's template's; `''` when unset. */
+/**
+ * CEL: `object` and `oldObject` without their static types (variables `untypedObject`,
+ * `untypedOldObject`). The API server type-checks every expression against each kind the policy
+ * matches, a Binding (the `bindings` resource) included, which has no `spec`: each `spec` access
+ * would be a type-checking warning on the policy, although the `has()` guards make it safe at run
+ * time. Reading `spec` through these keeps the policy's status free of warnings.
+ */
+export const UNTYPED_OBJECT = 'variables.untypedObject';
+export const UNTYPED_OLD_OBJECT = 'variables.untypedOldObject';
+
+/** CEL: the runtime class of `root` (`UNTYPED_OBJECT` or `UNTYPED_OLD_OBJECT`), a Pod's or a Sandbox's template's; `''` when unset. */
 export function runtimeClassOf(root: string): string {
   return `${IS_POD} ? (${celOptionalString(root, POD_RUNTIME_CLASS_PATH)}) : (${celOptionalString(root, RUNTIME_CLASS_PATH)})`;
 }
 
 /** The CEL variables of every validating policy: the runtime class judged, who is judged, and whether it is unchanged. */
 export function baseValidationVariables(): V1Variable[] {
-  const labelsOf = (obj: string): string => `(has(${obj}.metadata.labels) ? ${obj}.metadata.labels : {})`;
   return [
-    { name: 'runtimeClassName', expression: runtimeClassOf('object') },
+    // Safe at run time before the rest: dyn() only drops the static type (see UNTYPED_OBJECT).
+    { name: 'untypedObject', expression: 'dyn(object)' },
+    { name: 'untypedOldObject', expression: 'dyn(oldObject)' },
+    { name: 'runtimeClassName', expression: runtimeClassOf(UNTYPED_OBJECT) },
     {
       // Who is judged, as the messages name it: the Sandbox's kind as before; a Pod by name, with why.
       name: 'subject',
@@ -117,15 +198,67 @@ export function baseValidationVariables(): V1Variable[] {
       // (a SandboxClaim taking a warm-pool Sandbox, a warm pool taking an orphan, a Sandbox
       // taking a Pod) hands it to someone new, so it is judged like a new object, and a Sandbox
       // or Pod left weaker than the minimum by a tightening is never handed out again. Nor when
-      // it gives a Pod a label that lets the controller adopt it. Dropping an owner (orphaning)
-      // is not judged.
+      // it gives a Pod a label that lets the controller adopt it (through the Pod or its
+      // `pods/status`). Dropping an owner (orphaning) is not judged.
       name: 'unchanged',
       expression:
-        `request.operation == 'UPDATE' && (${runtimeClassOf('oldObject')}) == variables.runtimeClassName && ` +
+        `request.operation == 'UPDATE' && (${runtimeClassOf(UNTYPED_OLD_OBJECT)}) == variables.runtimeClassName && ` +
         `(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []).all(r, ` +
         `(has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []).exists(o, o.uid == r.uid)) && ` +
-        `(!(${IS_POD}) || ${celStringList(ADOPTION_LABELS)}.all(k, !(k in ${labelsOf('object')}) || ` +
-        `(k in ${labelsOf('oldObject')} && ${labelsOf('oldObject')}[k] == ${labelsOf('object')}[k])))`,
+        `(!(${IS_POD}) || !(${ADOPTION_LABEL_ADDED_OR_CHANGED}))`,
+    },
+    {
+      // A Binding names a Pod and a node; it has no runtime class of its own to judge (its Pod's
+      // is judged on the Pod's own writes): only its labels are (`BINDING_VALIDATION`).
+      name: 'binding',
+      expression: IS_BINDING,
+    },
+    {
+      // Issue 36, class-change laundering: a Sandbox's runtime class changed by an UPDATE. Its Pod
+      // keeps the class it started with: the controller never updates an existing Pod's spec, and
+      // a Pod's runtimeClassName is immutable anyway (ValidatePodUpdate). A SandboxTemplate's class
+      // may change: a template runs nothing, and each Sandbox stamped from it is judged at its own
+      // CREATE; the change itself is judged by the allowed classes like a new template.
+      name: 'sandboxRuntimeClassChanged',
+      expression: `request.operation == 'UPDATE' && ${IS_SANDBOX} && (${runtimeClassOf(UNTYPED_OLD_OBJECT)}) != variables.runtimeClassName`,
+    },
+  ];
+}
+
+/** CEL: `runtimeClassName` quoted for a message, `unset` when empty. */
+function quotedClass(cel: string): string {
+  return `(${cel} == '' ? 'unset' : '"' + ${cel} + '"')`;
+}
+
+/**
+ * The validations every validating policy starts with, whatever its layout or minimum: a
+ * Sandbox's runtime class cannot change, and a Binding may not carry an adoption label. Then come
+ * the layout's runtime-class checks, which skip Bindings (`variables.binding`).
+ */
+export function baseValidations(): V1Validation[] {
+  return [
+    {
+      expression: '!variables.sandboxRuntimeClassChanged',
+      message:
+        "a Sandbox's runtime class cannot change: its Pod keeps the runtime class it started with; delete and re-create the Sandbox to change it (kubeplus.io/sandbox-isolation)",
+      messageExpression:
+        `${celString('Sandbox ')} + (has(object.metadata.name) ? object.metadata.name : '') + ` +
+        `${celString(' runtimeClassName cannot change from ')} + ${quotedClass(`(${runtimeClassOf(UNTYPED_OLD_OBJECT)})`)} + ` +
+        `${celString(' to ')} + ${quotedClass('variables.runtimeClassName')} + ` +
+        celString(
+          ": its Pod keeps the runtime class it started with (the Agent Sandbox controller never changes an existing Pod's spec, and a Pod's runtimeClassName is immutable), so the Sandbox would name a class its Pod does not run; delete and re-create the Sandbox to change its runtime class (kubeplus.io/sandbox-isolation)",
+        ),
+      reason: 'Forbidden',
+    },
+    {
+      expression: `!variables.binding || !${carriesAdoptionLabel('object')}`,
+      message: `a Binding may not carry ${ADOPTION_LABELS.join(' or ')}: it would copy the label onto its Pod, letting the Agent Sandbox controller adopt it unjudged (kubeplus.io/sandbox-isolation)`,
+      messageExpression:
+        `${celString('Binding of Pod ')} + (has(object.metadata.name) ? object.metadata.name : '') + ` +
+        celString(
+          ` carries the label ${ADOPTION_LABELS.join(' or ')}: a Binding's labels are copied onto its Pod (Kubernetes 1.33+, PodTopologyLabelsAdmission), and these would let the Agent Sandbox controller adopt the Pod without its runtime class being judged; no scheduler sets them: label the Pod itself (kubeplus.io/sandbox-isolation)`,
+        ),
+      reason: 'Forbidden',
     },
   ];
 }

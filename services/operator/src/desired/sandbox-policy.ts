@@ -42,6 +42,7 @@ import {
 } from './objects.js';
 import { carriesOwnershipMarkers, type MetaLike, ownerAnnotations, ownerLabels, ownerOf } from './owner.js';
 import {
+  baseValidations,
   baseValidationVariables,
   DEFAULT_MATCH_CONDITIONS,
   defaultingMutation,
@@ -257,7 +258,11 @@ export function validationVariables(min: RuntimeLevel, allowed: readonly string[
   return vars;
 }
 
-/** The validations shared by the enforcing and the advisory policy. */
+/**
+ * The validations shared by the enforcing and the advisory policy: the ones every layout starts
+ * with (`baseValidations`: a Sandbox's class cannot change, a Binding may not carry an adoption
+ * label), then the runtime class's: set, and (above minimum runc) allowed.
+ */
 export function validations(
   min: RuntimeLevel,
   tenantNamespace: string,
@@ -269,8 +274,9 @@ export function validations(
       ? `no RuntimeClass in the cluster meets it; ask the platform team for one whose handler is ${min}`
       : `use runtimeClassName ${JSON.stringify(recommended)}`;
   const out: V1Validation[] = [
+    ...baseValidations(),
     {
-      expression: "variables.unchanged || variables.runtimeClassName != ''",
+      expression: "variables.binding || variables.unchanged || variables.runtimeClassName != ''",
       message: `spec.podTemplate.spec.runtimeClassName is unset; ${requirement}; ${hint}`,
       messageExpression: `variables.subject + ' ' + variables.runtimeClassField + ${celString(` is unset; ${requirement}; ${hint}`)}`,
       reason: 'Forbidden',
@@ -279,7 +285,7 @@ export function validations(
   if (min !== 'runc') {
     out.push({
       expression:
-        "variables.unchanged || variables.runtimeClassName == '' || variables.runtimeClassName in variables.allowedRuntimeClasses",
+        "variables.binding || variables.unchanged || variables.runtimeClassName == '' || variables.runtimeClassName in variables.allowedRuntimeClasses",
       message: `spec.podTemplate.spec.runtimeClassName names a RuntimeClass that is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`,
       messageExpression: `variables.subject + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`)}`,
       reason: 'Forbidden',

@@ -45,6 +45,7 @@ import { celString } from './cel.js';
 import { type ManagedObject, type MutatingPolicyApiVersion, VALIDATING_POLICY_API_VERSION } from './objects.js';
 import { type OwnerFields, ownerAnnotations, ownerLabels } from './owner.js';
 import {
+  baseValidations,
   baseValidationVariables,
   DEFAULT_MATCH_CONDITIONS,
   matchConstraints,
@@ -107,21 +108,22 @@ export function sharedValidationVariables(): V1Variable[] {
 }
 
 /**
- * The same two checks as the per-instance policies' (`validations`), with the same messages: the
+ * The same checks as the per-instance policies' (`validations`), with the same messages: the
  * minimum, the allowed classes and the words come from the parameter. `message` is only what the
  * API server says when a messageExpression cannot be evaluated.
  */
 export function sharedValidations(): V1Validation[] {
   return [
+    ...baseValidations(),
     {
-      expression: "variables.unchanged || variables.runtimeClassName != ''",
+      expression: "variables.binding || variables.unchanged || variables.runtimeClassName != ''",
       message: 'the runtime class is unset; this namespace requires a sandbox runtime (kubeplus.io/sandbox-isolation)',
       messageExpression: `variables.subject + ' ' + variables.runtimeClassField + ${celString(' is unset; ')} + variables.requirement + '; ' + variables.hint`,
       reason: 'Forbidden',
     },
     {
       expression:
-        "variables.unchanged || variables.runtimeClassName == '' || params.spec.minRuntimeClass == 'runc' || " +
+        "variables.binding || variables.unchanged || variables.runtimeClassName == '' || params.spec.minRuntimeClass == 'runc' || " +
         'variables.runtimeClassName in params.spec.allowedRuntimeClasses',
       message:
         "the runtime class is not allowed in this namespace: its handler is weaker than the required sandbox runtime or unknown, or it is another instance's class (kubeplus.io/sandbox-isolation)",

@@ -5,7 +5,8 @@
  * same one request — and created, replaced or deleted; the namespaces holding one (a LIST across
  * the cluster, by label and name); a paginated LIST of a namespace's
  * Sandboxes at the first Agent Sandbox version the API server serves; and a paginated LIST of the
- * namespace's unfinished Pods labelled by the Sandbox controller (what the Sandboxes run).
+ * namespace's unfinished Pods (what the Sandboxes run: each Pod's controller owner reference says
+ * whose it is).
  */
 import { httpStatusOf } from '@kubeplus-isolation/service';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kubeplus-isolation/spec';
@@ -19,7 +20,7 @@ import {
   REPORT_VERSION,
 } from '../controllers/compliance/openreport.js';
 import type { ReportStore, SandboxLister } from '../controllers/compliance/reporter.js';
-import { NAME_HASH_LABEL, SANDBOX_RESOURCES } from '../desired/agent-sandbox.js';
+import { SANDBOX_RESOURCES } from '../desired/agent-sandbox.js';
 import { listUnfinishedPods, sizedPodPage } from './pod-lister.js';
 
 const REPORT = { group: REPORT_GROUP, version: REPORT_VERSION, plural: REPORT_PLURAL };
@@ -90,7 +91,9 @@ export function kubeSandboxLister(
   if (SANDBOX === undefined) throw new Error('no Sandbox resource known');
   const { group, resource, versions } = SANDBOX;
   return {
-    listSandboxPods: (namespace, page) => listUnfinishedPods(core, namespace, page, NAME_HASH_LABEL, podPages),
+    // Every unfinished Pod, not only those with the controller's tracking label: a Pod owned by
+    // a Sandbox's UID under another kind need not carry it (issue 36).
+    listSandboxPods: (namespace, page) => listUnfinishedPods(core, namespace, page, undefined, podPages),
     async listSandboxes(namespace, { limit, continueToken }) {
       for (const version of versions) {
         try {

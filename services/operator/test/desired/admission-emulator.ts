@@ -13,6 +13,10 @@ export interface AdmissionRequest {
   operation: Operation_;
   object: Record<string, unknown>;
   oldObject?: Record<string, unknown>;
+  /** `status`, `binding`: a Pod subresource (a Binding's object is the Binding). Omitted for the object itself, as the API server omits it. */
+  subResource?: string;
+  /** The resource, when not the kind's usual one (a Binding through the legacy `bindings` resource). */
+  resource?: string;
 }
 
 interface Variable {
@@ -28,18 +32,26 @@ interface Validation {
 /** The resource a request is for, as the API server names it, from the object's kind. */
 const RESOURCES: Record<string, { group: string; version: string; resource: string }> = {
   Pod: { group: '', version: 'v1', resource: 'pods' },
+  // pods/binding: the request is for the Pod resource, its object the Binding.
+  Binding: { group: '', version: 'v1', resource: 'pods' },
   Sandbox: { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes' },
   SandboxTemplate: { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxtemplates' },
 };
 
 function context(req: AdmissionRequest, params: unknown = null): Record<string, unknown> {
   const kind = String(req.object.kind ?? '');
-  const resource = RESOURCES[kind];
-  if (resource === undefined) throw new Error(`the emulator knows no resource for kind ${JSON.stringify(kind)}`);
+  const known = RESOURCES[kind];
+  if (known === undefined) throw new Error(`the emulator knows no resource for kind ${JSON.stringify(kind)}`);
+  const resource = req.resource === undefined ? known : { ...known, resource: req.resource };
   return {
     object: req.object,
     oldObject: req.oldObject ?? null,
-    request: { operation: req.operation, namespace: 'team-a', resource },
+    request: {
+      operation: req.operation,
+      namespace: 'team-a',
+      resource,
+      ...(req.subResource === undefined ? {} : { subResource: req.subResource }),
+    },
     // A policy with paramKind reads its binding's parameter object; null for one without.
     params,
     variables: {},

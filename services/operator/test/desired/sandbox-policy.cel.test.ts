@@ -113,10 +113,47 @@ describe('the validating policy for minimum kata, evaluated', () => {
     );
   });
 
-  it('judges a changed runtime class on UPDATE', () => {
-    expect(validate(vap, update(OWN, 'runc'))).toHaveLength(1);
-    expect(validate(vap, update('runc', undefined))).toHaveLength(1);
-    expect(validate(vap, update('runc', OWN))).toEqual([]);
+  it("refuses any change of a Sandbox's runtime class on UPDATE, even to an allowed one (issue 36, class-change laundering)", () => {
+    const frozen = (from: string, to: string) =>
+      `Sandbox s runtimeClassName cannot change from ${from} to ${to}: its Pod keeps the runtime class it started with (the Agent Sandbox controller never changes an existing Pod's spec, and a Pod's runtimeClassName is immutable), so the Sandbox would name a class its Pod does not run; delete and re-create the Sandbox to change its runtime class (kubeplus.io/sandbox-isolation)`;
+    // To an allowed class: only the freeze speaks.
+    expect(validate(vap, update('runc', OWN))).toEqual([frozen('"runc"', `"${OWN}"`)]);
+    expect(validate(vap, update('kata-qemu', OWN))).toEqual([frozen('"kata-qemu"', `"${OWN}"`)]);
+    expect(validate(vap, update(undefined, OWN))).toEqual([frozen('unset', `"${OWN}"`)]);
+    // To a weak or unset one: the freeze first, then what is wrong with the new class.
+    const toRunc = validate(vap, update(OWN, 'runc'));
+    expect(toRunc[0]).toBe(frozen(`"${OWN}"`, '"runc"'));
+    expect(toRunc[1]).toContain('runtimeClassName "runc" is not allowed here');
+    expect(validate(vap, update('runc', undefined))).toEqual([
+      frozen('"runc"', 'unset'),
+      expect.stringContaining('is unset'),
+    ]);
+    // '' and unset are the same class: no change.
+    expect(validate(vap, update(OWN, ''))).toEqual([
+      expect.stringContaining(`cannot change from "${OWN}" to unset`),
+      expect.stringContaining('is unset'),
+    ]);
+    expect(validate(vap, { operation: 'UPDATE', object: sandbox(''), oldObject: sandbox(undefined) })).toEqual([]);
+  });
+
+  it('judges a SandboxTemplate whose class changes like a new one, without freezing it: a template runs nothing', () => {
+    const template = (rc?: string) => sandbox(rc, 'SandboxTemplate');
+    expect(validate(vap, { operation: 'UPDATE', object: template(OWN), oldObject: template('runc') })).toEqual([]);
+    expect(validate(vap, { operation: 'UPDATE', object: template('kata-qemu'), oldObject: template(OWN) })).toEqual([]);
+    const weak = validate(vap, { operation: 'UPDATE', object: template('runc'), oldObject: template(OWN) });
+    expect(weak).toEqual([expect.stringMatching(/^SandboxTemplate runtimeClassName "runc" is not allowed here/)]);
+  });
+
+  it('freezes the class in every minimum and mode, runc included (advisory: warned, by its binding)', () => {
+    for (const [min, enforce] of [
+      ['runc', true],
+      ['runsc', false],
+      ['kata', false],
+    ] as const) {
+      expect(validate(vapOf(min, enforce), update('gvisor', 'kata-qemu'))).toEqual([
+        expect.stringContaining('runtimeClassName cannot change from "gvisor" to "kata-qemu"'),
+      ]);
+    }
   });
 
   it('names the kind it judges (SandboxTemplate too)', () => {
@@ -224,6 +261,46 @@ describe('the validating policy on the Pods a Sandbox runs or can adopt (the con
     expect(judged({ operation: 'UPDATE', object: pod('runc', { labels: NAME_HASH }), oldObject: owned })).toEqual([]);
   });
 
+  it.each([
+    ['a SandboxClaim', { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', uid: 'sb-1' }],
+    [
+      'a kind of the Sandbox group that does not exist',
+      { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Box', uid: 'sb-1' },
+    ],
+    ['a Sandbox at a version not served', { apiVersion: 'agents.x-k8s.io/v9', kind: 'Sandbox', uid: 'sb-1' }],
+  ])(
+    'refuses a runc Pod owned by %s: the controller decides by the owner UID, whatever kind or version (issue 36)',
+    (_what, owner) => {
+      expect(judged({ operation: 'CREATE', object: pod('runc', { owners: [owner] }) })).toEqual([
+        expect.stringContaining(
+          'Pod agent-1 (it is, or can become, a Sandbox\'s Pod): runtimeClassName "runc" is not allowed here',
+        ),
+      ]);
+    },
+  );
+
+  it("a Pod owned under another group with a Sandbox's UID is judged when the controller adds its tracking label", () => {
+    // kind ConfigMap, apiVersion v1, the Sandbox's UID: not a Pod the policy can tell from any other ...
+    const forged = { apiVersion: 'v1', kind: 'ConfigMap', uid: 'sb-1' };
+    expect(judged({ operation: 'CREATE', object: pod('runc', { owners: [forged] }) })).toBe('not selected');
+    // ... until the controller, having found it by name and owner UID, patches its metadata
+    // (updatePodMetadata: the tracking label), an UPDATE adding an adoption label: refused.
+    const patched = {
+      operation: 'UPDATE' as const,
+      object: pod('runc', { labels: NAME_HASH, owners: [forged] }),
+      oldObject: pod('runc', { owners: [forged] }),
+    };
+    expect(judged(patched)).toEqual([expect.stringContaining('runtimeClassName "runc" is not allowed here')]);
+    // The same Pod on an allowed class is labelled.
+    expect(
+      judged({
+        operation: 'UPDATE',
+        object: pod(OWN, { labels: NAME_HASH, owners: [forged] }),
+        oldObject: pod(OWN, { owners: [forged] }),
+      }),
+    ).toEqual([]);
+  });
+
   it('advisory judges the same Pods the same way (its binding only warns)', () => {
     const advisory = vapOf('kata', false);
     const req = { operation: 'CREATE' as const, object: pod('runc', { labels: ADOPTABLE }) };
@@ -234,6 +311,85 @@ describe('the validating policy on the Pods a Sandbox runs or can adopt (the con
   it('keeps the Sandbox messages exactly as before', () => {
     expect(judged(create('runc'))[0]).toMatch(/^Sandbox runtimeClassName "runc" is not allowed here/);
     expect(judged(create(undefined))[0]).toMatch(/^Sandbox spec\.podTemplate\.spec\.runtimeClassName is unset/);
+  });
+});
+
+/** A Pod's status write (pods/status UPDATE): the kubelet's, or a tenant's carrying labels. */
+function statusWrite(from: Record<string, unknown>, to: Record<string, unknown>): AdmissionRequest {
+  return { operation: 'UPDATE', subResource: 'status', object: to, oldObject: from };
+}
+
+/** A Binding (pods/binding CREATE) of Pod agent-1, with `labels`. */
+function binding(labels?: Record<string, string>): AdmissionRequest {
+  const metadata: Record<string, unknown> = { name: 'agent-1', namespace: 'team-a' };
+  if (labels !== undefined) metadata.labels = labels;
+  return {
+    operation: 'CREATE',
+    subResource: 'binding',
+    object: { apiVersion: 'v1', kind: 'Binding', metadata, target: { kind: 'Node', name: 'node-1' } },
+  };
+}
+
+describe('the validating policy on the Pod subresources that can change labels (issue 36)', () => {
+  const vap = vapOf('kata');
+  const judged = (req: AdmissionRequest): string[] | 'not selected' =>
+    matches(vap, req) ? validate(vap, req) : 'not selected';
+  const withConditions = (p: Record<string, unknown>): Record<string, unknown> => ({
+    ...p,
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+  });
+
+  it("never selects the kubelet's status writes, whatever the Pod (no regression, and cheap)", () => {
+    for (const p of [
+      pod('runc'),
+      pod('runc', { labels: NAME_HASH, owners: [SANDBOX_OWNER] }), // left weak by a tightening
+      pod(undefined, { labels: ADOPTABLE }),
+      pod(OWN, { labels: { app: 'web' } }),
+    ]) {
+      expect(judged(statusWrite(p, withConditions(p)))).toBe('not selected');
+    }
+  });
+
+  it('judges a status write that adds or changes an adoption label like a Pod UPDATE: a weak Pod refused', () => {
+    const plain = pod('runc');
+    const labelled = withConditions(pod('runc', { labels: NAME_HASH }));
+    expect(judged(statusWrite(plain, labelled))).toEqual([
+      `Pod agent-1 (it is, or can become, a Sandbox's Pod): runtimeClassName "runc" is not allowed here: its handler is weaker than kata or unknown, or it is another instance's class; namespace "team-a" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation); use runtimeClassName "${OWN}"`,
+    ]);
+    expect(judged(statusWrite(pod(undefined), pod(undefined, { labels: ADOPTABLE })))).toEqual([
+      expect.stringContaining('spec.runtimeClassName is unset'),
+    ]);
+    // Re-labelled for another Sandbox.
+    expect(
+      judged(
+        statusWrite(
+          pod('runc', { labels: NAME_HASH }),
+          pod('runc', { labels: { 'agents.x-k8s.io/sandbox-name-hash': 'ffff0000' } }),
+        ),
+      ),
+    ).toHaveLength(1);
+    // A compliant Pod may be labelled; removing a label or changing another is not selected.
+    expect(judged(statusWrite(pod(OWN), pod(OWN, { labels: ADOPTABLE })))).toEqual([]);
+    expect(judged(statusWrite(pod('runc', { labels: ADOPTABLE }), pod('runc')))).toBe('not selected');
+    expect(judged(statusWrite(pod('runc'), pod('runc', { labels: { team: 'a' } })))).toBe('not selected');
+  });
+
+  it('refuses a Binding carrying an adoption label, whatever the class; admits the scheduler’s (no label, or topology labels)', () => {
+    const message = `Binding of Pod agent-1 carries the label agents.x-k8s.io/adoptable or agents.x-k8s.io/sandbox-name-hash: a Binding's labels are copied onto its Pod (Kubernetes 1.33+, PodTopologyLabelsAdmission), and these would let the Agent Sandbox controller adopt the Pod without its runtime class being judged; no scheduler sets them: label the Pod itself (kubeplus.io/sandbox-isolation)`;
+    expect(judged(binding(ADOPTABLE))).toEqual([message]);
+    expect(judged(binding({ ...NAME_HASH, 'topology.kubernetes.io/zone': 'z1' }))).toEqual([message]);
+    expect(judged(binding())).toBe('not selected');
+    expect(judged(binding({ 'topology.kubernetes.io/zone': 'z1', 'kubernetes.io/hostname': 'node-1' }))).toBe(
+      'not selected',
+    );
+    // The legacy spelling, POST namespaces/<ns>/bindings: the same Binding, the same refusal.
+    const legacy = { ...binding(ADOPTABLE), resource: 'bindings' };
+    delete legacy.subResource;
+    expect(judged(legacy)).toEqual([message]);
+    expect(judged({ ...legacy, object: binding().object })).toBe('not selected');
+    // Minimum runc (no allowed-class check) refuses it too; advisory warns the same.
+    expect(validate(vapOf('runc'), binding(ADOPTABLE))).toEqual([message]);
+    expect(validate(vapOf('kata', false), binding(ADOPTABLE))).toEqual([message]);
   });
 });
 

@@ -203,14 +203,14 @@ describe('desiredSandboxPolicy: enforce', () => {
     }
   });
 
-  it('matches Sandbox and SandboxTemplate at every version, and core Pods, CREATE and UPDATE: one rule per known version, storage first, Equivalent', () => {
+  it('matches Sandbox and SandboxTemplate at every version, and core Pods, CREATE and UPDATE, with the Pod subresources that can change labels: one rule per known version, storage first, Equivalent', () => {
     const vap = spec(policy.objects[1]);
     expect(vap.failurePolicy).toBe('Fail');
-    const rule = (group: string, resource: string, version: string) => ({
+    const rule = (group: string, resource: string, version: string, operations = ['CREATE', 'UPDATE']) => ({
       apiGroups: [group],
       apiVersions: [version],
       resources: [resource],
-      operations: ['CREATE', 'UPDATE'],
+      operations,
       scope: 'Namespaced',
     });
     expect(vap.matchConstraints).toEqual({
@@ -221,8 +221,14 @@ describe('desiredSandboxPolicy: enforce', () => {
         rule('agents.x-k8s.io', 'sandboxes', 'v1alpha1'),
         rule('extensions.agents.x-k8s.io', 'sandboxtemplates', 'v1beta1'),
         rule('extensions.agents.x-k8s.io', 'sandboxtemplates', 'v1alpha1'),
-        // The Pods a Sandbox runs or can adopt (the matchCondition picks them): never a subresource.
+        // The Pods a Sandbox runs or can adopt (the matchCondition picks them), and the two
+        // subresources through which a Pod's labels change (issue 36): the matchCondition selects
+        // only writes that add an adoption label, so the kubelet's status writes are not judged.
         rule('', 'pods', 'v1'),
+        rule('', 'pods/status', 'v1', ['UPDATE']),
+        rule('', 'pods/binding', 'v1', ['CREATE']),
+        // The same Binding through its older spelling (POST namespaces/<ns>/bindings).
+        rule('', 'bindings', 'v1', ['CREATE']),
       ],
       matchPolicy: 'Equivalent',
       namespaceSelector: {},
@@ -251,7 +257,8 @@ describe('desiredSandboxPolicy: enforce', () => {
       expression: `["kata", "kata-qemu", "${OWN}"]`,
     });
     const validations = vap.validations as { reason: string; message: string }[];
-    expect(validations).toHaveLength(2);
+    // The class freeze, the Binding's labels, then the class: set, and allowed.
+    expect(validations).toHaveLength(4);
     for (const v of validations) {
       expect(v.reason).toBe('Forbidden');
       expect(v.message).not.toMatch(/[\r\n]/);
@@ -263,12 +270,17 @@ describe('desiredSandboxPolicy: enforce', () => {
       desiredSandboxPolicy(policyInput({ spec: { minRuntimeClass: 'runc', enforce: true } })).objects[1],
     );
     expect((vap.variables as { name: string }[]).map((v) => v.name)).toEqual([
+      'untypedObject',
+      'untypedOldObject',
       'runtimeClassName',
       'subject',
       'runtimeClassField',
       'unchanged',
+      'binding',
+      'sandboxRuntimeClassChanged',
     ]);
-    expect(vap.validations).toHaveLength(1);
+    // The class freeze and the Binding's labels hold at every minimum; then only the unset check.
+    expect(vap.validations).toHaveLength(3);
   });
 
   it('reports no conditions', () => {
@@ -299,8 +311,16 @@ describe('desiredSandboxPolicy: advisory', () => {
     const map = spec(p.objects[3]);
     expect(map.failurePolicy).toBe('Ignore');
     expect(map.reinvocationPolicy).toBe('IfNeeded');
-    const rules = (map.matchConstraints as { resourceRules: { operations: string[] }[] }).resourceRules;
+    const rules = (map.matchConstraints as { resourceRules: { operations: string[]; resources: string[] }[] })
+      .resourceRules;
     expect(rules.map((r) => r.operations)).toEqual([['CREATE'], ['CREATE'], ['CREATE'], ['CREATE']]);
+    // Defaulting touches Sandboxes and SandboxTemplates only: never a Pod or a subresource.
+    expect(rules.flatMap((r) => r.resources)).toEqual([
+      'sandboxes',
+      'sandboxes',
+      'sandboxtemplates',
+      'sandboxtemplates',
+    ]);
     // Equivalent here too: a Sandbox at a version added later is defaulted like one at v1beta1.
     expect((map.matchConstraints as { matchPolicy: string }).matchPolicy).toBe('Equivalent');
     expect(map.mutations).toEqual([
@@ -378,7 +398,8 @@ describe('desiredSandboxPolicy: a RuntimeClass name held by another instance', (
     expect(p.objects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     expect(spec(p.objects[0]).variables).toContainEqual({ name: 'allowedRuntimeClasses', expression: '[]' });
     const messages = (spec(p.objects[0]).validations as { message: string }[]).map((v) => v.message);
-    expect(messages[0]).toContain('no RuntimeClass in the cluster meets it');
+    // After the two checks every policy starts with (the class freeze, a Binding's labels).
+    expect(messages[2]).toContain('no RuntimeClass in the cluster meets it');
   });
 
   it('reports that nothing can be defaulted when no class meets the minimum', () => {
@@ -393,7 +414,8 @@ describe('desiredSandboxPolicy: a RuntimeClass name held by another instance', (
     expect(p.conditions).toEqual(['noDefaultRuntimeClass']);
     expect(p.objects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     const messages = (spec(p.objects[0]).validations as { message: string }[]).map((v) => v.message);
-    expect(messages[0]).toContain('no RuntimeClass in the cluster meets it');
+    // After the two checks every policy starts with (the class freeze, a Binding's labels).
+    expect(messages[2]).toContain('no RuntimeClass in the cluster meets it');
   });
 });
 

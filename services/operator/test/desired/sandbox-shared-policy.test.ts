@@ -138,12 +138,12 @@ describe('the shared layout, as objects', () => {
   });
 });
 
-function sandbox(runtimeClassName?: string): Record<string, unknown> {
+function sandbox(runtimeClassName?: string, kind = 'Sandbox'): Record<string, unknown> {
   const podSpec: Record<string, unknown> = { containers: [{ name: 'c', image: 'i' }] };
   if (runtimeClassName !== undefined) podSpec.runtimeClassName = runtimeClassName;
   return {
     apiVersion: 'agents.x-k8s.io/v1beta1',
-    kind: 'Sandbox',
+    kind,
     metadata: { name: 's' },
     spec: { podTemplate: { spec: podSpec } },
   };
@@ -156,6 +156,10 @@ function pod(runtimeClassName: string | undefined, sandboxOwned: boolean): Recor
   if (sandboxOwned)
     metadata.ownerReferences = [{ apiVersion: 'agents.x-k8s.io/v1alpha1', kind: 'Sandbox', name: 's', uid: 'u' }];
   return { apiVersion: 'v1', kind: 'Pod', metadata, spec };
+}
+
+function labelled(obj: Record<string, unknown>, labels: Record<string, string>): Record<string, unknown> {
+  return { ...obj, metadata: { ...(obj.metadata as Record<string, unknown>), labels } };
 }
 
 const CLASS_CHOICES = [undefined, '', 'runc', 'gvisor', 'kata-qemu', OWN, OTHER, 'no-such-class'];
@@ -173,6 +177,37 @@ const REQUESTS: Array<[string, AdmissionRequest]> = [
     { operation: 'UPDATE', object: sandbox('runc'), oldObject: sandbox('runc') },
   ],
   ['update Sandbox, class changed to runc', { operation: 'UPDATE', object: sandbox('runc'), oldObject: sandbox(OWN) }],
+  // Issue 36: the class freeze, a template's change, the Pod subresources that change labels.
+  [
+    'update Sandbox, class changed to an allowed one',
+    { operation: 'UPDATE', object: sandbox(OWN), oldObject: sandbox('kata-qemu') },
+  ],
+  [
+    'update SandboxTemplate, class changed to an allowed one',
+    { operation: 'UPDATE', object: sandbox(OWN, 'SandboxTemplate'), oldObject: sandbox('runc', 'SandboxTemplate') },
+  ],
+  [
+    'pods/status adding an adoption label to a runc Pod',
+    {
+      operation: 'UPDATE',
+      subResource: 'status',
+      object: labelled(pod('runc', false), { 'agents.x-k8s.io/sandbox-name-hash': 'a1b2c3d4' }),
+      oldObject: pod('runc', false),
+    },
+  ],
+  [
+    'pods/binding carrying an adoption label',
+    {
+      operation: 'CREATE',
+      subResource: 'binding',
+      object: {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: 'p', labels: { 'agents.x-k8s.io/adoptable': 'true' } },
+        target: { kind: 'Node', name: 'n' },
+      },
+    },
+  ],
 ];
 
 /** Every setting whose messages or decisions differ: minimum, mode, and a namespace with no class to recommend. */

@@ -134,7 +134,7 @@ describe('kubeSandboxLister', () => {
     });
   });
 
-  it("lists the namespace's unfinished Pods the Sandbox controller labelled, passing the page on", async () => {
+  it("lists the namespace's unfinished Pods, whatever their labels (a Sandbox's Pod is found by owner UID), passing the page on", async () => {
     const core = fakeApi(() => ({ items: [{ metadata: { name: 'p' } }], metadata: { _continue: 'more' } }));
     const lister = kubeSandboxLister(fakeApi(() => ({})).api, core.api as unknown as CoreV1Api, small(), small());
     expect(await lister.listSandboxPods('team-a', { limit: 500, continueToken: 'tok' })).toEqual({
@@ -148,7 +148,6 @@ describe('kubeSandboxLister', () => {
           namespace: 'team-a',
           limit: 500,
           _continue: 'tok',
-          labelSelector: 'agents.x-k8s.io/sandbox-name-hash',
           fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed',
         },
       },

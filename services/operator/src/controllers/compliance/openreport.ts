@@ -303,7 +303,8 @@ export function sandboxResult(
       : `Sandbox ${sandbox.name} asks for RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)}, but its Pod ${pod.name} ` +
         `${classText(pod, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
         "The Pod was not made from the Sandbox's template: the Sandbox controller adopted an existing Pod as it was " +
-        '(before the minimum was raised, or before its Pod policy was in force); ' +
+        "(before the minimum was raised, or before its Pod policy was in force), or the Pod names the Sandbox's UID " +
+        'as its controller under another kind; ' +
         `delete Pod ${pod.name} and the controller recreates it from the template.`;
   return {
     source: REPORT_SOURCE,

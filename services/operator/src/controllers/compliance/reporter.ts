@@ -17,11 +17,14 @@
 import { createSilentLogger, describeError, type Logger } from '@kubeplus-isolation/service';
 import type { NamespaceSandboxPolicy } from '@kubeplus-isolation/spec';
 import {
+  controllerUidOf,
   DEFAULT_HANDLER_LEVELS,
   findWeakSandboxes,
   type HandlerLevels,
+  indexSandboxPods,
   type SandboxPodLike as PodLike,
   type SandboxLike,
+  type SandboxPods,
 } from '@kubeplus-isolation/spec';
 import type { RuntimeClassInfo } from '../../desired/sandbox-policy.js';
 import type { InvolvedObject } from '../../runtime/event-recorder.js';
@@ -72,9 +75,10 @@ export interface SandboxLister {
     page: { limit: number; continueToken?: string | undefined },
   ): Promise<SandboxPage | undefined>;
   /**
-   * A paginated LIST of one namespace's unfinished Pods that carry the controller's
-   * `agents.x-k8s.io/sandbox-name-hash` label: every Pod a Sandbox runs (the controller sets it
-   * on the Pods it creates and on those it adopts), so what runs is judged, not only the spec.
+   * A paginated LIST of one namespace's unfinished Pods, whatever their labels: a Sandbox's Pod is
+   * the one its controller owner reference names by the Sandbox's UID, whatever kind it says
+   * (issue 36: a Pod owned by a Sandbox's UID under another kind need not carry the controller's
+   * `agents.x-k8s.io/sandbox-name-hash` label), so what runs is judged, not only the spec.
    */
   listSandboxPods(
     namespace: string,
@@ -218,7 +222,7 @@ export class NamespaceReporter {
     const levels = this.options.handlerLevels ?? DEFAULT_HANDLER_LEVELS;
     let findings: SandboxFindings | undefined;
     let continueToken: string | undefined;
-    let pods: Map<string, PodLike> | undefined;
+    let pods: SandboxPods | undefined;
     do {
       if (signal.aborted) throw signal.reason;
       const page = await this.options.sandboxes.listSandboxes(namespace, { limit: this.pageSize, continueToken });
@@ -245,20 +249,26 @@ export class NamespaceReporter {
     return findings;
   }
 
-  private async sandboxPods(namespace: string, signal: AbortSignal): Promise<Map<string, PodLike>> {
-    const pods = new Map<string, PodLike>();
+  /** The namespace's Pods that have a controller, reduced to what the judge reads, by controller UID. */
+  private async sandboxPods(namespace: string, signal: AbortSignal): Promise<SandboxPods> {
+    const pods: PodLike[] = [];
     let continueToken: string | undefined;
     do {
       if (signal.aborted) throw signal.reason;
       const page = await this.options.sandboxes.listSandboxPods(namespace, { limit: this.pageSize, continueToken });
       this.options.hooks?.sandboxPodListRequest();
       for (const pod of page.items) {
-        const name = pod.metadata?.name;
-        if (typeof name === 'string' && name !== '') pods.set(name, pod);
+        const uid = controllerUidOf(pod);
+        if (uid === undefined) continue; // no Sandbox's: the controller takes an unowned Pod only by a judged UPDATE
+        const runtimeClassName = pod.spec?.runtimeClassName;
+        pods.push({
+          metadata: { name: pod.metadata?.name, ownerReferences: [{ uid, controller: true }] },
+          spec: typeof runtimeClassName === 'string' ? { runtimeClassName } : {},
+        });
       }
       continueToken = page.continueToken || undefined;
     } while (continueToken !== undefined);
-    return pods;
+    return indexSandboxPods(pods);
   }
 
   private failed(namespace: string, step: 'read' | 'write', err: unknown): void {

@@ -118,7 +118,8 @@ describe('what a Pod lacks, named', () => {
       'Sandbox agent-1 asks for RuntimeClass "vm", but its Pod spare runs RuntimeClass "fast" (handler runc, level runc): ' +
         "weaker than the namespace's minimum kata. The Pod was not made from the Sandbox's template: the Sandbox " +
         'controller adopted an existing Pod as it was (before the minimum was raised, or before its Pod policy was in ' +
-        'force); delete Pod spare and the controller recreates it from the template.',
+        "force), or the Pod names the Sandbox's UID as its controller under another kind; delete Pod spare and the " +
+        'controller recreates it from the template.',
     );
     expect(r.properties).toEqual({
       minimum: 'kata',

@@ -144,7 +144,10 @@ describe('NamespaceReporter', () => {
     h.policies.set('team-a', { minimum: 'kata', enforce: true });
     h.world.sandboxes.set('team-a', [{ ...sandbox('agent-1', 'vm'), metadata: { name: 'agent-1', uid: 'sb-1' } }]);
     h.world.sandboxPods.set('team-a', [
-      { metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1' }] }, spec: { runtimeClassName: 'fast' } },
+      {
+        metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1', controller: true }] },
+        spec: { runtimeClassName: 'fast' },
+      },
     ]);
     await h.reporter().sync('team-a', undefined, signal);
     const report = h.world.reports.get('team-a');
@@ -155,7 +158,10 @@ describe('NamespaceReporter', () => {
     expect(h.sandboxPodLists).toBe(1);
     // The Pod replaced from the template: compliant again.
     h.world.sandboxPods.set('team-a', [
-      { metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1' }] }, spec: { runtimeClassName: 'vm' } },
+      {
+        metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1', controller: true }] },
+        spec: { runtimeClassName: 'vm' },
+      },
     ]);
     await h.reporter().sync('team-a', undefined, signal);
     expect(h.world.reports.get('team-a')?.summary).toMatchObject({ pass: 1, fail: 0 });
@@ -163,6 +169,25 @@ describe('NamespaceReporter', () => {
     h.policies.set('team-b', { minimum: 'kata', enforce: true });
     await h.reporter().sync('team-b', undefined, signal);
     expect(h.sandboxPodLists).toBe(2);
+  });
+
+  it("finds a Sandbox's Pod by its controller's UID, whatever kind the reference names or the Pod is called (issue 36)", async () => {
+    const h = new Harness();
+    h.policies.set('team-a', { minimum: 'kata', enforce: true });
+    h.world.sandboxes.set('team-a', [{ ...sandbox('agent-1', 'vm'), metadata: { name: 'agent-1', uid: 'sb-1' } }]);
+    const forged = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cm', uid: 'sb-1', controller: true };
+    h.world.sandboxPods.set('team-a', [
+      {
+        metadata: { name: 'agent-1', ownerReferences: [{ uid: 'sb-1', controller: true }] },
+        spec: { runtimeClassName: 'vm' },
+      },
+      { metadata: { name: 'impostor', ownerReferences: [forged] }, spec: { runtimeClassName: 'fast' } },
+      { metadata: { name: 'plain' }, spec: { runtimeClassName: 'fast' } },
+    ]);
+    await h.reporter().sync('team-a', undefined, signal);
+    expect(h.world.reports.get('team-a')?.results).toEqual([
+      expect.objectContaining({ message: expect.stringContaining('but its Pod impostor runs RuntimeClass "fast"') }),
+    ]);
   });
 
   it('reports the Sandboxes weaker than the namespace minimum, listing them page by page', async () => {

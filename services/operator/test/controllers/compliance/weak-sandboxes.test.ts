@@ -171,12 +171,12 @@ describe('findWeakSandboxes judges what runs: the Pod behind each Sandbox', () =
     spec: { podTemplate: { spec: { runtimeClassName } } },
   });
   const pod = (name: string, runtimeClassName: string | undefined, ownerUid?: string): PodLike => ({
-    metadata: { name, ...(ownerUid === undefined ? {} : { ownerReferences: [{ uid: ownerUid }] }) },
+    metadata: { name, ...(ownerUid === undefined ? {} : { ownerReferences: [{ uid: ownerUid, controller: true }] }) },
     spec: runtimeClassName === undefined ? {} : { runtimeClassName },
   });
-  const pods = (...list: PodLike[]) => new Map(list.map((p) => [p.metadata?.name ?? '', p]));
+  const pods = (...list: PodLike[]) => list;
 
-  it('fails a compliant Sandbox whose own Pod (by name) runs a weaker class, naming the Pod', () => {
+  it('fails a compliant Sandbox whose own Pod (by controller UID) runs a weaker class, naming the Pod', () => {
     expect(
       findWeakSandboxes(
         'kata',
@@ -197,7 +197,7 @@ describe('findWeakSandboxes judges what runs: the Pod behind each Sandbox', () =
     ]);
   });
 
-  it('follows the pod-name annotation (a warm-pool Pod, or one re-pointed to), and judges an unset Pod class', () => {
+  it('of the Pods it controls (the annotation only says where the controller looks), names the one that falls short; judges an unset Pod class', () => {
     const found = findWeakSandboxes(
       'kata',
       [withPod('s', 'vm', 'sb-2', 'spare')],

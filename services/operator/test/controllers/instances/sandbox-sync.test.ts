@@ -511,7 +511,8 @@ describe('the shared sandbox policy layout', () => {
     } as const;
     const orphans = (r: InstanceReconciler): OrphanCleanup => new OrphanCleanup({ port: cluster, instances: r });
     expect(await orphans(shared()).cleanupOrphan(target)).toEqual({});
-    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(2);
+    // Its four checks: the class freeze, a Binding's labels, the class set, the class allowed.
+    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(4);
     expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeDefined();
     // With the per-instance layout the same event changes nothing.
     await cluster.deleteObject(
