@@ -21,25 +21,19 @@ import {
   MANAGED_BY_VALUE,
   OWNER_ANNOTATION,
   SANDBOX_ISOLATION_ANNOTATION,
-  SANDBOX_ISOLATION_PARAMS_API_VERSION,
-  SANDBOX_ISOLATION_PARAMS_RESOURCE,
-  SHARED_SANDBOX_POLICY_COMPONENT,
   SHARED_SANDBOX_POLICY_NAME,
 } from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
-  ApiextensionsV1Api,
   AuthorizationV1Api,
   CustomObjectsApi,
   type KubeConfig,
-  KubernetesObjectApi,
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import {
   createAgent,
   deleteAgent,
-  mutatingPolicies,
   ownedObjects,
   policyName,
   runtimeClassName,
@@ -56,12 +50,9 @@ import {
   waitForAdmission,
 } from './support/operator-sandbox.js';
 import { operatorSuite } from './support/operator-suite.js';
+import { PARAMS, removeSharedLayout } from './support/shared-layout.js';
 
 const SHARED = SHARED_SANDBOX_POLICY_NAME;
-const SHARED_COMPONENT = SHARED_SANDBOX_POLICY_COMPONENT;
-const [PARAMS_GROUP = '', PARAMS_VERSION = ''] = SANDBOX_ISOLATION_PARAMS_API_VERSION.split('/');
-const PARAMS = { group: PARAMS_GROUP, version: PARAMS_VERSION, plural: SANDBOX_ISOLATION_PARAMS_RESOURCE } as const;
-const CRD_NAME = `${PARAMS.plural}.${PARAMS.group}`;
 const DEFAULTING = sharedClusterDefaults();
 const annotation = (minRuntimeClass: string, enforce: boolean): string => JSON.stringify({ minRuntimeClass, enforce });
 const paramsName = (namespace: string, instance: string): string =>
@@ -94,48 +85,6 @@ function expectedShared(namespace: string, instance: string, enforce: boolean): 
   if (!enforce && DEFAULTING)
     names.push(`MutatingAdmissionPolicyBinding/${policyName(namespace, instance, 'default')}`);
   return names.sort((a, b) => a.localeCompare(b));
-}
-
-/** Deletes what the shared layout leaves in the cluster (the operator stopped first), and waits until it is gone. */
-async function removeSharedLayout(kc: KubeConfig): Promise<void> {
-  const selector = `app.kubernetes.io/component=${SHARED_COMPONENT}`;
-  const adm = kc.makeApiClient(AdmissionregistrationV1Api);
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const ignoreMissing = (error: unknown): void => {
-    if (!isApiStatus(error, 404)) throw error;
-  };
-  for (const p of (await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items) {
-    await adm.deleteValidatingAdmissionPolicy({ name: p.metadata?.name ?? '' }).catch(ignoreMissing);
-  }
-  for (const p of await mutatingPolicies(kc, selector)) {
-    await objects
-      .delete({ apiVersion: p.apiVersion, kind: p.kind, metadata: { name: p.o.metadata?.name ?? '' } })
-      .catch(ignoreMissing);
-  }
-  await kc
-    .makeApiClient(CustomObjectsApi)
-    .deleteCollectionClusterCustomObject({ ...PARAMS })
-    .catch(ignoreMissing);
-  await kc.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreMissing);
-  await waitFor(
-    "the shared layout's policies and CRD to be gone",
-    async (observe) => {
-      const left = [
-        ...(await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items.map((p) => p.metadata?.name),
-        ...(await mutatingPolicies(kc, selector)).map((p) => p.o.metadata?.name),
-      ];
-      const crd = await kc
-        .makeApiClient(ApiextensionsV1Api)
-        .readCustomResourceDefinition({ name: CRD_NAME })
-        .then(
-          () => true,
-          () => false,
-        );
-      observe({ left, crd });
-      return left.length === 0 && !crd;
-    },
-    { timeoutMs: 60_000 },
-  );
 }
 
 describe('operator: the shared sandbox policy layout, on the real control plane', () => {
