@@ -22,7 +22,16 @@
  * the Sandbox's Pod — the one its `agents.x-k8s.io/pod-name` annotation names (else the one of its
  * name) and that it owns — runs a class that falls short by the same rule, the Sandbox falls
  * short, and the finding names the Pod.
+ *
+ * And what it started on: `RuntimeClass.handler` is immutable, so a class whose handler changed
+ * was deleted and created again (the operator re-creates `kubeplus-sandbox-<instance>` when a
+ * minimum is raised; a platform team may re-create its own class). A Sandbox's Pod created at or
+ * before its class's current creationTimestamp may run the OLD handler under a name that now
+ * meets the minimum (`handler-since.ts`): it falls short too, with reason
+ * `started-before-class-handler`, naming the class and that time. The Pod is judged when it is
+ * found; without one, the Sandbox's own creation time (its Pod cannot be older).
  */
+import { rfc3339Seconds, startedBeforeHandler } from './handler-since.js';
 import { runtimeClassName } from './names.js';
 import { parseSandboxIsolation } from './parse.js';
 import {
@@ -52,6 +61,11 @@ export interface RuntimeClassInfo {
   generated: boolean;
   /** The instance a generated class's `kubeplus.io/owner` annotation names, if well-formed. */
   owner?: InstanceIdentity;
+  /**
+   * When the class got its current handler: its creationTimestamp (RFC 3339, whole seconds), the
+   * handler being immutable (`handler-since.ts`). Undefined when unknown.
+   */
+  createdAt?: string;
 }
 
 /** Path of the runtime class in Agent Sandbox's Sandbox and SandboxTemplate, at every served version. */
@@ -60,10 +74,12 @@ export const RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'podTemplate', 'sp
 /** The annotation by which the upstream controller names a Sandbox's Pod (else the Sandbox's name). */
 export const POD_NAME_ANNOTATION = 'agents.x-k8s.io/pod-name';
 
-/** A RuntimeClass as judged here: its name and handler. */
+/** A RuntimeClass as judged here: its name and handler, and when it got that handler (if known). */
 export interface RuntimeClassHandler {
   name: string;
   handler: string;
+  /** Its creationTimestamp (`RuntimeClassInfo.createdAt`). */
+  createdAt?: string | undefined;
 }
 
 /** The sandbox isolation in force in one tenant namespace. */
@@ -164,14 +180,26 @@ export function sandboxTenantNamespaces(
 
 /** The parts of a Sandbox this reads; any other shape is tolerated. */
 export interface SandboxLike {
-  metadata?: { name?: string; uid?: string; annotations?: Record<string, string> | undefined } | undefined;
+  metadata?:
+    | {
+        name?: string;
+        uid?: string;
+        annotations?: Record<string, string> | undefined;
+        /** RFC 3339 string (or a `Date`, as typed clients hold it). */
+        creationTimestamp?: unknown;
+      }
+    | undefined;
   spec?: unknown;
 }
 
 /** The parts of a Sandbox's Pod this reads; any other shape is tolerated. */
 export interface SandboxPodLike {
   metadata?:
-    | { name?: string | undefined; ownerReferences?: readonly { uid?: string | undefined }[] | undefined }
+    | {
+        name?: string | undefined;
+        ownerReferences?: readonly { uid?: string | undefined }[] | undefined;
+        creationTimestamp?: unknown;
+      }
     | undefined;
   spec?: { runtimeClassName?: string | undefined } | undefined;
 }
@@ -194,7 +222,24 @@ export interface WeakSandbox extends JudgedClass {
    * name and class. (When the Sandbox's own class falls short, that is the finding, and this is unset.)
    */
   pod?: JudgedClass & { name: string };
+  /**
+   * Set when nothing is weaker by name, but the Sandbox's Pod (`of: 'Pod'`, named in `pod`) or,
+   * with no Pod found, the Sandbox itself was created at or before its class got its current
+   * handler (reason `started-before-class-handler`): it may run the class's previous handler.
+   */
+  startedBeforeHandler?: {
+    of: 'Sandbox' | 'Pod';
+    /** The class whose handler changed. */
+    runtimeClassName: string;
+    /** When it got its current handler (its creationTimestamp). */
+    since: string;
+    /** When the Sandbox or Pod was created. */
+    createdAt: string;
+  };
 }
+
+/** The reason of a finding whose Sandbox or Pod may run its class's previous handler. */
+export const STARTED_BEFORE_CLASS_HANDLER = 'started-before-class-handler';
 
 /** `spec.podTemplate.spec.runtimeClassName`, `''` when unset or not a string. */
 export function runtimeClassOf(sandbox: SandboxLike): string {
@@ -234,10 +279,24 @@ function shortfall(
   };
 }
 
+/** The handler change `of` (created at `created`, on class `runtimeClassName`) may predate; undefined when none. */
+function handlerChange(
+  of: 'Sandbox' | 'Pod',
+  created: unknown,
+  runtimeClassName: string,
+  byName: ReadonlyMap<string, RuntimeClassHandler>,
+): WeakSandbox['startedBeforeHandler'] {
+  const since = byName.get(runtimeClassName)?.createdAt;
+  const createdAt = rfc3339Seconds(created);
+  if (since === undefined || createdAt === undefined || !startedBeforeHandler(createdAt, since)) return undefined;
+  return { of, runtimeClassName, since, createdAt };
+}
+
 /**
  * The Sandboxes among `sandboxes` that fall short of `minimum`, in input order; unnamed entries
  * skipped. `pods`: the namespace's Pods that can be Sandboxes' Pods, by name (`sandboxPodName`); a
  * Pod counts as the Sandbox's only when it is owned by it (same uid) or the Sandbox has no uid.
+ * A class's `createdAt` (when it got its current handler) is read from `classes`.
  */
 export function findWeakSandboxes(
   minimum: RuntimeLevel,
@@ -260,21 +319,50 @@ export function findWeakSandboxes(
       continue;
     }
     const podName = sandboxPodName(sandbox);
-    const pod = podName === undefined ? undefined : pods.get(podName);
-    if (pod === undefined || podName === undefined) continue;
-    if (id.uid !== undefined && !(pod.metadata?.ownerReferences ?? []).some((o) => o?.uid === id.uid)) continue;
-    const podClass = typeof pod.spec?.runtimeClassName === 'string' ? pod.spec.runtimeClassName : '';
-    const weakPod = shortfall(podClass, minimum, byName, levels);
-    if (weakPod === undefined) continue;
+    const found = podName === undefined ? undefined : pods.get(podName);
+    const pod =
+      found === undefined ||
+      (id.uid !== undefined && !(found.metadata?.ownerReferences ?? []).some((o) => o?.uid === id.uid))
+        ? undefined
+        : found;
     const asked = byName.get(runtimeClassOf(sandbox));
     const askedLevel = asked === undefined ? undefined : levelOfHandler(asked.handler, levels);
-    out.push({
-      ...id,
+    const askedClass: JudgedClass = {
       runtimeClassName: runtimeClassOf(sandbox),
       ...(asked === undefined ? {} : { handler: asked.handler }),
       ...(askedLevel === undefined ? {} : { level: askedLevel }),
-      pod: { name: podName, ...weakPod },
-    });
+    };
+    if (pod !== undefined && podName !== undefined) {
+      const podClass = typeof pod.spec?.runtimeClassName === 'string' ? pod.spec.runtimeClassName : '';
+      const weakPod = shortfall(podClass, minimum, byName, levels);
+      if (weakPod !== undefined) {
+        out.push({ ...id, ...askedClass, pod: { name: podName, ...weakPod } });
+        continue;
+      }
+      const podBefore =
+        minimum === 'runc' ? undefined : handlerChange('Pod', pod.metadata?.creationTimestamp, podClass, byName);
+      if (podBefore !== undefined) {
+        const rc = byName.get(podClass);
+        const level = rc === undefined ? undefined : levelOfHandler(rc.handler, levels);
+        out.push({
+          ...id,
+          ...askedClass,
+          pod: {
+            name: podName,
+            runtimeClassName: podClass,
+            ...(rc === undefined ? {} : { handler: rc.handler }),
+            ...(level === undefined ? {} : { level }),
+          },
+          startedBeforeHandler: podBefore,
+        });
+      }
+      continue;
+    }
+    const before =
+      minimum === 'runc'
+        ? undefined
+        : handlerChange('Sandbox', sandbox.metadata?.creationTimestamp, askedClass.runtimeClassName, byName);
+    if (before !== undefined) out.push({ ...id, ...askedClass, startedBeforeHandler: before });
   }
   return out;
 }
