@@ -9,6 +9,7 @@ import {
   type ParseResult,
   type RuntimeLevel,
   runtimeClassName,
+  SANDBOX_ISOLATION_PARAMS_KIND,
   type SandboxIsolationSpec,
 } from '@kubeplus-isolation/spec';
 import {
@@ -21,6 +22,7 @@ import {
   settleAll,
 } from '../../cluster/apply.js';
 import { ApiError } from '../../cluster/port.js';
+import { updateKind } from '../../desired/diff.js';
 import { EventReason } from '../../desired/event-reasons.js';
 import { type Instance, instanceIdentity, instanceKeyOf, type TenantNamespace } from '../../desired/instance.js';
 import {
@@ -33,6 +35,7 @@ import {
   refOf,
   sandboxManagedTypes,
 } from '../../desired/objects.js';
+import { isOwnedBy } from '../../desired/owner.js';
 import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
 import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
 import { sharedSandboxPolicies } from '../../desired/sandbox-shared-policy.js';
@@ -47,6 +50,11 @@ export interface SandboxSyncOptions {
   /** What was announced of standing conditions (condition-warnings.ts). */
   conditionWarnings: ConditionWarnings;
   now: () => number;
+}
+
+/** The objects carrying the class times the policies judge hand-outs by: the parameter (shared), the policy (per instance). */
+function carriesClassTimes(obj: ManagedObject): boolean {
+  return obj.kind === SANDBOX_ISOLATION_PARAMS_KIND || obj.kind === 'ValidatingAdmissionPolicy';
 }
 
 export class SandboxSync {
@@ -127,6 +135,18 @@ export class SandboxSync {
     const changed: string[] = [];
     // The RuntimeClass first and on its own: the allowed list assumed it is ours (or absent).
     const applied: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
+    if (
+      plan.runtimeClass !== undefined &&
+      currentRc !== undefined &&
+      isOwnedBy(currentRc.metadata, instance) &&
+      updateKind(plan.runtimeClass, currentRc) === 'recreate'
+    ) {
+      // Its handler changes: delete and create. Before that, the objects that tell the policies
+      // when each class got its handler learn that the own class's time is not known any more
+      // (`class-since.ts`): from the delete on, nothing started under the old handler is handed
+      // out on the old class's time. The time of the new class follows with its informer event.
+      applied.push(...(await applyObjects(port, plan.rest.filter(carriesClassTimes), instance)));
+    }
     if (plan.runtimeClass !== undefined) {
       const outcome = await applyObject(port, plan.runtimeClass, instance, { current: currentRc });
       if (outcome.result === 'conflict') {

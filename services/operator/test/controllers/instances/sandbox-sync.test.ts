@@ -184,11 +184,12 @@ describe('acceptance: changes are applied in place', () => {
     const vap = cluster.stored('ValidatingAdmissionPolicy', POLICY.enforce);
     expect(vap?.metadata.uid).toBe(vapUid);
     expect(JSON.stringify(vap?.spec)).toContain('runtime runsc or stronger');
-    // The binding did not change, so it is not written.
+    // The binding did not change, so it is not written. The policy goes first: it no longer
+    // trusts the own class's time before the class is deleted (issue 36).
     expect(cluster.writes.slice(before)).toEqual([
+      { op: 'replaceObject', target: `ValidatingAdmissionPolicy/${POLICY.enforce}` },
       { op: 'deleteObject', target: `RuntimeClass/${RC}` },
       { op: 'createObject', target: `RuntimeClass/${RC}` },
-      { op: 'replaceObject', target: `ValidatingAdmissionPolicy/${POLICY.enforce}` },
     ]);
   });
 });
@@ -511,7 +512,7 @@ describe('the shared sandbox policy layout', () => {
     } as const;
     const orphans = (r: InstanceReconciler): OrphanCleanup => new OrphanCleanup({ port: cluster, instances: r });
     expect(await orphans(shared()).cleanupOrphan(target)).toEqual({});
-    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(2);
+    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(3);
     expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeDefined();
     // With the per-instance layout the same event changes nothing.
     await cluster.deleteObject(
@@ -520,5 +521,41 @@ describe('the shared sandbox policy layout', () => {
     );
     await orphans(reconciler()).cleanupOrphan(target);
     expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeUndefined();
+  });
+});
+
+describe('a class that gets a new handler (issue 36, path 1)', () => {
+  const RUNSC_ENFORCE = '{"minRuntimeClass": "runsc", "enforce": true}';
+  const T0 = '2026-12-07T05:00:00Z';
+  const T1 = '2026-12-07T06:00:00Z';
+  /** The API server's creationTimestamp on the stored own class (the fake writes none). */
+  const dateOwnClass = (at: string): void => {
+    const rc = cluster.stored('RuntimeClass', RC);
+    if (rc === undefined) throw new Error('no own RuntimeClass');
+    rc.metadata.creationTimestamp = at;
+  };
+  const sinceOf = (name: string): string | undefined =>
+    (spec('ValidatingAdmissionPolicy', name).variables as Array<{ name: string; expression: string }>).find(
+      (v) => v.name === 'allowedRuntimeClassesSince',
+    )?.expression;
+  it("a raised minimum first clears the own class's time in the policy, then re-creates the class; the next reconcile writes the new time", async () => {
+    const r = reconciler();
+    const key = teamA({ [SANDBOX]: RUNSC_ENFORCE });
+    await r.reconcile(key);
+    dateOwnClass(T0);
+    await r.reconcile(key);
+    expect(sinceOf(POLICY.enforce)).toBe(`{"${RC}": "${T0}"}`);
+    const before = cluster.writeCount();
+    teamA({ [SANDBOX]: KATA_ENFORCE });
+    await r.reconcile(key);
+    expect(cluster.writes.slice(before).map((w) => `${w.op} ${w.target}`)).toEqual([
+      `replaceObject ValidatingAdmissionPolicy/${POLICY.enforce}`,
+      `deleteObject RuntimeClass/${RC}`,
+      `createObject RuntimeClass/${RC}`,
+    ]);
+    expect(sinceOf(POLICY.enforce)).toBe(`{"${RC}": ""}`);
+    dateOwnClass(T1);
+    await r.reconcile(key);
+    expect(sinceOf(POLICY.enforce)).toBe(`{"${RC}": "${T1}"}`);
   });
 });
