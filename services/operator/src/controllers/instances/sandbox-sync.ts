@@ -39,6 +39,11 @@ import { isOwnedBy } from '../../desired/owner.js';
 import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
 import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
 import { sharedSandboxPolicies } from '../../desired/sandbox-shared-policy.js';
+import {
+  type StaleWarmSandbox,
+  staleWarmSandboxes,
+  staleWarmSandboxesMessage,
+} from '../../desired/stale-warm-sandboxes.js';
 import type { ConditionWarnings } from './condition-warnings.js';
 import type { SyncContext } from './sync-context.js';
 
@@ -58,6 +63,9 @@ function carriesClassTimes(obj: ManagedObject): boolean {
 }
 
 export class SandboxSync {
+  /** Per instance: the tenant and class times its warm pools were last swept for (`deleteStaleWarmSandboxes`). */
+  private readonly sweptFor = new Map<string, string>();
+
   constructor(
     private readonly ctx: SyncContext,
     private readonly options: SandboxSyncOptions,
@@ -77,6 +85,7 @@ export class SandboxSync {
     const key = instanceKeyOf(instance);
     if (parsed === undefined || tenant === undefined) {
       this.options.conditionWarnings.forget(instanceIdentity(instance));
+      this.sweptFor.delete(instanceIdentity(instance));
       const types = this.sandboxTypes(await port.servedMutatingPolicyVersion());
       // From the caches: an object they have not seen yet is pruned through its add event (orphan cleanup).
       const removed = await pruneOwned(port, instance, types, []);
@@ -181,7 +190,49 @@ export class SandboxSync {
         sandboxAppliedMessage(plan.spec, plan.policy.objects.length, changed),
       );
     }
+    await this.deleteStaleWarmSandboxes(instance, tenant.name, plan.spec, plan.policy.allowedRuntimeClassesSince);
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  /**
+   * Deletes the tenant namespace's warm-pool Sandboxes created before their class got its current
+   * handler (desired/stale-warm-sandboxes.ts): the policies never hand them out, and a claim would
+   * retry one forever. Enforce mode only (advisory hand-outs are only warned about, and the
+   * Report names them). One LIST per change of the class times this instance's policy carries
+   * (remembered per instance), not per reconcile: a Sandbox created after a time is never stale
+   * for it. A failure leaves nothing remembered, so the reconcile's retry lists again.
+   */
+  private async deleteStaleWarmSandboxes(
+    instance: Instance,
+    tenant: string,
+    spec: SandboxIsolationSpec,
+    since: Readonly<Record<string, string>>,
+  ): Promise<void> {
+    const id = instanceIdentity(instance);
+    if (!spec.enforce || spec.minRuntimeClass === 'runc' || Object.values(since).every((t) => t === '')) {
+      this.sweptFor.delete(id);
+      return;
+    }
+    const facts = `${tenant}\n${JSON.stringify(since)}`;
+    if (this.sweptFor.get(id) === facts) return;
+    const { port } = this.ctx;
+    const stale = staleWarmSandboxes((await port.listWarmPoolSandboxes(tenant)) ?? [], since);
+    const deleted: StaleWarmSandbox[] = [];
+    for (const sandbox of stale) {
+      // Only that object (uid): one of the same name made since is the pool's fresh one.
+      await port.deleteSandbox(tenant, sandbox.name, { uid: sandbox.uid });
+      deleted.push(sandbox);
+    }
+    if (deleted.length > 0) {
+      this.ctx.hooks.staleWarmSandboxesDeleted?.(deleted.length);
+      this.ctx.event(
+        instance,
+        'Normal',
+        EventReason.StaleWarmSandboxDeleted,
+        staleWarmSandboxesMessage(tenant, deleted),
+      );
+    }
+    this.sweptFor.set(id, facts);
   }
 
   /**

@@ -18,6 +18,8 @@ export interface ReconcilerHooks {
   /** Advisory mode on a cluster serving no MutatingAdmissionPolicy API. */
   mutatingPolicyUnavailable?(key: InstanceKey): void;
   conflict?(kind: ConflictKind, key: InstanceKey): void;
+  /** Warm-pool Sandboxes deleted for starting before their class got its current handler (desired/stale-warm-sandboxes.ts). */
+  staleWarmSandboxesDeleted?(count: number): void;
 }
 
 /** The subset of a (winston) logger the reconciler uses. */
