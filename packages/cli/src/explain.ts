@@ -303,7 +303,7 @@ export function explain(facts: ExplainFacts): Explanation {
               ...(w.pod === undefined ? {} : { pod: w.pod.name }),
               reason:
                 w.startedBeforeHandler !== undefined
-                  ? `its ${w.startedBeforeHandler.of} was created (${w.startedBeforeHandler.createdAt}) before RuntimeClass ${JSON.stringify(w.startedBeforeHandler.runtimeClassName)} got its current handler (${w.startedBeforeHandler.since}): it may run the previous one, short of the minimum ${sandboxPolicy.minimum}`
+                  ? `its Pod ${w.pod?.name ?? ''} was created (${w.startedBeforeHandler.createdAt}) before RuntimeClass ${JSON.stringify(w.startedBeforeHandler.runtimeClassName)} got its current handler (${w.startedBeforeHandler.since}): it may run the previous one, short of the minimum ${sandboxPolicy.minimum}`
                   : w.pod === undefined
                     ? `asks for ${classText(w)}, short of the minimum ${sandboxPolicy.minimum}`
                     : `its Pod ${w.pod.name} runs ${classText(w.pod)}, short of the minimum ${sandboxPolicy.minimum}`,

@@ -28,8 +28,9 @@
  * minimum is raised; a platform team may re-create its own class). A Sandbox's Pod created at or
  * before its class's current creationTimestamp may run the OLD handler under a name that now
  * meets the minimum (`handler-since.ts`): it falls short too, with reason
- * `started-before-class-handler`, naming the class and that time. The Pod is judged when it is
- * found; without one, the Sandbox's own creation time (its Pod cannot be older).
+ * `started-before-class-handler`, naming the class and that time. What runs is judged: a Sandbox
+ * whose Pod is not found runs nothing that could be old (the Pod its controller makes next gets
+ * the current handler), so only a found Pod's own creation time counts.
  */
 import { rfc3339Seconds, startedBeforeHandler } from './handler-since.js';
 import { runtimeClassName } from './names.js';
@@ -223,12 +224,11 @@ export interface WeakSandbox extends JudgedClass {
    */
   pod?: JudgedClass & { name: string };
   /**
-   * Set when nothing is weaker by name, but the Sandbox's Pod (`of: 'Pod'`, named in `pod`) or,
-   * with no Pod found, the Sandbox itself was created at or before its class got its current
-   * handler (reason `started-before-class-handler`): it may run the class's previous handler.
+   * Set when nothing is weaker by name, but the Sandbox's Pod (named in `pod`) was created at or
+   * before its class got its current handler (reason `started-before-class-handler`): it may run
+   * the class's previous handler.
    */
   startedBeforeHandler?: {
-    of: 'Sandbox' | 'Pod';
     /** The class whose handler changed. */
     runtimeClassName: string;
     /** When it got its current handler (its creationTimestamp). */
@@ -279,9 +279,8 @@ function shortfall(
   };
 }
 
-/** The handler change `of` (created at `created`, on class `runtimeClassName`) may predate; undefined when none. */
+/** The handler change a Pod (created at `created`, on class `runtimeClassName`) may predate; undefined when none. */
 function handlerChange(
-  of: 'Sandbox' | 'Pod',
   created: unknown,
   runtimeClassName: string,
   byName: ReadonlyMap<string, RuntimeClassHandler>,
@@ -289,7 +288,7 @@ function handlerChange(
   const since = byName.get(runtimeClassName)?.createdAt;
   const createdAt = rfc3339Seconds(created);
   if (since === undefined || createdAt === undefined || !startedBeforeHandler(createdAt, since)) return undefined;
-  return { of, runtimeClassName, since, createdAt };
+  return { runtimeClassName, since, createdAt };
 }
 
 /**
@@ -340,7 +339,7 @@ export function findWeakSandboxes(
         continue;
       }
       const podBefore =
-        minimum === 'runc' ? undefined : handlerChange('Pod', pod.metadata?.creationTimestamp, podClass, byName);
+        minimum === 'runc' ? undefined : handlerChange(pod.metadata?.creationTimestamp, podClass, byName);
       if (podBefore !== undefined) {
         const rc = byName.get(podClass);
         const level = rc === undefined ? undefined : levelOfHandler(rc.handler, levels);
@@ -356,13 +355,7 @@ export function findWeakSandboxes(
           startedBeforeHandler: podBefore,
         });
       }
-      continue;
     }
-    const before =
-      minimum === 'runc'
-        ? undefined
-        : handlerChange('Sandbox', sandbox.metadata?.creationTimestamp, askedClass.runtimeClassName, byName);
-    if (before !== undefined) out.push({ ...id, ...askedClass, startedBeforeHandler: before });
   }
   return out;
 }

@@ -57,34 +57,20 @@ describe('findWeakSandboxes: a Sandbox or Pod started before its class got its c
     spec: { runtimeClassName },
   });
 
-  it('without a Pod, a Sandbox created at or before the time falls short, naming the class and both times', () => {
-    const weak = findWeakSandboxes('kata', [sandbox('old', 'kubeplus-sandbox-a', BEFORE)], CLASSES);
-    expect(weak).toEqual([
-      {
-        name: 'old',
-        uid: 'uid-old',
-        runtimeClassName: 'kubeplus-sandbox-a',
-        handler: 'kata',
-        level: 'kata',
-        startedBeforeHandler: {
-          of: 'Sandbox',
-          runtimeClassName: 'kubeplus-sandbox-a',
-          since: SINCE,
-          createdAt: BEFORE,
-        },
-      },
-    ]);
-    expect(STARTED_BEFORE_CLASS_HANDLER).toBe('started-before-class-handler');
-  });
-
-  it('a Sandbox created after the time, or whose class time is unknown, does not', () => {
+  it('what runs is judged: a Sandbox whose Pod is not found runs nothing old, whenever it was created', () => {
     expect(
       findWeakSandboxes(
-        'runsc',
-        [sandbox('new', 'kubeplus-sandbox-a', AFTER), sandbox('gv', 'gvisor', BEFORE)],
+        'kata',
+        [sandbox('old', 'kubeplus-sandbox-a', BEFORE), sandbox('new', 'kubeplus-sandbox-a', AFTER)],
         CLASSES,
       ),
     ).toEqual([]);
+    expect(STARTED_BEFORE_CLASS_HANDLER).toBe('started-before-class-handler');
+  });
+
+  it('a Pod whose class time is unknown is not judged by time', () => {
+    const pods = new Map([['gv', pod('gv', 'gvisor', BEFORE)]]);
+    expect(findWeakSandboxes('runsc', [sandbox('gv', 'gvisor', BEFORE)], CLASSES, undefined, pods)).toEqual([]);
   });
 
   it('what runs decides: an old Sandbox whose Pod was created after the time is fine; a Pod from before is named', () => {
@@ -107,7 +93,6 @@ describe('findWeakSandboxes: a Sandbox or Pod started before its class got its c
       level: 'kata',
     });
     expect(weak[0]?.startedBeforeHandler).toEqual({
-      of: 'Pod',
       runtimeClassName: 'kubeplus-sandbox-a',
       since: SINCE,
       createdAt: SINCE,
@@ -118,6 +103,12 @@ describe('findWeakSandboxes: a Sandbox or Pod started before its class got its c
     const weak = findWeakSandboxes('kata', [sandbox('w', 'runc', BEFORE)], CLASSES);
     expect(weak).toHaveLength(1);
     expect(weak[0]?.startedBeforeHandler).toBeUndefined();
-    expect(findWeakSandboxes('runc', [sandbox('old', 'kubeplus-sandbox-a', BEFORE)], CLASSES)).toEqual([]);
+    const pods = new Map([['old', pod('old', 'kubeplus-sandbox-a', BEFORE)]]);
+    expect(findWeakSandboxes('runc', [sandbox('old', 'kubeplus-sandbox-a', BEFORE)], CLASSES, undefined, pods)).toEqual(
+      [],
+    );
+    expect(
+      findWeakSandboxes('kata', [sandbox('old', 'kubeplus-sandbox-a', BEFORE)], CLASSES, undefined, pods),
+    ).toHaveLength(1);
   });
 });

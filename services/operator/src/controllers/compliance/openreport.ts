@@ -298,13 +298,11 @@ export function sandboxResult(
   const { pod, startedBeforeHandler: before } = sandbox;
   const message =
     before !== undefined
-      ? `${before.of === 'Pod' ? `Sandbox ${sandbox.name}'s Pod ${pod?.name ?? ''}` : `Sandbox ${sandbox.name}`} ` +
-        `was created (${before.createdAt}) before RuntimeClass ${JSON.stringify(before.runtimeClassName)} got its current handler ` +
-        `(${before.since}): it may run the class's previous handler, weaker than the namespace's minimum ${minimum} ` +
-        '(RuntimeClass.handler is immutable: the class was deleted and created again, e.g. when the minimum was raised). ' +
-        (before.of === 'Pod'
-          ? `Delete Pod ${pod?.name ?? ''} and the controller recreates it under the current handler.`
-          : `Delete Sandbox ${sandbox.name} and recreate it.`)
+      ? `Sandbox ${sandbox.name}'s Pod ${pod?.name ?? ''} was created (${before.createdAt}) before RuntimeClass ` +
+        `${JSON.stringify(before.runtimeClassName)} got its current handler (${before.since}): it may run the class's ` +
+        `previous handler, weaker than the namespace's minimum ${minimum} (RuntimeClass.handler is immutable: the ` +
+        'class was deleted and created again, e.g. when the minimum was raised). ' +
+        `Delete Pod ${pod?.name ?? ''} and the controller recreates it under the current handler.`
       : pod === undefined
         ? `Sandbox ${sandbox.name} ${classText(sandbox, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
           'It was admitted before the minimum was raised (a tightening is not retroactive for existing Sandboxes); ' +
