@@ -177,8 +177,9 @@ describe('RBAC', () => {
       'admissionregistration.k8s.io/mutatingwebhookconfigurations': sorted('list', 'watch'),
       // Compliance reports (reports.enabled, the default): its Reports, and a LIST of Sandboxes.
       'openreports.io/reports': sorted('list', 'create', 'update', 'delete'),
-      // list: the compliance reports; create: the settle probe's server-side dry run (issue 35).
-      'agents.x-k8s.io/sandboxes': sorted('create', 'list'),
+      // create: the settle probe's server-side dry run (issue 35); list: the compliance reports and
+      // the stale warm Sandboxes (issue 36), delete: those (uid precondition).
+      'agents.x-k8s.io/sandboxes': sorted('create', 'list', 'delete'),
     });
     // Instances: KubePlus's group read-only, then one rule per listed group, named resources only,
     // read + patch (only to remove the finalizer of releases up to 0.2.0: the operator never
@@ -314,13 +315,13 @@ describe('RBAC', () => {
     }
   });
 
-  test('reports.enabled=false takes away the Report and Sandbox list access, and turns the flag off', async () => {
+  test('reports.enabled=false takes away the Report access, and turns the flag off', async () => {
     const objects = await render({ operator: { reports: { enabled: false } } });
     const all = grants(one(objects, 'ClusterRole', `${RELEASE}-operator`));
     const granted = Object.keys(all);
     expect(granted).not.toContain('openreports.io/reports');
-    // Only the settle probe's dry-run create is left.
-    expect(all['agents.x-k8s.io/sandboxes']).toEqual(['create']);
+    // The settle probe's dry-run create and the stale warm Sandboxes' list and delete are left.
+    expect(all['agents.x-k8s.io/sandboxes']).toEqual(sorted('create', 'list', 'delete'));
     expect(granted).toContain('core/pods');
     const deployment = one(objects, 'Deployment', `${RELEASE}-operator`) as K8sObject & {
       spec: { template: { spec: { containers: Array<{ args: string[] }> } } };

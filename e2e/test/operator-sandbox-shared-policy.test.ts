@@ -21,8 +21,6 @@ import {
   MANAGED_BY_VALUE,
   OWNER_ANNOTATION,
   SANDBOX_ISOLATION_ANNOTATION,
-  SANDBOX_ISOLATION_PARAMS_API_VERSION,
-  SANDBOX_ISOLATION_PARAMS_RESOURCE,
   SHARED_SANDBOX_POLICY_NAME,
 } from '@kubeplus-isolation/spec';
 import {
@@ -48,15 +46,13 @@ import {
   expectAllowed,
   expectDenied,
   getSandbox,
-  removeSharedSandboxLayout,
   type SandboxRef,
   waitForAdmission,
 } from './support/operator-sandbox.js';
 import { operatorSuite } from './support/operator-suite.js';
+import { PARAMS, removeSharedLayout } from './support/shared-layout.js';
 
 const SHARED = SHARED_SANDBOX_POLICY_NAME;
-const [PARAMS_GROUP = '', PARAMS_VERSION = ''] = SANDBOX_ISOLATION_PARAMS_API_VERSION.split('/');
-const PARAMS = { group: PARAMS_GROUP, version: PARAMS_VERSION, plural: SANDBOX_ISOLATION_PARAMS_RESOURCE } as const;
 const DEFAULTING = sharedClusterDefaults();
 const annotation = (minRuntimeClass: string, enforce: boolean): string => JSON.stringify({ minRuntimeClass, enforce });
 const paramsName = (namespace: string, instance: string): string =>
@@ -114,7 +110,7 @@ describe('operator: the shared sandbox policy layout, on the real control plane'
     },
     // Nothing of the shared layout may outlive the suite: a later suite's operator would see the
     // shared policies as objects the operator manages (they carry managed-by).
-    afterTeardown: ({ kc }) => removeSharedSandboxLayout(kc),
+    afterTeardown: ({ kc }) => removeSharedLayout(kc),
   });
   const { tenantNamespace } = suite;
   let kc: KubeConfig;

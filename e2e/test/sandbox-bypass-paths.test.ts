@@ -44,12 +44,12 @@ import {
   expectDenied,
   patchSandbox,
   RuntimeClasses,
-  removeSharedSandboxLayout,
   type SandboxKind,
   type SandboxRef,
   waitForAdmission,
 } from './support/operator-sandbox.js';
 import { operatorSuite } from './support/operator-suite.js';
+import { removeSharedLayout } from './support/shared-layout.js';
 import { SHARED_MINOR } from './support/versions.js';
 
 const ADOPTABLE = { 'agents.x-k8s.io/adoptable': 'true' };
@@ -143,7 +143,7 @@ describe.each(LAYOUTS)('bypass paths 2 and 3 closed, on the real API server ($la
       await installOpenReportsCrds(kc);
       if (layout === 'shared') await installCrds(kc, [sandboxIsolationParamsCrd()]);
     },
-    ...(layout === 'shared' ? { afterTeardown: ({ kc }) => removeSharedSandboxLayout(kc) } : {}),
+    ...(layout === 'shared' ? { afterTeardown: ({ kc }) => removeSharedLayout(kc) } : {}),
   });
   let kc: KubeConfig;
   let core: CoreV1Api;

@@ -23,12 +23,7 @@
  */
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { installCrds, isApiStatus, sandboxIsolationParamsCrd, waitFor } from '@kubeplus-isolation/e2e';
-import {
-  SANDBOX_ISOLATION_ANNOTATION,
-  SANDBOX_ISOLATION_PARAMS_API_VERSION,
-  SANDBOX_ISOLATION_PARAMS_RESOURCE,
-  SHARED_SANDBOX_POLICY_COMPONENT,
-} from '@kubeplus-isolation/spec';
+import { SANDBOX_ISOLATION_ANNOTATION, SHARED_SANDBOX_POLICY_COMPONENT } from '@kubeplus-isolation/spec';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -61,6 +56,7 @@ import {
   waitForAdmission,
 } from './support/operator-sandbox.js';
 import { operatorSuite } from './support/operator-suite.js';
+import { PARAMS, removeSharedLayout } from './support/shared-layout.js';
 
 /** Advisory mode defaults where the cluster serves MutatingAdmissionPolicy (1.36; not 1.30). */
 const DEFAULTING = sharedClusterDefaults();
@@ -71,8 +67,6 @@ const GVISOR = 'gvisor';
 const STANDIN_LABEL = 'e2e.kubeplus.io/platform-sandbox-policy';
 /** The stand-in for GKE's `secure-sandbox-policy` (policy and binding), unique to this run. */
 const STANDIN = uniqueName('secure-sandbox-policy-standin');
-const [PARAMS_GROUP = '', PARAMS_VERSION = ''] = SANDBOX_ISOLATION_PARAMS_API_VERSION.split('/');
-const PARAMS = { group: PARAMS_GROUP, version: PARAMS_VERSION, plural: SANDBOX_ISOLATION_PARAMS_RESOURCE } as const;
 
 /** The parts of a SandboxIsolation parameter the shared-layout test reads. */
 interface SandboxIsolationParams {
@@ -461,42 +455,3 @@ describe('sandbox isolation naming a platform RuntimeClass, beside a stand-in fo
     expectAdmittedBy(await createSandbox(kc, ref(advisoryNs, 'gvisor'), GVISOR), 'a Sandbox with gvisor', GVISOR);
   });
 });
-
-/** Deletes what the shared layout leaves in the cluster (the operators stopped first), and waits until it is gone. */
-async function removeSharedLayout(kc: KubeConfig): Promise<void> {
-  const selector = `app.kubernetes.io/component=${SHARED_SANDBOX_POLICY_COMPONENT}`;
-  const adm = kc.makeApiClient(AdmissionregistrationV1Api);
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const ignoreMissing = (error: unknown): void => {
-    if (!isApiStatus(error, 404)) throw error;
-  };
-  for (const p of (await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items) {
-    await adm.deleteValidatingAdmissionPolicy({ name: p.metadata?.name ?? '' }).catch(ignoreMissing);
-  }
-  for (const p of await mutatingPolicies(kc, selector)) {
-    await objects
-      .delete({ apiVersion: p.apiVersion, kind: p.kind, metadata: { name: p.o.metadata?.name ?? '' } })
-      .catch(ignoreMissing);
-  }
-  await kc
-    .makeApiClient(CustomObjectsApi)
-    .deleteCollectionClusterCustomObject({ ...PARAMS })
-    .catch(ignoreMissing);
-  const crd = `${PARAMS.plural}.${PARAMS.group}`;
-  await kc.makeApiClient(ApiextensionsV1Api).deleteCustomResourceDefinition({ name: crd }).catch(ignoreMissing);
-  await waitFor(
-    "the shared layout's policies and CRD to be gone",
-    async () => {
-      const left = (await adm.listValidatingAdmissionPolicy({ labelSelector: selector })).items.length;
-      const crdLeft = await kc
-        .makeApiClient(ApiextensionsV1Api)
-        .readCustomResourceDefinition({ name: crd })
-        .then(
-          () => true,
-          () => false,
-        );
-      return left === 0 && !crdLeft;
-    },
-    { timeoutMs: 60_000 },
-  );
-}

@@ -62,7 +62,8 @@ export interface ExplainFacts {
   /** Undefined when the namespace does not exist. */
   namespaceMeta?: { labels: Record<string, string>; annotations: Record<string, string>; creationTimestamp?: string };
   instances: InstanceFacts[];
-  runtimeClasses: Array<OwnedMeta & { handler: string }>;
+  /** `createdAt`: when the class got its handler (its creationTimestamp; the handler is immutable). */
+  runtimeClasses: Array<OwnedMeta & { handler: string; createdAt?: string }>;
   /** Admission policies and their bindings carrying `kubeplus.io/owner` (by kind). */
   policies: Array<OwnedMeta & { kind: string }>;
   /** `policyName`: the policy the binding binds (the instance's own, or a shared one). */
@@ -209,9 +210,10 @@ export function explain(facts: ExplainFacts): Explanation {
 
   const classes: RuntimeClassInfo[] = facts.runtimeClasses.map((rc) => {
     const owner = rc.owner === undefined ? undefined : parseInstanceIdentity(rc.owner);
+    const since = rc.createdAt === undefined ? {} : { createdAt: rc.createdAt };
     return owner === undefined
-      ? { name: rc.name, handler: rc.handler, generated: rc.owner !== undefined }
-      : { name: rc.name, handler: rc.handler, generated: true, owner };
+      ? { name: rc.name, handler: rc.handler, generated: rc.owner !== undefined, ...since }
+      : { name: rc.name, handler: rc.handler, generated: true, owner, ...since };
   });
   const policyNames = new Set(facts.policies.map((p) => `${p.kind}/${p.name}`));
   const bindingNames = new Set(facts.bindings.map((b) => `${b.kind}/${b.name}`));
@@ -326,9 +328,11 @@ export function explain(facts: ExplainFacts): Explanation {
               runtimeClassName: w.runtimeClassName,
               ...(w.pod === undefined ? {} : { pod: w.pod.name }),
               reason:
-                w.pod === undefined
-                  ? `asks for ${classText(w)}, short of the minimum ${sandboxPolicy.minimum}`
-                  : `its Pod ${w.pod.name} runs ${classText(w.pod)}, short of the minimum ${sandboxPolicy.minimum}`,
+                w.startedBeforeHandler !== undefined
+                  ? `its Pod ${w.pod?.name ?? ''} was created (${w.startedBeforeHandler.createdAt}) before RuntimeClass ${JSON.stringify(w.startedBeforeHandler.runtimeClassName)} got its current handler (${w.startedBeforeHandler.since}): it may run the previous one, short of the minimum ${sandboxPolicy.minimum}`
+                  : w.pod === undefined
+                    ? `asks for ${classText(w)}, short of the minimum ${sandboxPolicy.minimum}`
+                    : `its Pod ${w.pod.name} runs ${classText(w.pod)}, short of the minimum ${sandboxPolicy.minimum}`,
             }),
           );
 

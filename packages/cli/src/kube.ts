@@ -15,6 +15,7 @@ import {
   NODE_ISOLATION_PARAMS_NAME,
   NODE_ISOLATION_WEBHOOK_NAME,
   OWNER_ANNOTATION,
+  rfc3339Seconds,
   SHARED_SANDBOX_POLICY_COMPONENT,
 } from '@kubeplus-isolation/spec';
 import {
@@ -198,10 +199,14 @@ export async function gatherFacts(
     guard(`listing the Pods of ${namespace}`, async () => (await core.listNamespacedPod({ namespace })).items),
     listServed(objects, ['agents.x-k8s.io/v1beta1', 'agents.x-k8s.io/v1alpha1'], 'Sandbox', namespace),
   ]);
-  const runtimeClasses = (rcs ?? []).map((rc) => ({
-    ...ownedMeta(rc),
-    handler: String((rc as { handler?: unknown }).handler ?? ''),
-  }));
+  const runtimeClasses = (rcs ?? []).map((rc) => {
+    const createdAt = rfc3339Seconds(rc.metadata?.creationTimestamp);
+    return {
+      ...ownedMeta(rc),
+      handler: String((rc as { handler?: unknown }).handler ?? ''),
+      ...(createdAt === undefined ? {} : { createdAt }),
+    };
+  });
   const withKind = (kind: string, list: KubernetesObject[] | undefined) =>
     ownedOnly(list).map((o) => ({ ...ownedMeta(o), kind }));
   const policies = [...withKind('ValidatingAdmissionPolicy', vaps), ...withKind('MutatingAdmissionPolicy', maps)];

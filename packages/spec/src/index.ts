@@ -1,4 +1,5 @@
 export * from './admission-review.js';
+export * from './handler-since.js';
 export * from './instance-kinds.js';
 export * from './k8s-validation.js';
 export * from './keys.js';

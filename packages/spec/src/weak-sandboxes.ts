@@ -27,7 +27,17 @@
  * When such a Pod runs a class that falls short by the same rule, the Sandbox falls short, and
  * the finding names the Pod; of several (the controller then refuses to choose, but they all
  * run), the first that falls short.
+ *
+ * And what it started on: `RuntimeClass.handler` is immutable, so a class whose handler changed
+ * was deleted and created again (the operator re-creates `kubeplus-sandbox-<instance>` when a
+ * minimum is raised; a platform team may re-create its own class). A Sandbox's Pod created at or
+ * before its class's current creationTimestamp may run the OLD handler under a name that now
+ * meets the minimum (`handler-since.ts`): it falls short too, with reason
+ * `started-before-class-handler`, naming the class and that time. What runs is judged: a Sandbox
+ * whose Pod is not found runs nothing that could be old (the Pod its controller makes next gets
+ * the current handler), so only a found Pod's own creation time counts.
  */
+import { rfc3339Seconds, startedBeforeHandler } from './handler-since.js';
 import { runtimeClassName } from './names.js';
 import { parseSandboxIsolation } from './parse.js';
 import {
@@ -57,6 +67,11 @@ export interface RuntimeClassInfo {
   generated: boolean;
   /** The instance a generated class's `kubeplus.io/owner` annotation names, if well-formed. */
   owner?: InstanceIdentity;
+  /**
+   * When the class got its current handler: its creationTimestamp (RFC 3339, whole seconds), the
+   * handler being immutable (`handler-since.ts`). Undefined when unknown.
+   */
+  createdAt?: string;
 }
 
 /** Path of the runtime class in Agent Sandbox's Sandbox and SandboxTemplate, at every served version. */
@@ -65,10 +80,12 @@ export const RUNTIME_CLASS_PATH: readonly string[] = ['spec', 'podTemplate', 'sp
 /** The annotation by which the upstream controller names a Sandbox's Pod (else the Sandbox's name). */
 export const POD_NAME_ANNOTATION = 'agents.x-k8s.io/pod-name';
 
-/** A RuntimeClass as judged here: its name and handler. */
+/** A RuntimeClass as judged here: its name and handler, and when it got that handler (if known). */
 export interface RuntimeClassHandler {
   name: string;
   handler: string;
+  /** Its creationTimestamp (`RuntimeClassInfo.createdAt`). */
+  createdAt?: string | undefined;
 }
 
 /** The sandbox isolation in force in one tenant namespace. */
@@ -169,7 +186,15 @@ export function sandboxTenantNamespaces(
 
 /** The parts of a Sandbox this reads; any other shape is tolerated. */
 export interface SandboxLike {
-  metadata?: { name?: string; uid?: string; annotations?: Record<string, string> | undefined } | undefined;
+  metadata?:
+    | {
+        name?: string;
+        uid?: string;
+        annotations?: Record<string, string> | undefined;
+        /** RFC 3339 string (or a `Date`, as typed clients hold it). */
+        creationTimestamp?: unknown;
+      }
+    | undefined;
   spec?: unknown;
 }
 
@@ -181,6 +206,7 @@ export interface SandboxPodLike {
         ownerReferences?:
           | readonly ({ uid?: string | undefined; controller?: boolean | undefined } | null | undefined)[]
           | undefined;
+        creationTimestamp?: unknown;
       }
     | undefined;
   spec?: { runtimeClassName?: string | undefined } | undefined;
@@ -245,7 +271,23 @@ export interface WeakSandbox extends JudgedClass {
    * name and class. (When the Sandbox's own class falls short, that is the finding, and this is unset.)
    */
   pod?: JudgedClass & { name: string };
+  /**
+   * Set when nothing is weaker by name, but the Sandbox's Pod (named in `pod`) was created at or
+   * before its class got its current handler (reason `started-before-class-handler`): it may run
+   * the class's previous handler.
+   */
+  startedBeforeHandler?: {
+    /** The class whose handler changed. */
+    runtimeClassName: string;
+    /** When it got its current handler (its creationTimestamp). */
+    since: string;
+    /** When the Sandbox or Pod was created. */
+    createdAt: string;
+  };
 }
+
+/** The reason of a finding whose Sandbox or Pod may run its class's previous handler. */
+export const STARTED_BEFORE_CLASS_HANDLER = 'started-before-class-handler';
 
 /** `spec.podTemplate.spec.runtimeClassName`, `''` when unset or not a string. */
 export function runtimeClassOf(sandbox: SandboxLike): string {
@@ -297,12 +339,25 @@ function podsOf(sandbox: SandboxLike, uid: string | undefined, pods: SandboxPods
   return pod === undefined ? [] : [pod];
 }
 
+/** The handler change a Pod (created at `created`, on class `runtimeClassName`) may predate; undefined when none. */
+function handlerChange(
+  created: unknown,
+  runtimeClassName: string,
+  byName: ReadonlyMap<string, RuntimeClassHandler>,
+): WeakSandbox['startedBeforeHandler'] {
+  const since = byName.get(runtimeClassName)?.createdAt;
+  const createdAt = rfc3339Seconds(created);
+  if (since === undefined || createdAt === undefined || !startedBeforeHandler(createdAt, since)) return undefined;
+  return { runtimeClassName, since, createdAt };
+}
+
 /**
  * The Sandboxes among `sandboxes` that fall short of `minimum`, in input order; unnamed entries
  * skipped. `pods`: the namespace's Pods (or their `indexSandboxPods`, to judge several pages of
  * Sandboxes against one list); a Pod is a Sandbox's when its controller owner reference carries
  * the Sandbox's uid, whatever kind it names (for a Sandbox without a uid: the Pod of its
  * `sandboxPodName`).
+ * A class's `createdAt` (when it got its current handler) is read from `classes`.
  */
 export function findWeakSandboxes(
   minimum: RuntimeLevel,
@@ -325,27 +380,43 @@ export function findWeakSandboxes(
       out.push({ ...id, ...own });
       continue;
     }
-    let weakPod: (JudgedClass & { name: string }) | undefined;
+    const asked = byName.get(runtimeClassOf(sandbox));
+    const askedLevel = asked === undefined ? undefined : levelOfHandler(asked.handler, levels);
+    const askedClass: JudgedClass = {
+      runtimeClassName: runtimeClassOf(sandbox),
+      ...(asked === undefined ? {} : { handler: asked.handler }),
+      ...(askedLevel === undefined ? {} : { level: askedLevel }),
+    };
+    // The first of its Pods that falls short: on a weak class, or created before its class got
+    // its current handler (it may run the previous one).
+    let finding: Pick<WeakSandbox, 'pod' | 'startedBeforeHandler'> | undefined;
     for (const pod of podsOf(sandbox, id.uid, podIndex)) {
       const podName = pod.metadata?.name;
       if (typeof podName !== 'string' || podName === '') continue;
       const podClass = typeof pod.spec?.runtimeClassName === 'string' ? pod.spec.runtimeClassName : '';
-      const judged = shortfall(podClass, minimum, byName, levels);
-      if (judged !== undefined) {
-        weakPod = { name: podName, ...judged };
+      const weakPod = shortfall(podClass, minimum, byName, levels);
+      if (weakPod !== undefined) {
+        finding = { pod: { name: podName, ...weakPod } };
+        break;
+      }
+      const podBefore =
+        minimum === 'runc' ? undefined : handlerChange(pod.metadata?.creationTimestamp, podClass, byName);
+      if (podBefore !== undefined) {
+        const rc = byName.get(podClass);
+        const level = rc === undefined ? undefined : levelOfHandler(rc.handler, levels);
+        finding = {
+          pod: {
+            name: podName,
+            runtimeClassName: podClass,
+            ...(rc === undefined ? {} : { handler: rc.handler }),
+            ...(level === undefined ? {} : { level }),
+          },
+          startedBeforeHandler: podBefore,
+        };
         break;
       }
     }
-    if (weakPod === undefined) continue;
-    const asked = byName.get(runtimeClassOf(sandbox));
-    const askedLevel = asked === undefined ? undefined : levelOfHandler(asked.handler, levels);
-    out.push({
-      ...id,
-      runtimeClassName: runtimeClassOf(sandbox),
-      ...(asked === undefined ? {} : { handler: asked.handler }),
-      ...(askedLevel === undefined ? {} : { level: askedLevel }),
-      pod: weakPod,
-    });
+    if (finding !== undefined) out.push({ ...id, ...askedClass, ...finding });
   }
   return out;
 }

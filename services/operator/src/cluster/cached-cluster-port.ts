@@ -130,6 +130,16 @@ export class CachedClusterPort implements ClusterPort {
     return this.live.dryRunCreate(...args);
   }
 
+  listWarmPoolSandboxes(
+    ...args: Parameters<ClusterPort['listWarmPoolSandboxes']>
+  ): ReturnType<ClusterPort['listWarmPoolSandboxes']> {
+    return this.live.listWarmPoolSandboxes(...args);
+  }
+
+  deleteSandbox(...args: Parameters<ClusterPort['deleteSandbox']>): Promise<void> {
+    return this.live.deleteSandbox(...args);
+  }
+
   replaceObject(obj: ManagedObject): Promise<void> {
     return this.live.replaceObject(obj);
   }

@@ -22,6 +22,7 @@ import type { ManagedObject, ManagedType, MutatingPolicyApiVersion, ObjectRef } 
 import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import type { RuntimeClassInfo } from '../desired/sandbox-policy.js';
 import type { ProbeAnswer } from '../desired/settle.js';
+import type { WarmSandboxLike } from '../desired/stale-warm-sandboxes.js';
 import { isConflict } from '../runtime/errors.js';
 
 /**
@@ -139,4 +140,15 @@ export interface ClusterPort {
    * 422, 400) are answers; 404 is "not served"; anything else rejects.
    */
   dryRunCreate(obj: Record<string, unknown>): Promise<ProbeAnswer>;
+
+  /* Agent Sandbox objects (desired/stale-warm-sandboxes.ts) */
+
+  /**
+   * The Sandboxes of `namespace` labelled `agents.x-k8s.io/warm-pool-sandbox` (a pool's, not yet
+   * claimed), from the API server (a consistent LIST), at the first Agent Sandbox version it
+   * serves; undefined when it serves none.
+   */
+  listWarmPoolSandboxes(namespace: string): Promise<readonly WarmSandboxLike[] | undefined>;
+  /** Deletes Sandbox `namespace/name` (only that uid, at that resourceVersion when given); gone already resolves. */
+  deleteSandbox(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void>;
 }

@@ -49,3 +49,10 @@ export function celOptionalString(root: string, path: readonly string[]): string
   }
   return `${guards.join(' && ')} ? ${at} : ''`;
 }
+
+/** A CEL map literal from string keys to string literals, keys in the record's order. */
+export function celStringMap(entries: Readonly<Record<string, string>>): string {
+  return `{${Object.entries(entries)
+    .map(([k, v]) => `${celString(k)}: ${celString(v)}`)
+    .join(', ')}}`;
+}

@@ -55,6 +55,13 @@ export const EventReason = {
   NodeIsolationRemoved: 'NodeIsolationRemoved',
   SandboxIsolationApplied: 'SandboxIsolationApplied',
   SandboxIsolationRemoved: 'SandboxIsolationRemoved',
+  /**
+   * Normal: a warm-pool Sandbox (not yet claimed) created before its class got its current handler
+   * was deleted: the policies would refuse to hand it out (it may run the old handler), and a claim
+   * would retry it forever; its pool re-creates it under the current handler
+   * (stale-warm-sandboxes.ts).
+   */
+  StaleWarmSandboxDeleted: 'StaleWarmSandboxDeleted',
 } as const;
 
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];

@@ -263,6 +263,75 @@ export function baseValidations(): V1Validation[] {
   ];
 }
 
+/**
+ * CEL: the UPDATE hands the object out — the same cases `unchanged` judges again whatever the
+ * class: it gives the object an owner UID it did not have (a SandboxClaim adopting a warm-pool
+ * Sandbox, a warm pool taking an orphan, a Sandbox taking a Pod), or (Pods) adds or changes a
+ * label that lets the controller adopt it. Such an object must also have been created after its
+ * class got its current handler (`handoutValidation`).
+ */
+export function handedOutExpression(): string {
+  const ownersOf = (obj: string): string =>
+    `(has(${obj}.metadata.ownerReferences) ? ${obj}.metadata.ownerReferences : [])`;
+  const labelsOf = (obj: string): string => `(has(${obj}.metadata.labels) ? ${obj}.metadata.labels : {})`;
+  return (
+    `request.operation == 'UPDATE' && (` +
+    `!${ownersOf('object')}.all(r, ${ownersOf('oldObject')}.exists(o, o.uid == r.uid)) || ` +
+    `(${IS_POD} && !${celStringList(ADOPTION_LABELS)}.all(k, !(k in ${labelsOf('object')}) || ` +
+    `(k in ${labelsOf('oldObject')} && ${labelsOf('oldObject')}[k] == ${labelsOf('object')}[k]))))`
+  );
+}
+
+/**
+ * CEL variables of the hand-out check, given `since`: a CEL expression of the map from each
+ * allowed class to the time it got its current handler (the parameter's
+ * `allowedRuntimeClassesSince`, or the per-instance policy's constant); `present`, a CEL
+ * condition that it exists (a parameter written before the field existed lacks it: then no time
+ * is known, and nothing is handed out).
+ *
+ * - `handedOut`: `handedOutExpression`;
+ * - `classSince`: the time the object's class got its current handler, `''` when not known (a
+ *   class the operator is about to re-create: nothing of it is handed out until it is known);
+ * - `startedAfterHandler`: the object (as stored: `oldObject`, whose creationTimestamp no client
+ *   can change) was created STRICTLY after that time. creationTimestamps have whole seconds: an
+ *   object created in the same second as its class may have started under the previous handler,
+ *   so equal counts as before — the safe side (such an object is re-created, never handed out).
+ */
+export function handoutVariables(since: string, present?: string): V1Variable[] {
+  const guard = present === undefined ? '' : `${present} && `;
+  return [
+    { name: 'handedOut', expression: handedOutExpression() },
+    {
+      name: 'classSince',
+      expression: `${guard}variables.runtimeClassName in ${since} ? string(${since}[variables.runtimeClassName]) : ''`,
+    },
+    {
+      name: 'startedAfterHandler',
+      expression:
+        "request.operation == 'UPDATE' && variables.classSince != '' && has(oldObject.metadata.creationTimestamp) && " +
+        'timestamp(oldObject.metadata.creationTimestamp) > timestamp(variables.classSince)',
+    },
+  ];
+}
+
+/**
+ * CEL: the message of a refused hand-out, up to the requirement sentence `requirement` (a CEL
+ * string expression) that every message of the policies ends with.
+ */
+export function handoutMessage(requirement: string): string {
+  const who = `(${IS_POD} ? 'Pod ' : object.kind + ' ') + (has(object.metadata.name) ? object.metadata.name : '')`;
+  return (
+    `${who} + (variables.classSince == '' ? ` +
+    `${celString(' is not handed out while RuntimeClass "')} + variables.runtimeClassName + ${celString('" is being re-created with a new handler (the time it got it is not known yet); try again shortly')} : ` +
+    `${celString(' was created before RuntimeClass "')} + variables.runtimeClassName + ${celString('" got its current handler (')} + variables.classSince + ` +
+    `${celString('), so it may run the old one; it is not handed out: delete it so that it is re-created')}) + '; ' + ${requirement}`
+  );
+}
+
+/** What the API server says of a refused hand-out when its messageExpression cannot be evaluated. */
+export const HANDOUT_FALLBACK_MESSAGE =
+  'the Sandbox or Pod was created before its RuntimeClass got its current handler, so it may run the old one; it is not handed out (kubeplus.io/sandbox-isolation)';
+
 /** matchCondition: the Pod template exists but names no runtime class. */
 export const DEFAULT_MATCH_CONDITIONS = [
   {

@@ -20,6 +20,7 @@ import {
   policyName,
   type RuntimeClassInfo,
   type RuntimeLevel,
+  rfc3339Seconds,
   runtimeClassName,
   type SandboxIsolationSpec,
 } from '@kubeplus-isolation/spec';
@@ -32,7 +33,8 @@ import type {
   V1Validation,
   V1Variable,
 } from '@kubernetes/client-node';
-import { celString, celStringList } from './cel.js';
+import { celString, celStringList, celStringMap } from './cel.js';
+import { allowedClassesSince } from './class-since.js';
 import type { Instance, InstanceIdentity } from './instance.js';
 import {
   type ManagedObject,
@@ -46,6 +48,9 @@ import {
   baseValidationVariables,
   DEFAULT_MATCH_CONDITIONS,
   defaultingMutation,
+  HANDOUT_FALLBACK_MESSAGE,
+  handoutMessage,
+  handoutVariables,
   matchConstraints,
   ROLE_VALIDATION_ACTIONS,
   SANDBOX_POD_CONDITION,
@@ -71,7 +76,7 @@ export {
 
 /** A RuntimeClass object (informer cache or API list item) as the decision needs it. */
 export function runtimeClassInfo(rc: {
-  metadata?: MetaLike & { name?: string | undefined };
+  metadata?: MetaLike & { name?: string | undefined; creationTimestamp?: unknown };
   handler?: unknown;
 }): RuntimeClassInfo | undefined {
   const name = rc.metadata?.name;
@@ -79,9 +84,15 @@ export function runtimeClassInfo(rc: {
   const meta = rc.metadata ?? {};
   const generated = carriesOwnershipMarkers(meta);
   const owner = generated ? ownerOf(meta) : undefined;
-  return owner === undefined
-    ? { name, handler: rc.handler, generated }
-    : { name, handler: rc.handler, generated, owner };
+  // When the name got this handler: the handler is immutable (`handler-since.ts`).
+  const createdAt = rfc3339Seconds(rc.metadata?.creationTimestamp);
+  return {
+    name,
+    handler: rc.handler,
+    generated,
+    ...(owner === undefined ? {} : { owner }),
+    ...(createdAt === undefined ? {} : { createdAt }),
+  };
 }
 
 export interface SandboxPolicyInput {
@@ -140,6 +151,12 @@ export interface SandboxPolicy {
   handler: string;
   /** Names a Sandbox may use, sorted; for minimum runc every name is allowed and this is informational. */
   allowedRuntimeClasses: string[];
+  /**
+   * When each allowed class got its current handler (`class-since.ts`), '' while not known; empty at
+   * minimum runc. What the policies hand out was created after it; the operator deletes warm-pool
+   * Sandboxes created at or before it (`stale-warm-sandboxes.ts`).
+   */
+  allowedRuntimeClassesSince: Record<string, string>;
   /** The class users are told to use and advisory mode defaults to. */
   recommendedRuntimeClass: string | undefined;
   /**
@@ -251,10 +268,23 @@ function asManaged<T extends object>(obj: T): ManagedObject {
   return obj as unknown as ManagedObject;
 }
 
-/** CEL variables of the per-instance validating policies: the shared ones, plus the allowed classes. */
-export function validationVariables(min: RuntimeLevel, allowed: readonly string[]): V1Variable[] {
+/**
+ * CEL variables of the per-instance validating policies: the shared ones, plus the allowed classes
+ * and when each got its current handler (`since`, `class-since.ts`), as constants.
+ */
+export function validationVariables(
+  min: RuntimeLevel,
+  allowed: readonly string[],
+  since: Readonly<Record<string, string>> = {},
+): V1Variable[] {
   const vars = baseValidationVariables();
-  if (min !== 'runc') vars.push({ name: 'allowedRuntimeClasses', expression: celStringList(allowed) });
+  if (min !== 'runc') {
+    vars.push(
+      { name: 'allowedRuntimeClasses', expression: celStringList(allowed) },
+      { name: 'allowedRuntimeClassesSince', expression: celStringMap(since) },
+      ...handoutVariables('variables.allowedRuntimeClassesSince'),
+    );
+  }
   return vars;
 }
 
@@ -290,6 +320,16 @@ export function validations(
       messageExpression: `variables.subject + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ${celString(`" is not allowed here: its handler is weaker than ${min} or unknown, or it is another instance's class; ${requirement}; ${hint}`)}`,
       reason: 'Forbidden',
     });
+    out.push({
+      // Handed out (adopted, claimed): created after its class got its current handler. Only
+      // allowed classes are judged here; an unset or weaker one is refused by the checks above.
+      expression:
+        "!variables.handedOut || variables.runtimeClassName == '' || " +
+        '!(variables.runtimeClassName in variables.allowedRuntimeClasses) || variables.startedAfterHandler',
+      message: HANDOUT_FALLBACK_MESSAGE,
+      messageExpression: handoutMessage(celString(requirement)),
+      reason: 'Forbidden',
+    });
   }
   return out;
 }
@@ -298,6 +338,7 @@ function validatingPolicy(
   input: SandboxPolicyInput,
   role: 'enforce' | 'advisory',
   allowed: readonly string[],
+  since: Readonly<Record<string, string>>,
   recommended: string | undefined,
 ): ManagedObject {
   const name = policyName(input.instance, role);
@@ -310,7 +351,7 @@ function validatingPolicy(
       failurePolicy: 'Fail',
       matchConstraints: matchConstraints(['CREATE', 'UPDATE'], true),
       matchConditions: [{ ...SANDBOX_POD_CONDITION }],
-      variables: validationVariables(input.spec.minRuntimeClass, allowed),
+      variables: validationVariables(input.spec.minRuntimeClass, allowed, since),
       validations: validations(input.spec.minRuntimeClass, input.tenantNamespace, recommended),
       auditAnnotations: [],
     },
@@ -404,6 +445,16 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
       : platform.problem === undefined
         ? platform.name
         : undefined;
+  // When each allowed class got its current handler: a hand-out must come after it (none at runc).
+  const since =
+    min === 'runc'
+      ? {}
+      : allowedClassesSince(allowed, input.runtimeClasses, {
+          name: rcName,
+          handler,
+          conflict,
+          instance: input.instance,
+        });
   const objects: ManagedObject[] = [];
   const conditions: SandboxCondition[] = [];
 
@@ -435,6 +486,7 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
         allowedRuntimeClasses: min === 'runc' ? [] : allowed,
         recommendedRuntimeClass: recommended ?? '',
         defaultRuntimeClass: defaulting ? (recommended ?? '') : '',
+        allowedRuntimeClassesSince: since,
       }),
       sharedValidatingBinding(input.instance, role, input.tenantNamespace),
     );
@@ -442,7 +494,7 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
       objects.push(sharedMutatingBinding(input.instance, version, input.tenantNamespace));
     }
   } else {
-    objects.push(validatingPolicy(input, role, allowed, recommended), validatingBinding(input, role));
+    objects.push(validatingPolicy(input, role, allowed, since, recommended), validatingBinding(input, role));
     if (defaulting && version !== undefined && recommended !== undefined) {
       objects.push(mutatingPolicy(input, version, recommended), mutatingBinding(input, version));
     }
@@ -453,6 +505,7 @@ export function desiredSandboxPolicy(input: SandboxPolicyInput): SandboxPolicy {
     runtimeClassName: rcName,
     handler,
     allowedRuntimeClasses: allowed,
+    allowedRuntimeClassesSince: since,
     recommendedRuntimeClass: recommended,
     ...(platform === undefined ? {} : { platformRuntimeClass: platform }),
     conditions,

@@ -48,6 +48,9 @@ import {
   baseValidations,
   baseValidationVariables,
   DEFAULT_MATCH_CONDITIONS,
+  HANDOUT_FALLBACK_MESSAGE,
+  handoutMessage,
+  handoutVariables,
   matchConstraints,
   ROLE_VALIDATION_ACTIONS,
   SANDBOX_POD_CONDITION,
@@ -65,6 +68,12 @@ export interface SandboxIsolationParamsSpec {
   recommendedRuntimeClass: string;
   /** The class advisory mode fills in for an unset one; '' when it fills in none. */
   defaultRuntimeClass: string;
+  /**
+   * For each allowed class, when it got its current handler (its creationTimestamp, RFC 3339:
+   * `class-since.ts`), `''` while not known; empty for minimum runc. What the policy hands out
+   * must have been created strictly after it.
+   */
+  allowedRuntimeClassesSince: Record<string, string>;
 }
 
 /** The labels the shared policies carry: the operator's, and no instance's. */
@@ -104,6 +113,7 @@ export function sharedValidationVariables(): V1Variable[] {
     ...baseValidationVariables(),
     { name: 'requirement', expression: REQUIREMENT },
     { name: 'hint', expression: HINT },
+    ...handoutVariables('params.spec.allowedRuntimeClassesSince', 'has(params.spec.allowedRuntimeClassesSince)'),
   ];
 }
 
@@ -131,6 +141,16 @@ export function sharedValidations(): V1Validation[] {
         `variables.subject + ${celString(' runtimeClassName "')} + variables.runtimeClassName + ` +
         `${celString('" is not allowed here: its handler is weaker than ')} + params.spec.minRuntimeClass + ` +
         `${celString(" or unknown, or it is another instance's class; ")} + variables.requirement + '; ' + variables.hint`,
+      reason: 'Forbidden',
+    },
+    {
+      // Handed out (adopted, claimed): created after its class got its current handler. Only
+      // allowed classes are judged here; an unset or weaker one is refused by the checks above.
+      expression:
+        "!variables.handedOut || variables.runtimeClassName == '' || params.spec.minRuntimeClass == 'runc' || " +
+        '!(variables.runtimeClassName in params.spec.allowedRuntimeClasses) || variables.startedAfterHandler',
+      message: HANDOUT_FALLBACK_MESSAGE,
+      messageExpression: handoutMessage('variables.requirement'),
       reason: 'Forbidden',
     },
   ];

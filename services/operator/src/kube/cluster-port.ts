@@ -10,6 +10,7 @@
 import { hostname } from 'node:os';
 import {
   ApisApi,
+  CustomObjectsApi,
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
@@ -26,6 +27,7 @@ import {
   type EventTarget,
   type InstanceEvent,
 } from '../cluster/port.js';
+import { SANDBOX_RESOURCES, type SandboxResource } from '../desired/agent-sandbox.js';
 import { apiVersionOf, type InstanceKey, type KindRef } from '../desired/instance.js';
 import {
   type NamespaceMergePatch,
@@ -44,6 +46,13 @@ import {
 import type { SandboxInstanceMeta } from '../desired/sandbox-peers.js';
 import { type RuntimeClassInfo, runtimeClassInfo } from '../desired/sandbox-policy.js';
 import type { ProbeAnswer } from '../desired/settle.js';
+import { WARM_POOL_SANDBOX_LABEL, type WarmSandboxLike } from '../desired/stale-warm-sandboxes.js';
+
+const SANDBOX = ((): SandboxResource => {
+  const sandbox = SANDBOX_RESOURCES.find((r) => r.kind === 'Sandbox');
+  if (sandbox === undefined) throw new Error('no Sandbox resource known');
+  return sandbox;
+})();
 
 export const FIELD_MANAGER = 'kubeplus-isolation-operator';
 export const EVENT_COMPONENT = 'kubeplus-isolation-operator';
@@ -158,6 +167,7 @@ interface Cached<T> {
 
 export class KubeClusterPort implements ClusterPort {
   private readonly objects: ObjectApi;
+  private readonly custom: CustomObjectsApi;
   private readonly apis: ApisApi;
   private readonly fieldManager: string;
   private readonly options: KubeClusterPortOptions;
@@ -169,6 +179,7 @@ export class KubeClusterPort implements ClusterPort {
 
   constructor(kc: KubeConfig, options: KubeClusterPortOptions = {}) {
     this.objects = ObjectApi.fromConfig(kc);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
     this.apis = kc.makeApiClient(ApisApi);
     this.fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.options = options;
@@ -391,6 +402,56 @@ export class KubeClusterPort implements ClusterPort {
       continueToken = page.metadata?._continue || undefined;
     } while (continueToken !== undefined);
     return out;
+  }
+
+  async listWarmPoolSandboxes(namespace: string): Promise<readonly WarmSandboxLike[] | undefined> {
+    const { group, resource: plural, versions } = SANDBOX;
+    for (const version of versions) {
+      const out: WarmSandboxLike[] = [];
+      let continueToken: string | undefined;
+      try {
+        do {
+          const token = continueToken;
+          const page = (await this.custom.listNamespacedCustomObject({
+            group,
+            version,
+            namespace,
+            plural,
+            labelSelector: WARM_POOL_SANDBOX_LABEL,
+            limit: LIST_PAGE,
+            ...(token === undefined ? {} : { _continue: token }),
+          })) as { items?: WarmSandboxLike[]; metadata?: { continue?: string } };
+          out.push(...(page.items ?? []));
+          continueToken = page.metadata?.continue || undefined;
+        } while (continueToken !== undefined);
+        return out;
+      } catch (err) {
+        // 404: this version is not served (or no Agent Sandbox CRD at all): try the next.
+        if (statusOf(err) !== 404) throw toApiError(err, `list warm-pool Sandboxes in ${namespace}`);
+      }
+    }
+    return undefined;
+  }
+
+  async deleteSandbox(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+    const { group, resource: plural, versions } = SANDBOX;
+    // 404 at one version: not served there, or gone (then it is gone at every version).
+    for (const version of versions) {
+      try {
+        await this.custom.deleteNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural,
+          name,
+          propagationPolicy: 'Background',
+          body: { preconditions },
+        });
+        return;
+      } catch (err) {
+        if (statusOf(err) !== 404) throw toApiError(err, `delete Sandbox ${namespace}/${name}`);
+      }
+    }
   }
 
   async listRuntimeClasses(tenant: string): Promise<readonly RuntimeClassInfo[]> {

@@ -25,6 +25,7 @@ import {
 import { type SandboxInstanceMeta, sandboxInstanceMeta, tenantOf } from '../../src/desired/sandbox-peers.js';
 import { classesForTenant, type RuntimeClassInfo, runtimeClassInfo } from '../../src/desired/sandbox-policy.js';
 import type { ProbeAnswer } from '../../src/desired/settle.js';
+import { WARM_POOL_SANDBOX_LABEL, type WarmSandboxLike } from '../../src/desired/stale-warm-sandboxes.js';
 
 type SandboxMetadata = Parameters<typeof sandboxInstanceMeta>[1];
 
@@ -35,7 +36,8 @@ export type WriteOp =
   | 'deleteNamespace'
   | 'createObject'
   | 'replaceObject'
-  | 'deleteObject';
+  | 'deleteObject'
+  | 'deleteSandbox';
 
 export interface Write {
   op: WriteOp;
@@ -119,7 +121,7 @@ export class FakeCluster implements ClusterPort {
 
   /* ---------- test helpers ---------- */
 
-  failNext(op: WriteOp | 'recordEvent' | 'getInstance', statusCode: number): void {
+  failNext(op: WriteOp | 'recordEvent' | 'getInstance' | 'listWarmPoolSandboxes', statusCode: number): void {
     this.faults.set(op, statusCode);
   }
 
@@ -425,5 +427,36 @@ export class FakeCluster implements ClusterPort {
 
   async servedMutatingPolicyVersion(): Promise<MutatingPolicyApiVersion | undefined> {
     return this.mutatingVersion;
+  }
+
+  /** Sandboxes by namespace, as the API server would list them (warm-pool label or not); undefined: no Sandbox API. */
+  sandboxes: Map<string, WarmSandboxLike[]> | undefined = new Map();
+  /** How many LISTs of warm-pool Sandboxes were made. */
+  sandboxLists = 0;
+
+  async listWarmPoolSandboxes(namespace: string): Promise<readonly WarmSandboxLike[] | undefined> {
+    this.fault('listWarmPoolSandboxes');
+    this.sandboxLists += 1;
+    if (this.sandboxes === undefined) return undefined;
+    return (this.sandboxes.get(namespace) ?? []).filter((sb) => {
+      const labels = (sb.metadata as { labels?: Record<string, string> } | undefined)?.labels;
+      return labels !== undefined && WARM_POOL_SANDBOX_LABEL in labels;
+    });
+  }
+
+  async deleteSandbox(namespace: string, name: string, preconditions: DeletePreconditions): Promise<void> {
+    this.write('deleteSandbox', `${namespace}/${name}`);
+    const list = this.sandboxes?.get(namespace) ?? [];
+    const at = list.findIndex((sb) => sb.metadata?.name === name);
+    if (at < 0) return;
+    const current = list[at];
+    if (preconditions.uid !== undefined && current?.metadata?.uid !== preconditions.uid)
+      throw new ApiError(409, 'Precondition failed: UID in precondition');
+    if (
+      preconditions.resourceVersion !== undefined &&
+      current?.metadata?.resourceVersion !== preconditions.resourceVersion
+    )
+      throw new ApiError(409, 'Precondition failed: ResourceVersion in precondition');
+    list.splice(at, 1);
   }
 }

@@ -19,6 +19,34 @@ function policies(min: RuntimeLevel, enforce: boolean): ManagedObject[] {
   }).objects;
 }
 
+/**
+ * The policy when every class's time is known (issue 36: a hand-out needs the object younger than
+ * its class's handler): the classes, and the own class, dated 2026-01-01; `dated` objects are
+ * younger.
+ */
+function datedVapOf(min: RuntimeLevel): ManagedObject {
+  const instance = makeInstance();
+  const owner = { group: instance.group, kind: instance.kind, namespace: instance.namespace, name: instance.name };
+  const at = '2026-01-01T00:00:00Z';
+  const vap = desiredSandboxPolicy({
+    instance,
+    tenantNamespace: 'team-a',
+    spec: { minRuntimeClass: min, enforce: true },
+    runtimeClasses: [
+      ...CLASSES.map((c) => ({ ...c, createdAt: at })),
+      { name: OWN, handler: min, generated: true, owner, createdAt: at },
+    ],
+    mutatingPolicyApiVersion: 'admissionregistration.k8s.io/v1',
+  }).objects.find((o) => o.kind === 'ValidatingAdmissionPolicy');
+  if (vap === undefined) throw new Error('no ValidatingAdmissionPolicy');
+  return vap;
+}
+
+/** `obj` as stored after its class got its handler (`datedVapOf`). */
+function dated(obj: Record<string, unknown>): Record<string, unknown> {
+  return { ...obj, metadata: { ...(obj.metadata as object), creationTimestamp: '2026-06-01T00:00:00Z' } };
+}
+
 function vapOf(min: RuntimeLevel, enforce = true): ManagedObject {
   const vap = policies(min, enforce).find((o) => o.kind === 'ValidatingAdmissionPolicy');
   if (vap === undefined) throw new Error('no ValidatingAdmissionPolicy');
@@ -100,9 +128,13 @@ describe('the validating policy for minimum kata, evaluated', () => {
     };
     expect(validate(vap, adopt)).toHaveLength(1);
     expect(validate(vap, { ...adopt, oldObject: sandbox('runc') })).toHaveLength(1);
-    // The same adoption of a compliant Sandbox: admitted.
+    // The same adoption of a compliant Sandbox, started after its class got its handler: admitted.
     expect(
-      validate(vap, { operation: 'UPDATE', object: owned(OWN, 'claim-1'), oldObject: owned(OWN, 'pool-1') }),
+      validate(datedVapOf('kata'), {
+        operation: 'UPDATE',
+        object: dated(owned(OWN, 'claim-1')),
+        oldObject: dated(owned(OWN, 'pool-1')),
+      }),
     ).toEqual([]);
     // The owner's controller updating its weak Sandbox, or the garbage collector orphaning it: not judged.
     expect(
@@ -231,12 +263,12 @@ describe('the validating policy on the Pods a Sandbox runs or can adopt (the con
     const orphan = pod('runc', { labels: NAME_HASH });
     const adopted = pod('runc', { labels: NAME_HASH, owners: [SANDBOX_OWNER] });
     expect(judged({ operation: 'UPDATE', object: adopted, oldObject: orphan })).toHaveLength(1);
-    // A compliant one may be adopted.
+    // A compliant one, started after its class got its handler, may be adopted.
     expect(
-      judged({
+      validate(datedVapOf('kata'), {
         operation: 'UPDATE',
-        object: pod(OWN, { labels: NAME_HASH, owners: [SANDBOX_OWNER] }),
-        oldObject: pod(OWN, { labels: NAME_HASH }),
+        object: dated(pod(OWN, { labels: NAME_HASH, owners: [SANDBOX_OWNER] })),
+        oldObject: dated(pod(OWN, { labels: NAME_HASH })),
       }),
     ).toEqual([]);
   });
@@ -291,14 +323,14 @@ describe('the validating policy on the Pods a Sandbox runs or can adopt (the con
       oldObject: pod('runc', { owners: [forged] }),
     };
     expect(judged(patched)).toEqual([expect.stringContaining('runtimeClassName "runc" is not allowed here')]);
-    // The same Pod on an allowed class is labelled.
-    expect(
-      judged({
-        operation: 'UPDATE',
-        object: pod(OWN, { labels: NAME_HASH, owners: [forged] }),
-        oldObject: pod(OWN, { owners: [forged] }),
-      }),
-    ).toEqual([]);
+    // The same Pod on an allowed class, created after the class got its handler, is labelled.
+    const datedVap = datedVapOf('kata');
+    const compliant = {
+      operation: 'UPDATE' as const,
+      object: dated(pod(OWN, { labels: NAME_HASH, owners: [forged] })),
+      oldObject: dated(pod(OWN, { owners: [forged] })),
+    };
+    expect(matches(datedVap, compliant) ? validate(datedVap, compliant) : 'not selected').toEqual([]);
   });
 
   it('advisory judges the same Pods the same way (its binding only warns)', () => {
@@ -368,8 +400,11 @@ describe('the validating policy on the Pod subresources that can change labels (
         ),
       ),
     ).toHaveLength(1);
-    // A compliant Pod may be labelled; removing a label or changing another is not selected.
-    expect(judged(statusWrite(pod(OWN), pod(OWN, { labels: ADOPTABLE })))).toEqual([]);
+    // A compliant Pod (created after its class got its handler) may be labelled; removing a label
+    // or changing another is not selected.
+    const datedVap = datedVapOf('kata');
+    const compliant = statusWrite(dated(pod(OWN)), dated(pod(OWN, { labels: ADOPTABLE })));
+    expect(matches(datedVap, compliant) ? validate(datedVap, compliant) : 'not selected').toEqual([]);
     expect(judged(statusWrite(pod('runc', { labels: ADOPTABLE }), pod('runc')))).toBe('not selected');
     expect(judged(statusWrite(pod('runc'), pod('runc', { labels: { team: 'a' } })))).toBe('not selected');
   });
@@ -445,5 +480,94 @@ describe('the defaulting MutatingAdmissionPolicy, evaluated', () => {
   it('is then admitted by the advisory validation without warnings', () => {
     const defaulted = mutate(map, create(undefined));
     expect(validate(vapOf('kata', false), { operation: 'CREATE', object: defaulted })).toEqual([]);
+  });
+});
+
+describe('hand-outs (issue 36): nothing created before its class got its current handler is handed out', () => {
+  const SINCE = '2026-12-07T06:00:00Z';
+  const instance = makeInstance();
+  const owner = { group: instance.group, kind: instance.kind, namespace: instance.namespace, name: instance.name };
+  /** The own class re-created with kata at SINCE (the minimum was raised); a platform kata class from long ago. */
+  const classes = [
+    ...CLASSES.map((c) => ({ ...c, createdAt: '2026-01-01T00:00:00Z' })),
+    { name: OWN, handler: 'kata', generated: true, owner, createdAt: SINCE },
+  ];
+  const policyFor = (layout: 'per-instance' | 'shared', runtimeClasses = classes) => {
+    const out = desiredSandboxPolicy({
+      instance,
+      tenantNamespace: 'team-a',
+      spec: { minRuntimeClass: 'kata', enforce: true },
+      runtimeClasses,
+      mutatingPolicyApiVersion: 'admissionregistration.k8s.io/v1',
+      layout,
+    });
+    const all = [...out.objects, ...out.shared];
+    const vap = all.find((o) => o.kind === 'ValidatingAdmissionPolicy');
+    if (vap === undefined) throw new Error('no ValidatingAdmissionPolicy');
+    return { vap, params: all.find((o) => o.kind === 'SandboxIsolation') };
+  };
+  const POOL = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', name: 'p', uid: 'pool' };
+  const CLAIM = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: 'c', uid: 'claim' };
+  const warm = (created: string, owners: object[], rc = OWN): Record<string, unknown> => ({
+    ...sandbox(rc),
+    metadata: { name: 'warm-1', creationTimestamp: created, ownerReferences: owners },
+  });
+  /** What the claim controller writes when it adopts a warm Sandbox: the claim becomes its (controlling) owner. */
+  const adopt = (created: string, rc = OWN): AdmissionRequest => ({
+    operation: 'UPDATE',
+    oldObject: warm(created, [POOL], rc),
+    object: warm(created, [{ ...CLAIM, controller: true }], rc),
+  });
+  const refusal = `Sandbox warm-1 was created before RuntimeClass "${OWN}" got its current handler (${SINCE}), so it may run the old one; it is not handed out: delete it so that it is re-created; namespace "team-a" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation)`;
+
+  it.each(['per-instance', 'shared'] as const)(
+    '%s: created before or in the same second as the class: refused, naming the class and the time; after: handed out',
+    (layout) => {
+      const { vap, params } = policyFor(layout);
+      expect(validate(vap, adopt('2026-12-07T05:59:59Z'), params)).toEqual([refusal]);
+      expect(validate(vap, adopt(SINCE), params)).toEqual([refusal]);
+      expect(validate(vap, adopt('2026-12-07T06:00:01Z'), params)).toEqual([]);
+    },
+  );
+
+  it.each(['per-instance', 'shared'] as const)(
+    '%s: an old Sandbox not handed out (its controller writing it, same owners) and any CREATE are judged as before',
+    (layout) => {
+      const { vap, params } = policyFor(layout);
+      const old = warm('2026-01-02T00:00:00Z', [POOL]);
+      expect(validate(vap, { operation: 'UPDATE', oldObject: old, object: old }, params)).toEqual([]);
+      expect(validate(vap, create(OWN), params)).toEqual([]);
+      // Another allowed class's time is its own: a platform kata class from long ago.
+      expect(validate(vap, adopt('2026-02-01T00:00:00Z', 'kata-qemu'), params)).toEqual([]);
+    },
+  );
+
+  it.each(['per-instance', 'shared'] as const)(
+    '%s: while the own class is still to be re-created (its time not known), nothing of it is handed out',
+    (layout) => {
+      const stillOld = classes.map((c) => (c.name === OWN ? { ...c, handler: 'runsc' } : c));
+      const { vap, params } = policyFor(layout, stillOld);
+      expect(validate(vap, adopt('2026-12-07T07:00:00Z'), params)).toEqual([
+        `Sandbox warm-1 is not handed out while RuntimeClass "${OWN}" is being re-created with a new handler (the time it got it is not known yet); try again shortly; namespace "team-a" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation)`,
+      ]);
+    },
+  );
+
+  it('a Pod given an adoption label, created before its class got its handler: refused', () => {
+    const { vap } = policyFor('per-instance');
+    const pod = (labels: Record<string, string>): Record<string, unknown> => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p-1', creationTimestamp: '2026-12-07T05:00:00Z', labels },
+      spec: { runtimeClassName: OWN, containers: [{ name: 'c', image: 'i' }] },
+    });
+    const req: AdmissionRequest = {
+      operation: 'UPDATE',
+      oldObject: pod({}),
+      object: pod({ 'agents.x-k8s.io/adoptable': 'true' }),
+    };
+    expect(validate(vap, req)).toEqual([
+      `Pod p-1 was created before RuntimeClass "${OWN}" got its current handler (${SINCE}), so it may run the old one; it is not handed out: delete it so that it is re-created; namespace "team-a" requires sandbox runtime kata or stronger (kubeplus.io/sandbox-isolation)`,
+    ]);
   });
 });

@@ -257,8 +257,8 @@ describe('desiredSandboxPolicy: enforce', () => {
       expression: `["kata", "kata-qemu", "${OWN}"]`,
     });
     const validations = vap.validations as { reason: string; message: string }[];
-    // The class freeze, the Binding's labels, then the class: set, and allowed.
-    expect(validations).toHaveLength(4);
+    // The class freeze, the Binding's labels, then the class: set, allowed, and not handed out before its class got its current handler.
+    expect(validations).toHaveLength(5);
     for (const v of validations) {
       expect(v.reason).toBe('Forbidden');
       expect(v.message).not.toMatch(/[\r\n]/);

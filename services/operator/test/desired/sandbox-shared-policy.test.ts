@@ -70,6 +70,8 @@ describe('the shared layout, as objects', () => {
       allowedRuntimeClasses: ['kata-qemu', OWN],
       recommendedRuntimeClass: OWN,
       defaultRuntimeClass: '',
+      // Every allowed class, '' while its time is not known (none of these classes carries one).
+      allowedRuntimeClassesSince: { 'kata-qemu': '', [OWN]: '' },
     });
     // Every per-instance object carries the instance's ownership markers (pruned with it).
     for (const o of p.objects)

@@ -28,6 +28,7 @@ import {
   MANAGED_BY_VALUE,
   OFF_POOL_RULE,
   type RuntimeLevel,
+  STARTED_BEFORE_CLASS_HANDLER,
   TOLERATES_BEYOND_MANDATE_RULE,
   type Toleration,
 } from '@kubeplus-isolation/spec';
@@ -294,18 +295,24 @@ export function sandboxResult(
   minimum: RuntimeLevel,
   sandbox: WeakSandbox,
 ): ReportResult {
-  const { pod } = sandbox;
+  const { pod, startedBeforeHandler: before } = sandbox;
   const message =
-    pod === undefined
-      ? `Sandbox ${sandbox.name} ${classText(sandbox, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
-        'It was admitted before the minimum was raised (a tightening is not retroactive for existing Sandboxes); ' +
-        `recreate it with a RuntimeClass whose handler is ${minimum} or stronger.`
-      : `Sandbox ${sandbox.name} asks for RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)}, but its Pod ${pod.name} ` +
-        `${classText(pod, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
-        "The Pod was not made from the Sandbox's template: the Sandbox controller adopted an existing Pod as it was " +
-        "(before the minimum was raised, or before its Pod policy was in force), or the Pod names the Sandbox's UID " +
-        'as its controller under another kind; ' +
-        `delete Pod ${pod.name} and the controller recreates it from the template.`;
+    before !== undefined
+      ? `Sandbox ${sandbox.name}'s Pod ${pod?.name ?? ''} was created (${before.createdAt}) before RuntimeClass ` +
+        `${JSON.stringify(before.runtimeClassName)} got its current handler (${before.since}): it may run the class's ` +
+        `previous handler, weaker than the namespace's minimum ${minimum} (RuntimeClass.handler is immutable: the ` +
+        'class was deleted and created again, e.g. when the minimum was raised). ' +
+        `Delete Pod ${pod?.name ?? ''} and the controller recreates it under the current handler.`
+      : pod === undefined
+        ? `Sandbox ${sandbox.name} ${classText(sandbox, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
+          'It was admitted before the minimum was raised (a tightening is not retroactive for existing Sandboxes); ' +
+          `recreate it with a RuntimeClass whose handler is ${minimum} or stronger.`
+        : `Sandbox ${sandbox.name} asks for RuntimeClass ${JSON.stringify(sandbox.runtimeClassName)}, but its Pod ${pod.name} ` +
+          `${classText(pod, 'runs')}: weaker than the namespace's minimum ${minimum}. ` +
+          "The Pod was not made from the Sandbox's template: the Sandbox controller adopted an existing Pod as it was " +
+          "(before the minimum was raised, or before its Pod policy was in force), or the Pod names the Sandbox's UID " +
+          'as its controller under another kind; ' +
+          `delete Pod ${pod.name} and the controller recreates it from the template.`;
   return {
     source: REPORT_SOURCE,
     policy: SANDBOX_ISOLATION_POLICY,
@@ -316,6 +323,9 @@ export function sandboxResult(
       runtimeClassName: sandbox.runtimeClassName,
       ...(sandbox.handler === undefined ? {} : { handler: sandbox.handler }),
       level: sandbox.level ?? 'unknown',
+      ...(before === undefined
+        ? {}
+        : { reason: STARTED_BEFORE_CLASS_HANDLER, classHandlerSince: before.since, createdAt: before.createdAt }),
       ...(pod === undefined
         ? {}
         : {

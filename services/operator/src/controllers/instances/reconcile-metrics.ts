@@ -54,6 +54,11 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
     help: 'Tenant namespaces labeled kubeplus.io/isolation-settled once what their instance asks for was in effect: the webhook then stops holding their Pod and Sandbox CREATEs.',
     registers,
   });
+  const staleWarm = new Counter({
+    name: 'kubeplus_operator_stale_warm_sandboxes_deleted_total',
+    help: 'Warm-pool Sandboxes (not yet claimed) the operator deleted in enforced tenant namespaces because they were created before their RuntimeClass got its current handler (a raised minimum re-creates kubeplus-sandbox-<instance>; a platform class may be re-created): they may run the old handler, the policies never hand them out, and a claim would retry one forever. Their pools re-create them under the current handler; each deletion also gives a StaleWarmSandboxDeleted Event on the instance.',
+    registers,
+  });
   const conflicts = new Counter({
     name: 'kubeplus_operator_conflicts_total',
     help: 'Reconciles that found an object held by another instance and left it alone, by kind (Namespace, RuntimeClass, AdmissionPolicy).',
@@ -104,6 +109,7 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
   });
   unavailable.inc(0);
   for (const reason of PLATFORM_CLASS_PROBLEMS) platformClassUnusable.inc({ reason }, 0);
+  staleWarm.inc(0);
   for (const kind of CONFLICT_KINDS) conflicts.inc({ kind }, 0);
 
   return {
@@ -112,6 +118,7 @@ export function createWiringMetrics(metrics: OperatorMetrics): WiringMetrics {
       mutatingPolicyUnavailable: () => unavailable.inc(),
       platformRuntimeClassUnusable: (reason) => platformClassUnusable.inc({ reason }),
       conflict: (kind) => conflicts.inc({ kind }),
+      staleWarmSandboxesDeleted: (count) => staleWarm.inc(count),
     },
     trackInstanceKinds(count) {
       countKinds = count;

@@ -9,6 +9,7 @@ import {
   type ParseResult,
   type RuntimeLevel,
   runtimeClassName,
+  SANDBOX_ISOLATION_PARAMS_KIND,
   type SandboxIsolationSpec,
 } from '@kubeplus-isolation/spec';
 import {
@@ -21,6 +22,7 @@ import {
   settleAll,
 } from '../../cluster/apply.js';
 import { ApiError } from '../../cluster/port.js';
+import { updateKind } from '../../desired/diff.js';
 import { EventReason } from '../../desired/event-reasons.js';
 import { type Instance, instanceIdentity, instanceKeyOf, type TenantNamespace } from '../../desired/instance.js';
 import {
@@ -33,9 +35,15 @@ import {
   refOf,
   sandboxManagedTypes,
 } from '../../desired/objects.js';
+import { isOwnedBy } from '../../desired/owner.js';
 import { planSandboxIsolation, sandboxAppliedMessage } from '../../desired/sandbox-plan.js';
 import type { SandboxPolicyLayout } from '../../desired/sandbox-policy.js';
 import { sharedSandboxPolicies } from '../../desired/sandbox-shared-policy.js';
+import {
+  type StaleWarmSandbox,
+  staleWarmSandboxes,
+  staleWarmSandboxesMessage,
+} from '../../desired/stale-warm-sandboxes.js';
 import type { ConditionWarnings } from './condition-warnings.js';
 import type { SyncContext } from './sync-context.js';
 
@@ -49,7 +57,15 @@ export interface SandboxSyncOptions {
   now: () => number;
 }
 
+/** The objects carrying the class times the policies judge hand-outs by: the parameter (shared), the policy (per instance). */
+function carriesClassTimes(obj: ManagedObject): boolean {
+  return obj.kind === SANDBOX_ISOLATION_PARAMS_KIND || obj.kind === 'ValidatingAdmissionPolicy';
+}
+
 export class SandboxSync {
+  /** Per instance: the tenant and class times its warm pools were last swept for (`deleteStaleWarmSandboxes`). */
+  private readonly sweptFor = new Map<string, string>();
+
   constructor(
     private readonly ctx: SyncContext,
     private readonly options: SandboxSyncOptions,
@@ -69,6 +85,7 @@ export class SandboxSync {
     const key = instanceKeyOf(instance);
     if (parsed === undefined || tenant === undefined) {
       this.options.conditionWarnings.forget(instanceIdentity(instance));
+      this.sweptFor.delete(instanceIdentity(instance));
       const types = this.sandboxTypes(await port.servedMutatingPolicyVersion());
       // From the caches: an object they have not seen yet is pruned through its add event (orphan cleanup).
       const removed = await pruneOwned(port, instance, types, []);
@@ -129,6 +146,18 @@ export class SandboxSync {
     const changed: string[] = [];
     // The RuntimeClass first and on its own: the allowed list assumed it is ours (or absent).
     const applied: Array<{ desired: ManagedObject; outcome: ApplyOutcome }> = [];
+    if (
+      plan.runtimeClass !== undefined &&
+      currentRc !== undefined &&
+      isOwnedBy(currentRc.metadata, instance) &&
+      updateKind(plan.runtimeClass, currentRc) === 'recreate'
+    ) {
+      // Its handler changes: delete and create. Before that, the objects that tell the policies
+      // when each class got its handler learn that the own class's time is not known any more
+      // (`class-since.ts`): from the delete on, nothing started under the old handler is handed
+      // out on the old class's time. The time of the new class follows with its informer event.
+      applied.push(...(await applyObjects(port, plan.rest.filter(carriesClassTimes), instance)));
+    }
     if (plan.runtimeClass !== undefined) {
       const outcome = await applyObject(port, plan.runtimeClass, instance, { current: currentRc });
       if (outcome.result === 'conflict') {
@@ -163,7 +192,49 @@ export class SandboxSync {
         sandboxAppliedMessage(plan.spec, plan.policy.objects.length, changed),
       );
     }
+    await this.deleteStaleWarmSandboxes(instance, tenant.name, plan.spec, plan.policy.allowedRuntimeClassesSince);
     return requeueAfterMs === undefined ? {} : { requeueAfterMs };
+  }
+
+  /**
+   * Deletes the tenant namespace's warm-pool Sandboxes created before their class got its current
+   * handler (desired/stale-warm-sandboxes.ts): the policies never hand them out, and a claim would
+   * retry one forever. Enforce mode only (advisory hand-outs are only warned about, and the
+   * Report names them). One LIST per change of the class times this instance's policy carries
+   * (remembered per instance), not per reconcile: a Sandbox created after a time is never stale
+   * for it. A failure leaves nothing remembered, so the reconcile's retry lists again.
+   */
+  private async deleteStaleWarmSandboxes(
+    instance: Instance,
+    tenant: string,
+    spec: SandboxIsolationSpec,
+    since: Readonly<Record<string, string>>,
+  ): Promise<void> {
+    const id = instanceIdentity(instance);
+    if (!spec.enforce || spec.minRuntimeClass === 'runc' || Object.values(since).every((t) => t === '')) {
+      this.sweptFor.delete(id);
+      return;
+    }
+    const facts = `${tenant}\n${JSON.stringify(since)}`;
+    if (this.sweptFor.get(id) === facts) return;
+    const { port } = this.ctx;
+    const stale = staleWarmSandboxes((await port.listWarmPoolSandboxes(tenant)) ?? [], since);
+    const deleted: StaleWarmSandbox[] = [];
+    for (const sandbox of stale) {
+      // Only that object (uid): one of the same name made since is the pool's fresh one.
+      await port.deleteSandbox(tenant, sandbox.name, { uid: sandbox.uid });
+      deleted.push(sandbox);
+    }
+    if (deleted.length > 0) {
+      this.ctx.hooks.staleWarmSandboxesDeleted?.(deleted.length);
+      this.ctx.event(
+        instance,
+        'Normal',
+        EventReason.StaleWarmSandboxDeleted,
+        staleWarmSandboxesMessage(tenant, deleted),
+      );
+    }
+    this.sweptFor.set(id, facts);
   }
 
   /**

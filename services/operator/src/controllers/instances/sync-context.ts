@@ -21,6 +21,8 @@ export interface ReconcilerHooks {
   /** The platform RuntimeClass the sandbox annotation names cannot be used (desired/sandbox-platform-class.ts). */
   platformRuntimeClassUnusable?(reason: PlatformClassProblem, key: InstanceKey): void;
   conflict?(kind: ConflictKind, key: InstanceKey): void;
+  /** Warm-pool Sandboxes deleted for starting before their class got its current handler (desired/stale-warm-sandboxes.ts). */
+  staleWarmSandboxesDeleted?(count: number): void;
 }
 
 /** The subset of a (winston) logger the reconciler uses. */

@@ -136,6 +136,35 @@ describe('what a Pod lacks, named', () => {
       { apiVersion: 'v1', kind: 'Pod', namespace: 'team-a', name: 'spare' },
     ]);
   });
+
+  it("says when a Sandbox's Pod started before its class got its current handler (issue 36)", () => {
+    const own = 'kubeplus-sandbox-a';
+    const r = sandboxResult('team-a', 'agents.x-k8s.io/v1beta1', 'kata', {
+      name: 'warm-1',
+      uid: 'u1',
+      runtimeClassName: own,
+      handler: 'kata',
+      level: 'kata',
+      pod: { name: 'warm-1', runtimeClassName: own, handler: 'kata', level: 'kata' },
+      startedBeforeHandler: { runtimeClassName: own, since: '2026-12-07T06:00:00Z', createdAt: '2026-12-07T05:00:00Z' },
+    });
+    expect(r.message).toBe(
+      `Sandbox warm-1's Pod warm-1 was created (2026-12-07T05:00:00Z) before RuntimeClass "${own}" got its current ` +
+        "handler (2026-12-07T06:00:00Z): it may run the class's previous handler, weaker than the namespace's minimum " +
+        'kata (RuntimeClass.handler is immutable: the class was deleted and created again, e.g. when the minimum was ' +
+        'raised). Delete Pod warm-1 and the controller recreates it under the current handler.',
+    );
+    expect(r.properties).toMatchObject({
+      reason: 'started-before-class-handler',
+      classHandlerSince: '2026-12-07T06:00:00Z',
+      createdAt: '2026-12-07T05:00:00Z',
+      pod: 'warm-1',
+    });
+    expect(r.resources).toEqual([
+      { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', namespace: 'team-a', name: 'warm-1', uid: 'u1' },
+      { apiVersion: 'v1', kind: 'Pod', namespace: 'team-a', name: 'warm-1' },
+    ]);
+  });
 });
 
 describe('buildReport', () => {

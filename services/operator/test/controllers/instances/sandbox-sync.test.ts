@@ -184,11 +184,12 @@ describe('acceptance: changes are applied in place', () => {
     const vap = cluster.stored('ValidatingAdmissionPolicy', POLICY.enforce);
     expect(vap?.metadata.uid).toBe(vapUid);
     expect(JSON.stringify(vap?.spec)).toContain('runtime runsc or stronger');
-    // The binding did not change, so it is not written.
+    // The binding did not change, so it is not written. The policy goes first: it no longer
+    // trusts the own class's time before the class is deleted (issue 36).
     expect(cluster.writes.slice(before)).toEqual([
+      { op: 'replaceObject', target: `ValidatingAdmissionPolicy/${POLICY.enforce}` },
       { op: 'deleteObject', target: `RuntimeClass/${RC}` },
       { op: 'createObject', target: `RuntimeClass/${RC}` },
-      { op: 'replaceObject', target: `ValidatingAdmissionPolicy/${POLICY.enforce}` },
     ]);
   });
 });
@@ -511,8 +512,8 @@ describe('the shared sandbox policy layout', () => {
     } as const;
     const orphans = (r: InstanceReconciler): OrphanCleanup => new OrphanCleanup({ port: cluster, instances: r });
     expect(await orphans(shared()).cleanupOrphan(target)).toEqual({});
-    // Its four checks: the class freeze, a Binding's labels, the class set, the class allowed.
-    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(4);
+    // Its five checks: the class freeze, a Binding's labels, the class set, the class allowed, and (issue 36, path 1) nothing handed out that predates its class's handler.
+    expect((spec('ValidatingAdmissionPolicy', SHARED).validations as unknown[]).length).toBe(5);
     expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeDefined();
     // With the per-instance layout the same event changes nothing.
     await cluster.deleteObject(
@@ -521,5 +522,111 @@ describe('the shared sandbox policy layout', () => {
     );
     await orphans(reconciler()).cleanupOrphan(target);
     expect(cluster.stored('MutatingAdmissionPolicy', SHARED_DEFAULT)).toBeUndefined();
+  });
+});
+
+describe('a class that gets a new handler (issue 36, path 1)', () => {
+  const RUNSC_ENFORCE = '{"minRuntimeClass": "runsc", "enforce": true}';
+  const T0 = '2026-12-07T05:00:00Z';
+  const T1 = '2026-12-07T06:00:00Z';
+  /** The API server's creationTimestamp on the stored own class (the fake writes none). */
+  const dateOwnClass = (at: string): void => {
+    const rc = cluster.stored('RuntimeClass', RC);
+    if (rc === undefined) throw new Error('no own RuntimeClass');
+    rc.metadata.creationTimestamp = at;
+  };
+  const sinceOf = (name: string): string | undefined =>
+    (spec('ValidatingAdmissionPolicy', name).variables as Array<{ name: string; expression: string }>).find(
+      (v) => v.name === 'allowedRuntimeClassesSince',
+    )?.expression;
+  const POOL_REF = {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxWarmPool',
+    name: 'pool',
+    uid: 'pool-uid',
+    controller: true,
+  };
+  const warm = (name: string, creationTimestamp: string, ownerReferences: object[] = [POOL_REF]) => ({
+    metadata: {
+      name,
+      uid: `uid-${name}`,
+      creationTimestamp,
+      labels: { 'agents.x-k8s.io/warm-pool-sandbox': 'h' },
+      ownerReferences,
+    },
+    spec: { podTemplate: { spec: { runtimeClassName: RC } } },
+  });
+
+  it("a raised minimum first clears the own class's time in the policy, then re-creates the class; the next reconcile writes the new time", async () => {
+    const r = reconciler();
+    const key = teamA({ [SANDBOX]: RUNSC_ENFORCE });
+    await r.reconcile(key);
+    dateOwnClass(T0);
+    await r.reconcile(key);
+    expect(sinceOf(POLICY.enforce)).toBe(`{"${RC}": "${T0}"}`);
+    const before = cluster.writeCount();
+    teamA({ [SANDBOX]: KATA_ENFORCE });
+    await r.reconcile(key);
+    expect(cluster.writes.slice(before).map((w) => `${w.op} ${w.target}`)).toEqual([
+      `replaceObject ValidatingAdmissionPolicy/${POLICY.enforce}`,
+      `deleteObject RuntimeClass/${RC}`,
+      `createObject RuntimeClass/${RC}`,
+    ]);
+    expect(sinceOf(POLICY.enforce)).toBe(`{"${RC}": ""}`);
+    dateOwnClass(T1);
+    await r.reconcile(key);
+    expect(sinceOf(POLICY.enforce)).toBe(`{"${RC}": "${T1}"}`);
+  });
+
+  it('deletes the warm-pool Sandboxes created before, once per change of the times, with an Event and the hook', async () => {
+    const deleted: number[] = [];
+    const r = reconciler({
+      hooks: { staleWarmSandboxesDeleted: (n) => deleted.push(n) },
+    });
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    await r.reconcile(key);
+    expect(cluster.sandboxLists).toBe(0); // no time known yet: nothing to judge
+    cluster.sandboxes?.set('team-a', [
+      warm('stale', T0),
+      warm('same-second', T1),
+      warm('fresh', '2026-12-07T06:00:01Z'),
+      warm('claimed', T0, [{ ...POOL_REF, kind: 'SandboxClaim', name: 'c' }]),
+    ]);
+    dateOwnClass(T1);
+    await r.reconcile(key);
+    expect(cluster.writes.filter((w) => w.op === 'deleteSandbox').map((w) => w.target)).toEqual([
+      'team-a/stale',
+      'team-a/same-second',
+    ]);
+    expect(cluster.sandboxes?.get('team-a')?.map((s) => s.metadata?.name)).toEqual(['fresh', 'claimed']);
+    expect(deleted).toEqual([2]);
+    const event = cluster.events.find((e) => e.reason === 'StaleWarmSandboxDeleted');
+    expect(event?.type).toBe('Normal');
+    expect(event?.message).toContain(`stale (created ${T0}, RuntimeClass "${RC}" got its current handler ${T1})`);
+    // The same times again (a resync): no LIST.
+    const lists = cluster.sandboxLists;
+    await r.reconcile(key);
+    expect(cluster.sandboxLists).toBe(lists);
+  });
+
+  it('a failed LIST fails the reconcile and is tried again; advisory mode deletes nothing', async () => {
+    const r = reconciler();
+    const key = teamA({ [SANDBOX]: KATA_ENFORCE });
+    await r.reconcile(key);
+    dateOwnClass(T1);
+    cluster.sandboxes?.set('team-a', [warm('stale', T0)]);
+    cluster.failNext('listWarmPoolSandboxes', 500);
+    await expect(r.reconcile(key)).rejects.toThrow('injected 500');
+    await r.reconcile(key);
+    expect(cluster.sandboxes?.get('team-a')).toEqual([]);
+
+    freshCluster();
+    const advisory = teamA({ [SANDBOX]: KATA_ADVISORY });
+    await reconciler().reconcile(advisory);
+    dateOwnClass(T1);
+    cluster.sandboxes?.set('team-a', [warm('stale', T0)]);
+    await reconciler().reconcile(advisory);
+    expect(cluster.sandboxLists).toBe(0);
+    expect(cluster.sandboxes?.get('team-a')).toHaveLength(1);
   });
 });
