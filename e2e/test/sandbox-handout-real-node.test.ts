@@ -82,6 +82,21 @@ describe('no weaker runtime handed out, laundered or adopted, on the real node (
       },
       { timeoutMs: 60_000 },
     );
+  /**
+   * The tenant's sandbox policy in force (the API server loads a new policy and binding
+   * asynchronously): a runc Sandbox is refused by it, checked with a server-side dry run. Without
+   * this wait a write made at once (path 3's pods/status label) can land before the policy does.
+   */
+  const policyInForce = (tenant: string): Promise<true> =>
+    waitFor(
+      `the sandbox policy of ${tenant} in force`,
+      async (observe) => {
+        const res = await apply(kernelProbeSandbox('in-force', tenant, probeImage(), 'runc'), '--dry-run=server');
+        observe(res.stderr);
+        return (res.code !== 0 && res.stderr.includes('kubeplus.io/sandbox-isolation')) || undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
   const isolate = async (tenant: string, minRuntimeClass: string): Promise<void> => {
     await createAgent(cluster.cp.kc, PLATFORM_NS, tenant, {
       [NODE_ISOLATION_ANNOTATION]: JSON.stringify(MANDATE),
@@ -93,12 +108,14 @@ describe('no weaker runtime handed out, laundered or adopted, on the real node (
       { timeoutMs: 60_000 },
     );
     await generatedClassHandler(tenant, minRuntimeClass);
+    if (minRuntimeClass !== 'runc') await policyInForce(tenant);
   };
   const tighten = async (tenant: string, minRuntimeClass: string): Promise<void> => {
     await patchAgent(cluster.cp.kc, PLATFORM_NS, tenant, {
       annotations: { [SANDBOX_ISOLATION_ANNOTATION]: JSON.stringify({ minRuntimeClass, enforce: true }) },
     });
     await generatedClassHandler(tenant, minRuntimeClass);
+    await policyInForce(tenant);
   };
   const readySandbox = (namespace: string, name: string, timeoutMs = 120_000): Promise<SandboxStatus> =>
     waitFor(
@@ -237,7 +254,7 @@ spec:
     );
     expect(now?.metadata?.uid).toBe(pod?.metadata?.uid);
     expect(switched.code).not.toBe(0);
-    expect(switched.out).toContain('runtime class cannot change');
+    expect(switched.out).toContain('its Pod keeps the runtime class it started with');
   });
 
   test('path 3: a runc Pod owned by a Sandbox UID under another kind, labelled through pods/status, never becomes its Pod', async () => {
