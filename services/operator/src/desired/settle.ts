@@ -26,7 +26,9 @@ import {
   NODE_ISOLATION_RESOLVED_ANNOTATION,
   parseNodeIsolation,
   parseSandboxIsolation,
+  RUNTIME_CLASS_PREFIX,
   SANDBOX_ISOLATION_ANNOTATION,
+  SHARED_SANDBOX_POLICY_NAME,
 } from '@kubeplus-isolation/spec';
 import type { Instance } from './instance.js';
 import type { NamespaceMergePatch, NamespaceMeta } from './node-isolation.js';
@@ -119,7 +121,24 @@ function runtimeClassOf(object: unknown): unknown {
  */
 export function probeInEffect(answer: ProbeAnswer, enforce: boolean, mutatingServed: boolean): boolean {
   if ('notServed' in answer) return true;
-  if (enforce) return !answer.allowed && /ValidatingAdmissionPolicy/.test(answer.message);
+  if (enforce) return !answer.allowed && refusedByOurPolicy(answer.message);
   if (!mutatingServed) return true;
   return answer.allowed && typeof runtimeClassOf(answer.object) === 'string';
+}
+
+/**
+ * The API server's words for a ValidatingAdmissionPolicy denial (`ValidatingAdmissionPolicy '<policy>'
+ * with binding '<binding>' denied request: <message>`), for one of this project's sandbox policies:
+ * per instance (`policyName`: the `kubeplus-sandbox-` prefix) or the shared one, with a message of
+ * ours (they all end with the annotation's key in parentheses). A platform's own policy refuses the
+ * probe as well (managed GKE's `secure-sandbox-policy` refuses any class but `gvisor`), and before
+ * ours is in force that refusal would otherwise be taken for it. Policies are cluster-scoped: a
+ * tenant cannot create one under our names.
+ */
+const OUR_POLICY_DENIAL = new RegExp(
+  `ValidatingAdmissionPolicy '(?:${RUNTIME_CLASS_PREFIX}[^']+|${SHARED_SANDBOX_POLICY_NAME})' with binding '[^']+' denied request: [\\s\\S]*\\(${SANDBOX_ISOLATION_ANNOTATION.replace(/[.]/g, '\\.')}\\)`,
+);
+
+function refusedByOurPolicy(message: string): boolean {
+  return OUR_POLICY_DENIAL.test(message);
 }

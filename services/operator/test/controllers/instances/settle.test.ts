@@ -26,7 +26,13 @@ const SANDBOX_KIND = { group: 'agents.x-k8s.io', version: 'v1beta1', kind: 'Sand
 const VAP_DENIAL = {
   allowed: false as const,
   code: 422,
-  message: `sandboxes.agents.x-k8s.io "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request: runtimeClassName is unset`,
+  message: `sandboxes.agents.x-k8s.io "p" is forbidden: ValidatingAdmissionPolicy 'kubeplus-isolation-sandbox' with binding 'kubeplus-isolation-sandbox' denied request: the runtime class is unset; this namespace requires a sandbox runtime (kubeplus.io/sandbox-isolation)`,
+};
+/** A platform's own policy (managed GKE's `secure-sandbox-policy`, imitated): it refuses the probe too, but proves nothing about ours. */
+const PLATFORM_DENIAL = {
+  allowed: false as const,
+  code: 422,
+  message: `sandboxes.agents.x-k8s.io "p" is forbidden: ValidatingAdmissionPolicy 'secure-sandbox-policy' with binding 'secure-sandbox-policy-binding' denied request: runtimeClassName must be gvisor`,
 };
 
 beforeEach(freshCluster);
@@ -97,6 +103,22 @@ describe('planSettle (pure)', () => {
     expect(probeInEffect({ allowed: true, object: defaulted }, false, true)).toBe(true);
     expect(probeInEffect({ allowed: true, object: {} }, false, true)).toBe(false);
     expect(probeInEffect({ allowed: true, object: {} }, false, false)).toBe(true);
+  });
+
+  it("probeInEffect: a platform policy's refusal is not proof that the instance's policy is in force (enforce)", () => {
+    expect(probeInEffect(PLATFORM_DENIAL, true, true)).toBe(false);
+    // Nor a refusal that merely quotes the annotation's key from elsewhere (a webhook, an RBAC message).
+    expect(
+      probeInEffect(
+        {
+          allowed: false,
+          code: 403,
+          message: 'admission webhook "x" denied the request: kubeplus.io/sandbox-isolation',
+        },
+        true,
+        true,
+      ),
+    ).toBe(false);
   });
 });
 
