@@ -177,6 +177,7 @@ describe('monitoring', () => {
         'KubeplusIsolationWebhookSlow',
         'KubeplusIsolationWebhookUnreachable',
         'KubeplusIsolationInvalidAnnotations',
+        'KubeplusIsolationHoldRefusals',
       ].sort(),
     );
     // The API server's own counts of its calls of the webhook (issue 34): reviews anyone else
@@ -224,6 +225,13 @@ describe('monitoring', () => {
     expect(byName.KubeplusIsolationOperatorForbiddenInstanceKinds?.expr).toContain(
       'kubeplus_operator_instance_kinds{namespace="kubeplus-system",state="forbidden"}',
     );
+    // The hold (issue 35) refused a Pod or Sandbox CREATE of a KubePlus install because its
+    // namespace was not settled in time (or the hold was full): helm does not retry, so the install
+    // failed. Retryable refusals only; a release on shutdown is part of a rollout.
+    expect(byName.KubeplusIsolationHoldRefusals?.expr).toBe(
+      'sum by (outcome) (increase(kubeplus_webhook_hold_outcomes_total{namespace="kubeplus-system",outcome=~"timeout|over_capacity"}[15m])) > 0\n',
+    );
+    expect(byName.KubeplusIsolationHoldRefusals?.labels.severity).toBe('warning');
     const noLeader = byName.KubeplusIsolationOperatorNoLeader?.expr ?? '';
     expect(noLeader).toContain('max(kubeplus_operator_leader{namespace="kubeplus-system"}) < 1');
     expect(noLeader).toContain('absent(kubeplus_operator_leader{namespace="kubeplus-system"})');
