@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
   BUSYBOX_ARCHIVE,
+  failureBlocks,
   outputTail,
   parseOutcome,
   parseTestList,
@@ -28,7 +29,6 @@ import {
   runArgs,
   summarize,
   UPSTREAM_BINARIES,
-  UPSTREAM_ENV,
   UPSTREAM_IMAGE_STANDINS,
   type UpstreamPackage,
   type UpstreamResult,
@@ -121,7 +121,6 @@ if (UPSTREAM_DIR === '') {
                 cwd: work,
                 env: {
                   ...process.env,
-                  ...UPSTREAM_ENV,
                   KUBECONFIG: cluster.cp.kubeconfigPath,
                   ARTIFACTS: join(work, 'artifacts'),
                 },
@@ -142,7 +141,7 @@ if (UPSTREAM_DIR === '') {
           );
           if (outcome.result !== 'pass') {
             throw new Error(
-              `${name}: ${outcome.result === 'skip' ? `skipped itself, but is not excluded: ${outcome.detail}` : (outcome.detail ?? 'failed')}\n--- its output (tail) ---\n${outputTail(output)}`,
+              `${name}: ${outcome.result === 'skip' ? `skipped itself, but is not excluded: ${outcome.detail}` : (outcome.detail ?? 'failed')}\n--- its assertion failures ---\n${failureBlocks(output) || '(none printed)'}\n--- its output (tail) ---\n${outputTail(output, 30)}`,
             );
           }
           expect(outcome.result).toBe('pass');

@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import {
+  failureBlocks,
   parseOutcome,
   parseTestList,
   runArgs,
@@ -12,7 +13,7 @@ import {
   upstreamPlan,
 } from '@kubeplus-isolation/e2e';
 
-const CORE = ['TestSimpleSandbox', 'TestRunChromeSandbox'];
+const CORE = ['TestSimpleSandbox', 'TestRunChromeSandbox', 'TestSandboxVolumeClaimTemplates'];
 const EXTENSIONS = UPSTREAM_EXCLUSIONS.filter((e) => e.pkg === 'extensions')
   .map((e) => e.test)
   .concat('TestSandboxClaimTTLAfterFinished');
@@ -21,7 +22,7 @@ describe('upstream suite plan', () => {
   test('-test.list output: top-level tests only, no benchmarks', () => {
     expect(
       parseTestList('TestSimpleSandbox\nBenchmarkWarmPoolParallelClaim\nTestRunChromeSandbox\nExampleX\n\n'),
-    ).toEqual(CORE);
+    ).toEqual(['TestSimpleSandbox', 'TestRunChromeSandbox']);
   });
 
   test('every listed test runs unless excluded, and an excluded one carries its reason', () => {
@@ -88,6 +89,25 @@ describe('upstream suite outcome', () => {
     const outcome = parseOutcome(out, 'TestA');
     expect(outcome.result).toBe('fail');
     expect(outcome.detail).toMatch(/no verdict for TestA .*panic: test timed out after 8m0s/);
+  });
+
+  test("a failure leads with testify's assertion blocks, without the controller logs after them", () => {
+    const out = [
+      '    runtime_class_test.go:144: Waiting for pool to observe consumed sandbox...',
+      '    runtime_class_test.go:145: ',
+      '        \tError Trace:\tsigs.k8s.io/agent-sandbox@v1.0.1/test/e2e/extensions/runtime_class_test.go:145',
+      '        \tError:      \tCondition never satisfied',
+      '        \tTest:       \tTestRuntimeClassLifecycle',
+      '        \tMessages:   \tpool should observe consumed sandbox',
+      '    runtime_class_test.go:47: === Controller logs ===',
+      '        {"level":"info","msg":"Found Pod"}',
+    ].join('\n');
+    const blocks = failureBlocks(out);
+    expect(blocks).toMatch(
+      /Error Trace:.*runtime_class_test.go:145\n.*Condition never satisfied\n.*Test:.*TestRuntimeClassLifecycle\n.*Messages:.*pool should observe consumed sandbox$/,
+    );
+    expect(blocks).not.toContain('Found Pod');
+    expect(failureBlocks('--- PASS: TestA (1.00s)\n')).toBe('');
   });
 
   test('the summary counts each kind and lists every test with its reason', () => {
