@@ -132,7 +132,7 @@ test-agent-sandbox-floor: build components images ## The real-node Agent Sandbox
 # Upstream Agent Sandbox's OWN e2e suite (the pinned module's test/e2e and test/e2e/extensions, compiled
 # with `go test -c` by build-components.sh upstream-e2e), unmodified, against a real node with the chart
 # installed and the upstream controller running; one jest test per upstream test, the excluded ones shown
-# skipped with their reasons. Not part of `make test` (it adds ~N min): e2e/README.md "Upstream's own suite".
+# skipped with their reasons. Not part of `make test` (it takes ~8 min): e2e/README.md "Upstream's own suite".
 .PHONY: test-agent-sandbox-upstream
 test-agent-sandbox-upstream: build components images ## Agent Sandbox's own e2e suite (pinned release, unmodified) on a real node beside the chart
 	export KUBEPLUS_ISOLATION_UPSTREAM_SUITE="$$(env -u KUBEPLUS_ISOLATION_ASSETS e2e/scripts/build-components.sh upstream-e2e | tail -1)"; \
