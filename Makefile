@@ -135,7 +135,8 @@ test-agent-sandbox-floor: build components images ## The real-node Agent Sandbox
 # skipped with their reasons. Not part of `make test` (it takes ~8 min): e2e/README.md "Upstream's own suite".
 .PHONY: test-agent-sandbox-upstream
 test-agent-sandbox-upstream: build components images ## Agent Sandbox's own e2e suite (pinned release, unmodified) on a real node beside the chart
-	export KUBEPLUS_ISOLATION_UPSTREAM_SUITE="$$(env -u KUBEPLUS_ISOLATION_ASSETS e2e/scripts/build-components.sh upstream-e2e | tail -1)"; \
+	dir=$$(env -u KUBEPLUS_ISOLATION_ASSETS e2e/scripts/build-components.sh upstream-e2e | tail -1); test -n "$$dir"; \
+	  export KUBEPLUS_ISOLATION_UPSTREAM_SUITE=$$dir; \
 	  KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) e2e/test/agent-sandbox-upstream.test.ts \
 	  --selectProjects e2e --runInBand --verbose
 
