@@ -129,6 +129,17 @@ test-agent-sandbox-floor: build components images ## The real-node Agent Sandbox
 	  e2e/test/agent-sandbox.test.ts e2e/test/sandbox-pod-governance.test.ts e2e/test/gvisor-sandbox.test.ts \
 	  --selectProjects e2e --runInBand --verbose
 
+# Upstream Agent Sandbox's OWN e2e suite (the pinned module's test/e2e and test/e2e/extensions, compiled
+# with `go test -c` by build-components.sh upstream-e2e), unmodified, against a real node with the chart
+# installed and the upstream controller running; one jest test per upstream test, the excluded ones shown
+# skipped with their reasons. Not part of `make test` (it takes ~8 min): e2e/README.md "Upstream's own suite".
+.PHONY: test-agent-sandbox-upstream
+test-agent-sandbox-upstream: build components images ## Agent Sandbox's own e2e suite (pinned release, unmodified) on a real node beside the chart
+	dir=$$(env -u KUBEPLUS_ISOLATION_ASSETS e2e/scripts/build-components.sh upstream-e2e | tail -1); test -n "$$dir"; \
+	  export KUBEPLUS_ISOLATION_UPSTREAM_SUITE=$$dir; \
+	  KUBEPLUS_ISOLATION_ASSETS="$$(e2e/scripts/build-components.sh | tail -1)" $(JEST) e2e/test/agent-sandbox-upstream.test.ts \
+	  --selectProjects e2e --runInBand --verbose
+
 # The API-level suites again, on the oldest supported minor: what `make test` proves beside the newest.
 .PHONY: test-e2e-oldest
 test-e2e-oldest: ## The API-level e2e suites on the oldest supported Kubernetes minor (K8S_FLOOR, 1.30)

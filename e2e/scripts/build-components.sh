@@ -12,6 +12,12 @@
 #                             runsc and containerd-shim-runsc-v1 (gVisor): what the harness's
 #                             real node runs (e2e/README.md); cosign (signs and verifies what
 #                             `make publish` pushes, and the publish suite's checks)
+#   upstream's e2e suite (argument `upstream-e2e`): agent-sandbox-e2e.test and
+#                             agent-sandbox-e2e-extensions.test (`go test -c` of the pinned
+#                             sigs.k8s.io/agent-sandbox module's test/e2e and test/e2e/extensions)
+#                             and busybox-image.tar (Debian's busybox-static as an image archive):
+#                             what `make test-agent-sandbox-upstream` runs (e2e/README.md
+#                             "Upstream's own suite")
 #
 # Usage:
 #   ASSETS=$(e2e/scripts/build-components.sh | tail -1)        # the control plane
@@ -55,9 +61,11 @@ heartbeat() { # <pid> <started at ($SECONDS)> <what>
 CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm)
 NODE=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback portmap nft crane
   pause-image.tar agent-sandbox-controller agent-sandbox-controller-image.tar runsc containerd-shim-runsc-v1 cosign)
+# Upstream Agent Sandbox's own e2e suite, compiled, and the busybox image some of its tests run.
+UPSTREAM_E2E=(agent-sandbox-e2e.test agent-sandbox-e2e-extensions.test busybox-image.tar)
 BINARIES=("${CONTROL_PLANE[@]}")
 # Arguments restrict the work to the binaries named (e.g. `helm` for the chart tests); `node` names
-# the node's set.
+# the node's set, `upstream-e2e` upstream's suite's.
 if (($#)); then
   BINARIES=()
   for b in "$@"; do
@@ -65,7 +73,12 @@ if (($#)); then
       BINARIES+=("${NODE[@]}")
       continue
     fi
-    [[ " ${CONTROL_PLANE[*]} ${NODE[*]} " == *" $b "* ]] || die "unknown binary '$b' (one of: ${CONTROL_PLANE[*]} ${NODE[*]}, or node)"
+    if [[ $b == upstream-e2e ]]; then
+      BINARIES+=("${UPSTREAM_E2E[@]}")
+      continue
+    fi
+    [[ " ${CONTROL_PLANE[*]} ${NODE[*]} ${UPSTREAM_E2E[*]} " == *" $b "* ]] ||
+      die "unknown binary '$b' (one of: ${CONTROL_PLANE[*]} ${NODE[*]} ${UPSTREAM_E2E[*]}, or node, or upstream-e2e)"
     BINARIES+=("$b")
   done
 fi
@@ -164,6 +177,9 @@ cosign_dir=$cache/cosign-$cosign_version
 # versions of what they hold (the Debian release's nftables; the pause program below).
 nft_dir=$cache/nft-debian12
 pause_dir=$cache/pause-1
+# Debian 12's busybox-static (1.35.0; its exact version is written beside the archive): "-1", the
+# revision of the assembly below.
+busybox_dir=$cache/busybox-debian12-1
 agent_sandbox_dir=$cache/agent-sandbox-$agent_sandbox_version
 # "-1": the revision of the shim's build-time change (see shim_oom_overlay below).
 gvisor_dir=$cache/gvisor-$gvisor_version-1
@@ -195,6 +211,9 @@ targets=(
   "pause-image.tar|-|pause|$pause_dir"
   "agent-sandbox-controller|$agent_sandbox_module|sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller|$agent_sandbox_dir"
   "agent-sandbox-controller-image.tar|-|agent_sandbox_image|$agent_sandbox_dir"
+  "agent-sandbox-e2e.test|$agent_sandbox_module|sigs.k8s.io/agent-sandbox/test/e2e|$agent_sandbox_dir"
+  "agent-sandbox-e2e-extensions.test|$agent_sandbox_module|sigs.k8s.io/agent-sandbox/test/e2e/extensions|$agent_sandbox_dir"
+  "busybox-image.tar|-|busybox|$busybox_dir"
   "runsc|gvisor|gvisor.dev/gvisor/runsc|$gvisor_dir"
   "containerd-shim-runsc-v1|gvisor|gvisor.dev/gvisor/shim|$gvisor_dir"
 )
@@ -341,9 +360,9 @@ assemble_nft() { # <tmp file> <out dir>
   "$1" --version >/dev/null || die "the unpacked nft does not run: $("$1" --version 2>&1)"
 }
 
-# An image archive from one layer, with crane. `crane mutate` (entrypoint, user) works against a
-# registry: one is served on loopback for this build only.
-crane_image() { # <work dir> <layer.tar> <name> <entrypoint> <user> <out.tar>
+# An image archive from one layer, with crane. `crane mutate` (entrypoint, user, and any further
+# mutate arguments, e.g. --env) works against a registry: one is served on loopback for this build only.
+crane_image() { # <work dir> <layer.tar> <name> <entrypoint> <user> <out.tar> [crane mutate arguments...]
   "$crane_dir/crane" registry serve --address 127.0.0.1:0 >"$1/registry.log" 2>&1 &
   local registry=$! port=
   for _ in $(seq 1 100); do
@@ -354,7 +373,7 @@ crane_image() { # <work dir> <layer.tar> <name> <entrypoint> <user> <out.tar>
   [[ -n $port ]] || { kill "$registry"; die "crane registry did not start: $(cat "$1/registry.log")"; }
   local ref=127.0.0.1:$port/image:1
   "$crane_dir/crane" append --oci-empty-base -f "$2" -t "$ref" >/dev/null &&
-    "$crane_dir/crane" mutate "$ref" --entrypoint "$4" --user "$5" --set-platform linux/amd64 -t "$3" -o "$6" >/dev/null ||
+    "$crane_dir/crane" mutate "$ref" --entrypoint "$4" --user "$5" "${@:7}" --set-platform linux/amd64 -t "$3" -o "$6" >/dev/null ||
     { kill "$registry"; die "crane ($3) failed"; }
   kill "$registry"
   wait "$registry" 2>/dev/null || true
@@ -429,6 +448,39 @@ C
   rm -rf "$work"
 }
 
+# A stand-in for docker.io/library/busybox:1.36, which some of upstream Agent Sandbox's e2e tests run
+# (`sh -c`, `sleep`, preStop hooks) and which no registry serves here: Debian 12's busybox-static
+# (BusyBox 1.35.0, NOT 1.36: its Debian version is written to busybox-version.txt beside the
+# archive), the static binary as /bin/busybox with a symlink per applet in /bin (`busybox --list`),
+# a /tmp, PATH set, root (as the real image), `sh` as entrypoint. One layer, made an image archive
+# with crane, named kubeplus-isolation.local/busybox:1.35.0-debian12; the upstream-suite runner
+# tags it busybox:1.36 on the node (e2e/README.md "Upstream's own suite").
+assemble_busybox() { # <tmp file> <out dir>
+  local work deb version
+  [[ -x $crane_dir/crane ]] || die "crane is not built yet: run e2e/scripts/build-components.sh node first"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/kpi-busybox-XXXXXX")
+  "$script_dir/../../scripts/debian-download.sh" "$work/debs" busybox-static || die "fetching busybox-static failed"
+  deb=$(ls "$work/debs"/busybox-static_*.deb)
+  version=$(dpkg-deb -f "$deb" Version)
+  dpkg-deb -x "$deb" "$work/unpacked"
+  mkdir -p "$work/root/bin" "$work/root/tmp"
+  chmod 1777 "$work/root/tmp"
+  install -m 0755 "$work/unpacked/bin/busybox" "$work/root/bin/busybox"
+  local applet
+  for applet in $("$work/root/bin/busybox" --list); do
+    [[ $applet == busybox ]] || ln -s busybox "$work/root/bin/$applet"
+  done
+  [[ -L $work/root/bin/sh && -L $work/root/bin/sleep ]] || die "busybox-static $version lacks sh or sleep"
+  [[ $("$work/root/bin/busybox" | head -1) == "BusyBox v1.35.0 "* ]] ||
+    die "busybox-static is no longer 1.35.0 ($version): review the comment above and the image name"
+  tar --mtime=@0 --numeric-owner --owner=0 --group=0 -C "$work/root" -cf "$work/layer.tar" bin tmp
+  crane_image "$work" "$work/layer.tar" kubeplus-isolation.local/busybox:1.35.0-debian12 /bin/sh 0:0 "$work/img.tar" \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  printf 'busybox-static %s (Debian 12): BusyBox v1.35.0\n' "$version" >"$2/busybox-version.txt"
+  mv "$work/img.tar" "$1"
+  rm -rf "$work"
+}
+
 if ((todo)); then
   log "[build] $todo of ${#targets[@]} binaries missing under $cache"
   log "[build] versions: kubernetes $k8s_version, etcd $etcd_version, helm $helm_version ($(go version | awk '{print $3}'))"
@@ -489,7 +541,10 @@ for t in "${targets[@]}"; do
       # Default -mod=readonly with the committed go.sum: reproducible, and fails
       # loudly instead of silently editing go.mod. GOWORK=off so a go.work
       # elsewhere in the monorepo can never change the pinned versions.
-      exec env GOWORK=off "${genv[@]}" go build "$mod_flag" -trimpath "${tags[@]}" \
+      # A *.test target is a package's test binary (upstream's e2e suite): `go test -c`.
+      gocmd=(build)
+      [[ $name == *.test ]] && gocmd=(test -c)
+      exec env GOWORK=off "${genv[@]}" go "${gocmd[@]}" "$mod_flag" -trimpath "${tags[@]}" \
         -ldflags "$flags" -o "$tmp" "$pkg"
     ) >&2 &
   fi

@@ -109,6 +109,25 @@ export {
   type WebhookOptions,
 } from './services.js';
 export { acquireSweepLock, type LockAttempt, SWEEP_LOCK } from './sweep-lock.js';
+export {
+  BUSYBOX_ARCHIVE,
+  exclusionsOf,
+  failureBlocks,
+  outputTail,
+  parseOutcome,
+  parseTestList,
+  runArgs,
+  summarize,
+  UPSTREAM_BINARIES,
+  UPSTREAM_EXCLUSIONS,
+  UPSTREAM_IMAGE_STANDINS,
+  type UpstreamExclusion,
+  type UpstreamOutcome,
+  type UpstreamPackage,
+  type UpstreamPlanEntry,
+  type UpstreamResult,
+  upstreamPlan,
+} from './upstream-suite.js';
 export { FatalWaitError, sleep, waitFor } from './wait.js';
 export {
   DEFAULT_WEBHOOK_CONFIGURATION_NAME,

@@ -190,6 +190,16 @@ export function startProjectNode(extraImages: readonly string[] = []): Promise<R
  */
 export async function startSandboxNode(pool: string, ...chartArgs: string[]): Promise<RealNodeCluster> {
   const cluster = await startProjectNode();
+  await prepareSandboxNode(cluster, pool, ...chartArgs);
+  return cluster;
+}
+
+/** What startSandboxNode does once the node runs (for a suite that starts it with images of its own). */
+export async function prepareSandboxNode(
+  cluster: RealNodeCluster,
+  pool: string,
+  ...chartArgs: string[]
+): Promise<void> {
   await installAgentSandbox(cluster.cp.kc);
   await installOpenReportsCrds(cluster.cp.kc);
   await prepareChartNode(cluster, { pool });
@@ -211,7 +221,6 @@ export async function startSandboxNode(pool: string, ...chartArgs: string[]): Pr
     `global.nodeIsolation.exclusivePools.exemptNamespaces=${JSON.stringify([AGENT_SANDBOX_NAMESPACE])}`,
     ...chartArgs,
   );
-  return cluster;
 }
 
 /**
