@@ -23,21 +23,13 @@
  */
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { installCrds, isApiStatus, sandboxIsolationParamsCrd, waitFor } from '@kubeplus-isolation/e2e';
-import { SANDBOX_ISOLATION_ANNOTATION, SHARED_SANDBOX_POLICY_COMPONENT } from '@kubeplus-isolation/spec';
-import {
-  AdmissionregistrationV1Api,
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  KubernetesObjectApi,
-  NodeV1Api,
-} from '@kubernetes/client-node';
+import { SANDBOX_ISOLATION_ANNOTATION } from '@kubeplus-isolation/spec';
+import { AdmissionregistrationV1Api, CustomObjectsApi, type KubeConfig, NodeV1Api } from '@kubernetes/client-node';
 import { uniqueName } from './support/names.js';
 import {
   createAgent,
   expectedSandboxObjects,
   mergePatch,
-  mutatingPolicies,
   patchAgent,
   policyName,
   runtimeClassName,

@@ -131,7 +131,7 @@ async function main(): Promise<number> {
     execFileSync('git', ['status', '--porcelain'], { cwd: root }).toString().trim() !== '' ? '+changes' : '';
   const doc = renderMatrix(runs, {
     commit: `${commit}${dirty}`,
-    date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     machine: `${cpus().length} cores`,
   });
   writeFileSync(join(root, 'docs', 'kubernetes-versions.md'), doc);

@@ -6,20 +6,13 @@
 import { expect } from '@jest/globals';
 import { isApiStatus, waitFor } from '@kubeplus-isolation/e2e';
 import {
-  SANDBOX_ISOLATION_PARAMS_API_VERSION,
-  SANDBOX_ISOLATION_PARAMS_RESOURCE,
-  SHARED_SANDBOX_POLICY_COMPONENT,
-} from '@kubeplus-isolation/spec';
-import {
-  AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   CustomObjectsApi,
   type KubeConfig,
-  KubernetesObjectApi,
   NodeV1Api,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { mergePatch, mutatingPolicies, statusMessage } from './operator.js';
+import { mergePatch, statusMessage } from './operator.js';
 
 export type SandboxKind = 'Sandbox' | 'SandboxTemplate';
 /** The versions the Agent Sandbox CRDs serve, and `v1`, which a test adds (`addServedVersion`). */
