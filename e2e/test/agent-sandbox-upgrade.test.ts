@@ -70,20 +70,61 @@ function storingAlpha(crds: V1CustomResourceDefinition[]): V1CustomResourceDefin
   );
 }
 
+/**
+ * The chart README's storage migration: v1beta1 storage again (v0.5 as shipped), every Sandbox
+ * re-written at v1beta1, then `storedVersions` trimmed to it. Returns how many were re-written.
+ */
+async function migrateToBetaStorage(kc: KubeConfig): Promise<number> {
+  await installCrds(kc, v05());
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const all = (await custom.listClusterCustomObject({
+    group: 'agents.x-k8s.io',
+    version: 'v1beta1',
+    plural: 'sandboxes',
+  })) as { items: { metadata: { name: string; namespace: string } }[] };
+  let rewritten = 0;
+  for (const item of all.items) {
+    try {
+      await custom.replaceNamespacedCustomObject({
+        group: 'agents.x-k8s.io',
+        version: 'v1beta1',
+        plural: 'sandboxes',
+        namespace: item.metadata.namespace,
+        name: item.metadata.name,
+        body: item,
+      });
+      rewritten++;
+    } catch (error) {
+      // Another suite's namespace being deleted: its Sandboxes go with it.
+      if (!isApiStatus(error, 404) && !isApiStatus(error, 409)) throw error;
+    }
+  }
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const crd = await ext.readCustomResourceDefinition({ name: SANDBOX_CRD });
+  await ext.replaceCustomResourceDefinitionStatus({
+    name: SANDBOX_CRD,
+    body: { ...crd, status: { ...crd.status, storedVersions: ['v1beta1'] } } as V1CustomResourceDefinition,
+  });
+  return rewritten;
+}
+
 describe('Agent Sandbox v0.5 → v1.0 with sandbox isolation in force', () => {
   const suite = operatorSuite({ name: 'as-upgrade', waitForServiceAccount: false });
   let kc: KubeConfig;
   beforeAll(() => {
     kc = suite.kc;
   });
-  afterAll(async () => {
-    // The run's own release again, for the suites after this one.
-    await installCrds(kc, loadCrds(sandboxCrdsDir()));
-  });
-
   const storedVersions = async (): Promise<string[]> =>
     (await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: SANDBOX_CRD })).status
       ?.storedVersions ?? [];
+  afterAll(async () => {
+    // The run's own release again, for the suites after this one. A test stopped midway can leave
+    // v1alpha1 stored, which a release not serving it cannot drop: migrate first, as a user would.
+    const own = loadCrds(sandboxCrdsDir());
+    const served = new Set(servedSandboxVersions(own));
+    if ((await storedVersions()).some((v) => !served.has(v))) await migrateToBetaStorage(kc);
+    await installCrds(kc, own);
+  });
   /** A runc Sandbox is refused, and the tenant's own class admitted, at every version `versions`. */
   const governed = async (ns: string, own: string, versions: readonly string[], what: string): Promise<void> => {
     for (const version of versions) {
@@ -133,39 +174,9 @@ describe('Agent Sandbox v0.5 → v1.0 with sandbox isolation in force', () => {
     expect(statusMessage(refused)).toMatch(/storedVersions/);
     await governed(ns, own, ['v1beta1', 'v1alpha1'], 'after the refused CRD update');
 
-    // 2. The migration: v1beta1 storage again (v0.5 as shipped), every Sandbox re-written, then
-    // storedVersions trimmed. The policies admit the re-writes, the weak legacy one included.
-    await installCrds(kc, v05());
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    const all = (await custom.listClusterCustomObject({
-      group: 'agents.x-k8s.io',
-      version: 'v1beta1',
-      plural: 'sandboxes',
-    })) as { items: { metadata: { name: string; namespace: string } }[] };
-    let rewritten = 0;
-    for (const item of all.items) {
-      try {
-        await custom.replaceNamespacedCustomObject({
-          group: 'agents.x-k8s.io',
-          version: 'v1beta1',
-          plural: 'sandboxes',
-          namespace: item.metadata.namespace,
-          name: item.metadata.name,
-          body: item,
-        });
-        rewritten++;
-      } catch (error) {
-        // Another suite's namespace being deleted: its Sandboxes go with it.
-        if (!isApiStatus(error, 404) && !isApiStatus(error, 409)) throw error;
-      }
-    }
-    expect(rewritten).toBeGreaterThanOrEqual(2);
-    const ext = kc.makeApiClient(ApiextensionsV1Api);
-    const crd = await ext.readCustomResourceDefinition({ name: SANDBOX_CRD });
-    await ext.replaceCustomResourceDefinitionStatus({
-      name: SANDBOX_CRD,
-      body: { ...crd, status: { ...crd.status, storedVersions: ['v1beta1'] } } as V1CustomResourceDefinition,
-    });
+    // 2. The migration (migrateToBetaStorage). The policies admit the re-writes, the weak legacy
+    // one included.
+    expect(await migrateToBetaStorage(kc)).toBeGreaterThanOrEqual(2);
     expect(await storedVersions()).toEqual(['v1beta1']);
     await governed(ns, own, ['v1beta1', 'v1alpha1'], 'migrated, still v0.5');
 

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ApiextensionsV1Api,
+  CustomObjectsApi,
   type KubeConfig,
   loadAllYaml,
   type V1CustomResourceDefinition,
@@ -73,7 +74,48 @@ export async function installCrds(
     },
     { timeoutMs, intervalMs: 200 },
   );
+  await waitForStorage(kc, crds, timeoutMs);
   return names;
+}
+
+/**
+ * Established is not yet served: a CRD whose storage changed (a new stored version, a schema) has
+ * its storage re-created, and until the API server's cache for it is filled again a request for its
+ * resources answers 429 "storage is (re)initializing" (or 404 while the new handler is not yet
+ * installed), as any client of a just-updated CRD sees. Waits until a list of each CRD's storage
+ * version answers anything else, so that a caller's next request reaches the storage.
+ */
+async function waitForStorage(
+  kc: KubeConfig,
+  crds: readonly V1CustomResourceDefinition[],
+  timeoutMs: number,
+): Promise<void> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  // The storage version if it is served (a list of it needs no conversion), else any served one.
+  const targets = crds.flatMap((crd) => {
+    const served = crd.spec.versions.filter((v) => v.served);
+    const version = (served.find((v) => v.storage) ?? served[0])?.name;
+    return version ? [{ group: crd.spec.group, version, plural: crd.spec.names.plural }] : [];
+  });
+  if (targets.length === 0) return;
+  await waitFor(
+    `the storage of ${targets.map((t) => `${t.plural}.${t.group}/${t.version}`).join(', ')} to serve`,
+    async (observe) => {
+      const waiting: string[] = [];
+      await Promise.all(
+        targets.map(async (t) => {
+          try {
+            await custom.listClusterCustomObject({ ...t, limit: 1 });
+          } catch (error) {
+            if (isApiStatus(error, 429) || isApiStatus(error, 404)) waiting.push(`${t.plural}.${t.group}/${t.version}`);
+          }
+        }),
+      );
+      observe(waiting);
+      return waiting.length === 0;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
 }
 
 /** Installs the Agent Sandbox CRDs (sandboxCrdsDir(): shared fixtures, or KUBEPLUS_SANDBOX_CRDS_DIR). */
