@@ -32,7 +32,14 @@ import {
   runProbe,
   startSandboxNode,
 } from './support/real-node.js';
-import { isReady, podOfSandbox, readSandbox, type SandboxStatus, sandboxYaml } from './support/sandboxes.js';
+import {
+  isReady,
+  podOfSandbox,
+  readSandbox,
+  type SandboxStatus,
+  sandboxYaml,
+  waitForSandboxReady,
+} from './support/sandboxes.js';
 
 const POOL = 'gvisor-pool';
 const MANDATE = poolMandate(POOL);
@@ -86,15 +93,7 @@ describe('Sandboxes that run inside gVisor on the real node', () => {
     await generatedClassHandler(tenant, minRuntimeClass);
   };
   const readySandbox = (namespace: string, name: string): Promise<SandboxStatus> =>
-    waitFor(
-      `Sandbox ${namespace}/${name} Ready`,
-      async (observe) => {
-        const sb = await readSandbox(custom, namespace, name);
-        observe(sb?.status?.conditions);
-        return isReady(sb) ? sb : undefined;
-      },
-      { timeoutMs: 120_000 },
-    );
+    waitForSandboxReady(custom, namespace, name, 120_000);
   const podOf = async (namespace: string, name: string): Promise<V1Pod> => {
     const pod = await podOfSandbox(core, custom, namespace, name);
     if (pod === undefined) throw new Error(`Sandbox ${namespace}/${name} has no Pod`);

@@ -25,7 +25,7 @@ import {
 import { CoreV1Api, CustomObjectsApi, NodeV1Api, type V1Pod } from '@kubernetes/client-node';
 import { runtimeClassName } from './support/operator.js';
 import { carriesPoolMandate, poolMandate, startSandboxNode } from './support/real-node.js';
-import { isReady, podOfSandbox, readSandbox } from './support/sandboxes.js';
+import { podOfSandbox, waitForSandboxReady } from './support/sandboxes.js';
 
 const POOL = 'kp-pool';
 const KUBEPLUS_NAMESPACE = 'default';
@@ -117,15 +117,7 @@ describe('KubePlus (stand-in) on the real node: the first install runs placed an
     const ownClass = runtimeClassName(INSTANCE);
     const handler = (await cluster.cp.kc.makeApiClient(NodeV1Api).readRuntimeClass({ name: ownClass })).handler;
     expect(handler).toBe('runsc');
-    const sandbox = await waitFor(
-      `Sandbox ${INSTANCE}/${SANDBOX} Ready`,
-      async (observe) => {
-        const sb = await readSandbox(custom, INSTANCE, SANDBOX);
-        observe(sb?.status?.conditions);
-        return isReady(sb) ? sb : undefined;
-      },
-      { timeoutMs: 180_000 },
-    );
+    const sandbox = await waitForSandboxReady(custom, INSTANCE, SANDBOX, 180_000);
     const written = (sandbox as { spec?: { podTemplate?: { spec?: { runtimeClassName?: string } } } }).spec;
     expect(written?.podTemplate?.spec?.runtimeClassName).toBe(ownClass);
     const sandboxPod = await podOfSandbox(core, custom, INSTANCE, SANDBOX);

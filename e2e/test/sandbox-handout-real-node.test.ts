@@ -32,7 +32,7 @@ import {
   probeImage,
   startSandboxNode,
 } from './support/real-node.js';
-import { isReady, podOfSandbox, readSandbox, type SandboxStatus } from './support/sandboxes.js';
+import { isReady, podOfSandbox, readSandbox, type SandboxStatus, waitForSandboxReady } from './support/sandboxes.js';
 
 const POOL = 'handout-pool';
 const MANDATE = poolMandate(POOL);
@@ -118,15 +118,7 @@ describe('no weaker runtime handed out, laundered or adopted, on the real node (
     await policyInForce(tenant);
   };
   const readySandbox = (namespace: string, name: string, timeoutMs = 120_000): Promise<SandboxStatus> =>
-    waitFor(
-      `Sandbox ${namespace}/${name} Ready`,
-      async (observe) => {
-        const sb = await readSandbox(custom, namespace, name);
-        observe(sb?.status?.conditions);
-        return isReady(sb) ? sb : undefined;
-      },
-      { timeoutMs },
-    );
+    waitForSandboxReady(custom, namespace, name, timeoutMs);
   /** The kernel release the Sandbox's Pod's container sees (`kubectl exec`). */
   const kernelOf = async (namespace: string, pod: V1Pod | undefined): Promise<string> =>
     (

@@ -27,7 +27,14 @@ import {
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { createAgent, patchAgent } from './support/operator.js';
 import { kubectl, kubectlWithInput, PLATFORM_NS, poolMandate, startSandboxNode } from './support/real-node.js';
-import { isReady, podOfSandbox, readSandbox, SANDBOX_IMAGE, sandboxYaml } from './support/sandboxes.js';
+import {
+  isReady,
+  podOfSandbox,
+  readSandbox,
+  SANDBOX_IMAGE,
+  sandboxYaml,
+  waitForSandboxReady,
+} from './support/sandboxes.js';
 
 const POOL = 'governed-pool';
 const MANDATE = poolMandate(POOL);
@@ -93,15 +100,7 @@ describe("a Sandbox's Pod meets the namespace's minimum, however the tenant trie
     });
     await policyInForce(tenant, minRuntimeClass);
   };
-  const runningSandbox = (namespace: string, name: string) =>
-    waitFor(
-      `Sandbox ${namespace}/${name} Ready`,
-      async () => {
-        const sb = await readSandbox(custom, namespace, name);
-        return isReady(sb) ? sb : undefined;
-      },
-      { timeoutMs: 90_000 },
-    );
+  const runningSandbox = (namespace: string, name: string) => waitForSandboxReady(custom, namespace, name, 90_000);
   /** The controller's log lines carrying the policy's refusal of Pod `podName`. */
   const refusals = async (podName: string): Promise<string[]> =>
     (await kubectl(cluster, 'logs', '-n', 'agent-sandbox-system', 'deploy/agent-sandbox-controller', '--tail=2000'))

@@ -3,6 +3,7 @@
  * sigs.k8s.io/agent-sandbox, the pinned release, runs on the node): manifests, reads, readiness,
  * the Pod a Sandbox runs.
  */
+import { waitFor } from '@kubeplus-isolation/e2e';
 import type { CoreV1Api, CustomObjectsApi, V1Pod } from '@kubernetes/client-node';
 
 /** The static pause image the real node imports (built by the harness). */
@@ -37,6 +38,23 @@ export const readSandbox = async (
 
 export const isReady = (sb: SandboxStatus | undefined): boolean =>
   sb?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+/** Waits until Sandbox `namespace/name` is Ready and returns it; a timeout shows its last conditions. */
+export const waitForSandboxReady = (
+  custom: CustomObjectsApi,
+  namespace: string,
+  name: string,
+  timeoutMs: number,
+): Promise<SandboxStatus> =>
+  waitFor(
+    `Sandbox ${namespace}/${name} Ready`,
+    async (observe) => {
+      const sb = await readSandbox(custom, namespace, name);
+      observe(sb?.status?.conditions);
+      return isReady(sb) ? sb : undefined;
+    },
+    { timeoutMs },
+  );
 
 /**
  * The Pod a Sandbox runs, found as the controller finds it (v0.5.6 and later): the Pod whose
